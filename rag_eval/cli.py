@@ -1,0 +1,103 @@
+"""The ``rag-eval`` command: a thin shell over the library.
+
+Every :class:`RagEvalError` becomes one line on stderr and exit code 2; any other
+exception is a bug and keeps its traceback. Heavy modules are imported inside the
+subcommands so that ``rag-eval --help`` stays fast and never imports torch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Callable, Sequence
+
+from rag_eval.errors import RagEvalError
+
+EXIT_BAD_INPUT = 2
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the console script; returns the exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    handler: Callable[[argparse.Namespace], int] | None = getattr(args, "handler", None)
+    if handler is None:
+        parser.print_help()
+        return EXIT_BAD_INPUT
+    try:
+        return handler(args)
+    except RagEvalError as error:
+        print(f"rag-eval: error: {error}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        print("rag-eval: interrupted", file=sys.stderr)
+        return 130
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser with every subcommand."""
+    parser = argparse.ArgumentParser(
+        prog="rag-eval",
+        description="Evaluate retrieval for RAG with trec_eval-exact metrics.",
+    )
+    sub = parser.add_subparsers(title="commands", metavar="COMMAND")
+    for register in _COMMANDS:
+        register(sub)
+    return parser
+
+
+# ---- evaluate ------------------------------------------------------------------------
+
+
+def _add_evaluate(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "evaluate",
+        help="score a TREC run file against a TREC qrels file",
+        description="Score a TREC run (qid Q0 doc_id rank score tag) against TREC qrels (qid iter doc_id grade). "
+        "The rank column is ignored: documents are ranked by score, ties by doc id descending, as trec_eval does.",
+    )
+    p.add_argument("--qrels", required=True, help="TREC qrels file: qid iter doc_id grade")
+    p.add_argument("--run", required=True, help="TREC run file: qid Q0 doc_id rank score tag")
+    p.add_argument(
+        "-m", "--metric", action="append", required=True, dest="metrics",
+        help="metric, repeatable: ndcg@10, ndcg, dcg@k, idcg@k, precision@k, recall@k, mrr, mrr@k, map, map@k, "
+        "r_precision, hit_rate@k, judged@k (trec_eval names such as ndcg_cut_10 or P_5 work too)",
+    )
+    p.add_argument("--per-query", "-q", action="store_true", help="also print each query's values")
+    p.add_argument("--format", choices=("text", "json", "markdown"), default="text")
+    _add_semantics_options(p)
+    p.set_defaults(handler=_cmd_evaluate)
+
+
+def _add_semantics_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--gain", choices=("linear", "exponential"), default="linear",
+                   help="nDCG gain: grade (trec_eval) or 2^grade - 1 (default: linear)")
+    p.add_argument("--aggregation", choices=("macro", "micro"), default="macro",
+                   help="dataset nDCG: mean of per-query values, or sum DCG / sum IDCG (default: macro)")
+    p.add_argument("--no-relevant", choices=("skip", "zero", "error"), default="skip",
+                   help="a judged query with no relevant document: leave out of the mean, score 0 "
+                   "(trec_eval), or fail (default: skip)")
+    p.add_argument("--relevance-threshold", type=float, default=1.0,
+                   help="grade at or above which a document is relevant for binary metrics (trec_eval -l; default 1)")
+
+
+def _cmd_evaluate(args: argparse.Namespace) -> int:
+    from rag_eval.evaluate import EvaluationOptions, evaluate_tables
+    from rag_eval.metrics.measures import parse_metrics
+    from rag_eval.output import format_results
+    from rag_eval.trec import read_qrels, read_run
+
+    metrics = parse_metrics(args.metrics)
+    options = EvaluationOptions(args.gain, args.aggregation, args.no_relevant, args.relevance_threshold)
+    judgements = read_qrels(args.qrels)
+    run = read_run(args.run)
+    results = evaluate_tables(judgements, run, metrics, options)
+    sys.stdout.write(format_results(results, args.format, per_query=args.per_query))
+    return 0
+
+
+_COMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [_add_evaluate]
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

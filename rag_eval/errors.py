@@ -1,0 +1,51 @@
+"""One exception tree for every problem a user can fix.
+
+The CLI turns any :class:`RagEvalError` into a single line on stderr and exit
+code 2; anything else is a bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+
+class RagEvalError(Exception):
+    """Base of every error caused by the user's input (files, config, names)."""
+
+
+class MetricError(RagEvalError, ValueError):
+    """An unknown or malformed metric name, or an invalid metric option."""
+
+
+class InputFormatError(RagEvalError, ValueError):
+    """A qrels, run, query or corpus file (or in-memory equivalent) is malformed."""
+
+
+class DatasetError(RagEvalError):
+    """A query set, its judgements or its corpus are inconsistent."""
+
+
+class ConfigError(RagEvalError):
+    """A run config is malformed, has unknown keys or wrong types."""
+
+
+class RetrieverError(RagEvalError):
+    """A retriever could not be built, or returned something invalid."""
+
+
+class EvaluationError(RagEvalError):
+    """Evaluation refused to produce a number (e.g. no_relevant='error')."""
+
+
+class ComparisonError(RagEvalError):
+    """Two results cannot be compared (different dataset, semantics or queries)."""
+
+
+def located(path: object, where: str | None, problem: str, fix: str | None = None) -> str:
+    """Format a one-line message: ``path: where: problem (fix)``."""
+    parts = [str(path)] if path is not None else []
+    if where:
+        parts.append(where)
+    parts.append(problem)
+    message = ": ".join(parts)
+    if fix:
+        message += f"; {fix}"
+    return message

@@ -1,0 +1,110 @@
+"""The Results record: full-precision values per query and over the dataset.
+
+Nothing here rounds: renderers format numbers, results files keep float64
+(JSON numbers round-trip exactly through Python's repr).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from rag_eval.metrics.measures import Metric, parse_metrics
+
+
+@dataclass(frozen=True)
+class Results:
+    """Per-query and aggregate metric values with the semantics that produced them.
+
+    ``values[metric][i]`` is the value of ``query_ids[i]``; NaN marks a query left
+    out of the mean (no relevant document, policy ``skip``), listed in
+    ``left_out[metric]``.
+    """
+
+    metrics: tuple[Metric, ...]
+    query_ids: tuple[str, ...]
+    values: dict[str, np.ndarray]
+    aggregate: dict[str, float]
+    options: dict[str, Any]
+    left_out: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    unjudged_queries: tuple[str, ...] = ()
+    unanswered_queries: tuple[str, ...] = ()
+
+    @property
+    def metric_names(self) -> list[str]:
+        """Canonical metric strings, in the order they were asked for."""
+        return [str(m) for m in self.metrics]
+
+    @property
+    def per_query(self) -> dict[str, dict[str, float]]:
+        """``{qid: {metric: value}}``; a metric left out for a query is absent."""
+        out: dict[str, dict[str, float]] = {q: {} for q in self.query_ids}
+        for name, column in self.values.items():
+            for qid, value in zip(self.query_ids, column.tolist()):
+                if not math.isnan(value):
+                    out[qid][name] = value
+        return out
+
+    def value(self, metric: str | Metric, query_id: str) -> float:
+        """One query's value (NaN when left out)."""
+        return float(self.values[str(parse_metrics([metric])[0])][self.query_ids.index(query_id)])
+
+    def to_dataframe(self):
+        """One row per judged query, one column per metric (NaN = left out)."""
+        import pandas as pd
+
+        frame = pd.DataFrame({name: column for name, column in self.values.items()}, index=list(self.query_ids))
+        frame.index.name = "qid"
+        return frame
+
+    def to_dict(self, per_query: bool = True) -> dict[str, Any]:
+        """JSON-ready dict; NaN becomes None."""
+        data: dict[str, Any] = {
+            "metrics": self.metric_names,
+            "options": dict(self.options),
+            "aggregate": {k: _json_number(v) for k, v in self.aggregate.items()},
+            "num_queries": len(self.query_ids),
+            "left_out": {k: list(v) for k, v in self.left_out.items()},
+            "unjudged_queries": list(self.unjudged_queries),
+            "unanswered_queries": list(self.unanswered_queries),
+        }
+        if per_query:
+            data["per_query"] = {
+                qid: {name: _json_number(self.values[name][i]) for name in self.values}
+                for i, qid in enumerate(self.query_ids)
+            }
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Results":
+        """Inverse of :meth:`to_dict` (needs ``per_query``)."""
+        metrics = parse_metrics(data["metrics"])
+        names = [str(m) for m in metrics]
+        per_query = data["per_query"]
+        query_ids = tuple(per_query)
+        values = {
+            name: np.array([_from_json(per_query[q].get(name)) for q in query_ids], dtype=np.float64)
+            for name in names
+        }
+        return cls(
+            metrics=metrics,
+            query_ids=query_ids,
+            values=values,
+            aggregate={k: _from_json(v) for k, v in data["aggregate"].items()},
+            options=dict(data["options"]),
+            left_out={k: tuple(v) for k, v in data.get("left_out", {}).items()},
+            unjudged_queries=tuple(data.get("unjudged_queries", ())),
+            unanswered_queries=tuple(data.get("unanswered_queries", ())),
+        )
+
+
+def _json_number(value: float) -> float | None:
+    value = float(value)
+    return None if math.isnan(value) else value
+
+
+def _from_json(value: Any) -> float:
+    return float("nan") if value is None else float(value)
