@@ -96,7 +96,65 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
-_COMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [_add_evaluate]
+# ---- run / validate ---------------------------------------------------------------------
+
+
+def _add_run(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "run",
+        help="run the retrievers of a YAML config, evaluate them and write a markdown report",
+        description="Run every retriever of CONFIG over its query set, evaluate, and write report.md, "
+        "<label>.json results and <label>.run TREC run files into the config's output folder.",
+    )
+    p.add_argument("config", help="run config (YAML)")
+    p.add_argument("--output", help="output folder (overrides the config's 'output')")
+    p.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    p.set_defaults(handler=_cmd_run)
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from rag_eval.config.schema import load_config
+    from rag_eval.runner import execute, write_outputs
+
+    config = load_config(args.config)
+    if args.output:
+        config.model = config.model.model_copy(update={"output": str(Path(args.output).resolve())})
+    run = execute(config, progress=False if args.no_progress else None)
+    written = write_outputs(run)
+    main_metric = config.model.primary_metric
+    for outcome in run.outcomes:
+        value = outcome.results.aggregate[main_metric]
+        print(f"{outcome.label}\t{main_metric}\t{value:.4f}")
+    report = next(p for p in written if p.name == "report.md")
+    print(f"report: {report}")
+    return 0
+
+
+def _add_validate(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "validate",
+        help="check a config, its dataset and its retrievers without retrieving; lists every problem",
+    )
+    p.add_argument("config", help="run config (YAML)")
+    p.set_defaults(handler=_cmd_validate)
+
+
+def _cmd_validate(args: argparse.Namespace) -> int:
+    from rag_eval.validate import validate_config
+
+    problems, summary = validate_config(args.config)
+    if problems:
+        for problem in problems:
+            print(problem, file=sys.stderr)
+        print(f"rag-eval: {len(problems)} problem{'s' if len(problems) > 1 else ''} found", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    print(summary)
+    return 0
+
+
+_COMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [_add_evaluate, _add_run, _add_validate]
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -8,7 +8,15 @@ from __future__ import annotations
 
 
 class RagEvalError(Exception):
-    """Base of every error caused by the user's input (files, config, names)."""
+    """Base of every error caused by the user's input (files, config, names).
+
+    ``problems`` holds every problem found when a check collects several (the
+    message names the first and counts the rest); ``rag-eval validate`` lists all.
+    """
+
+    def __init__(self, message: str, *, problems: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.problems = list(problems) if problems else [message]
 
 
 class MetricError(RagEvalError, ValueError):
@@ -27,7 +35,7 @@ class ConfigError(RagEvalError):
     """A run config is malformed, has unknown keys or wrong types."""
 
 
-class RetrieverError(RagEvalError):
+class RetrieverError(RagEvalError, ValueError):
     """A retriever could not be built, or returned something invalid."""
 
 

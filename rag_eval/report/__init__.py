@@ -1,0 +1,1 @@
+"""Markdown reports: run reports and comparison reports (pure renderers)."""

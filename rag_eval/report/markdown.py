@@ -1,0 +1,362 @@
+"""The run report: Results in, GitHub-flavoured markdown out (pure, no I/O).
+
+Shaped like the ocean-facts seed: what was evaluated and with which semantics,
+a summary table, a per-query table, then for each query the derivation of its
+nDCG@k: retrieved passages with grades, the term-by-term DCG table, the ideal
+order with its IDCG table, the quotient, and a one-line interpretation.
+Rounding happens here and only here.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
+
+from rag_eval.metrics.kernels import gain_values
+from rag_eval.metrics.measures import parse_metric
+from rag_eval.output import escape_cell
+
+if TYPE_CHECKING:  # imported for annotations only: rendering needs no runner
+    from rag_eval.runner import RetrieverOutcome, RunOutcome
+
+DECIMALS = 4
+
+
+def render_run_report(run: "RunOutcome") -> str:
+    """The whole report.md of a run."""
+    config = run.config.model
+    main = config.primary_metric
+    k = _derivation_cutoff(main, config.top_k)
+    options = run.outcomes[0].results.options if run.outcomes else {}
+    out: list[str] = []
+    title = config.report.title or f"RAG Evaluation: {run.config.name}"
+    out += [f"# {escape_inline(title)}", ""]
+    out += _header(run, options)
+    out += _summary(run.outcomes, config.metrics)
+    out += _per_query_table(run, main)
+    out += _derivations(run, main, k)
+    return "\n".join(out).rstrip() + "\n"
+
+
+# ---- header ----------------------------------------------------------------------------
+
+
+def _header(run: "RunOutcome", options: Mapping[str, Any]) -> list[str]:
+    dataset = run.dataset
+    config = run.config.model
+    judged = len(dataset.judged_query_ids)
+    lines = [
+        "## 📚 What was evaluated",
+        "",
+        f"- **Dataset:** {escape_inline(dataset.name)} (`{escape_code(dataset.source)}`), "
+        f"fingerprint `{dataset.fingerprint}`",
+        f"- **Queries:** {len(dataset.queries)} ({judged} with judgements), **passages:** {len(dataset.corpus)}, "
+        f"**judgements:** {sum(len(j) for j in dataset.judgements.values())}",
+        f"- **Retrieved per query (top_k):** {config.top_k}",
+        f"- **Run at:** {run.created}",
+    ]
+    for note in dataset.notes:
+        lines.append(f"- **Note:** {escape_inline(note)}")
+    unjudged = dataset.unjudged_query_ids
+    if unjudged:
+        lines.append(f"- **Queries without judgements (not scored):** {escape_inline(', '.join(unjudged))}")
+    lines += ["", "**Retrievers**", "", "| Retriever | Adapter | Parameters | Index (s) | Search (s) | Notes |", "|---|---|---|---:|---:|---|"]
+    for outcome in run.outcomes:
+        params = json.dumps(outcome.spec.params, sort_keys=True, ensure_ascii=False) if outcome.spec.params else "defaults"
+        notes = _description_notes(outcome.description)
+        lines.append(
+            f"| {escape_cell(outcome.label)} | {escape_cell(outcome.spec.adapter)} | {escape_cell(_shorten(params, 200))} | "
+            f"{outcome.timings.get('index_s', float('nan')):.3f} | {outcome.timings.get('search_s', float('nan')):.3f} | "
+            f"{escape_cell(notes)} |"
+        )
+    gain = options.get("gain", "linear")
+    gain_text = "gain = grade (linear, as trec_eval)" if gain == "linear" else "gain = 2^grade - 1 (exponential, Burges et al.)"
+    policy = {
+        "skip": "left out of the mean and listed",
+        "zero": "scored 0 and kept in the mean (as trec_eval)",
+        "error": "an error",
+    }.get(options.get("no_relevant", "skip"), options.get("no_relevant"))
+    aggregation = (
+        "mean of per-query values (macro)"
+        if options.get("aggregation", "macro") == "macro"
+        else "nDCG: sum of DCG / sum of IDCG over queries (micro); other metrics: mean of per-query values"
+    )
+    lines += [
+        "",
+        "**Semantics** (what the numbers mean)",
+        "",
+        f"- nDCG: {gain_text}; discount 1 / log₂(rank + 1); "
+        "ideal ranking built from all judged passages with grade > 0, retrieved or not.",
+        "- Ties: equal scores are ordered by passage id, descending (trec_eval's rule).",
+        f"- Binary metrics (precision, recall, MRR, MAP, hit rate): relevant = grade ≥ {options.get('relevance_threshold', 1):g}.",
+        f"- A judged query with no relevant passage: {policy}. A judged query with nothing retrieved scores 0.",
+        f"- Dataset value: {aggregation}.",
+        "",
+    ]
+    return lines
+
+
+def _description_notes(description: Mapping[str, Any]) -> str:
+    keys = ("model", "library", "cache", "source", "method")
+    parts = [f"{k}: {description[k]}" for k in keys if k in description and description[k] not in (None, "")]
+    return "; ".join(parts)
+
+
+# ---- summary and per-query tables ------------------------------------------------------------
+
+
+def _summary(outcomes: Sequence["RetrieverOutcome"], metrics: Sequence[str]) -> list[str]:
+    lines = ["## 📊 Summary", ""]
+    if not outcomes:
+        return lines + ["No retriever was run.", ""]
+    best = {}
+    for name in metrics:
+        values = [o.results.aggregate[name] for o in outcomes if not math.isnan(o.results.aggregate[name])]
+        best[name] = max(values) if values else None
+    lines.append("| Retriever | " + " | ".join(metrics) + " |")
+    lines.append("|---|" + "---:|" * len(metrics))
+    for outcome in outcomes:
+        cells = []
+        for name in metrics:
+            value = outcome.results.aggregate[name]
+            text = fmt(value)
+            # Compare the printed values: a tie at 4 decimals is a tie for the reader.
+            if name.startswith(("ndcg", "precision", "recall", "mrr", "map", "r_precision", "hit_rate")) and (
+                best[name] is not None and len(outcomes) > 1 and text == fmt(best[name])
+            ):
+                text = f"**{text}**"
+            cells.append(text)
+        lines.append(f"| {escape_cell(outcome.label)} | " + " | ".join(cells) + " |")
+    lines += ["", f"Macro means over judged queries, {DECIMALS} decimals; **bold** = best in its column."]
+    left = _left_out_lines(outcomes, metrics)
+    lines += left + [""]
+    return lines
+
+
+def _left_out_lines(outcomes: Sequence["RetrieverOutcome"], metrics: Sequence[str]) -> list[str]:
+    results = outcomes[0].results
+    scored = len(results.query_ids)
+    lines = [f"Queries scored: {scored}."]
+    by_reason: dict[tuple[str, ...], list[str]] = {}
+    for name in metrics:
+        missing = results.left_out.get(name, ())
+        if missing:
+            by_reason.setdefault(tuple(missing), []).append(name)
+    for missing, names in by_reason.items():
+        lines.append(
+            f"Left out of {', '.join(names)}: {len(missing)} quer{'y' if len(missing) == 1 else 'ies'} "
+            f"with no relevant passage ({escape_inline(', '.join(missing))})."
+        )
+    for outcome in outcomes:
+        if outcome.results.unanswered_queries:
+            lines.append(
+                f"{escape_inline(outcome.label)} retrieved nothing for {len(outcome.results.unanswered_queries)} "
+                "judged quer(ies); they score 0 and stay in the mean."
+            )
+    return [" ".join(lines)]
+
+
+def _per_query_table(run: "RunOutcome", main: str) -> list[str]:
+    outcomes = run.outcomes
+    if not outcomes:
+        return []
+    query_ids = outcomes[0].results.query_ids
+    lines = [f"## 🔎 Per query: {main}", "", "| Query | Text | " + " | ".join(escape_cell(o.label) for o in outcomes) + " |"]
+    lines.append("|---|---|" + "---:|" * len(outcomes))
+    for i, qid in enumerate(query_ids):
+        text = run.dataset.queries[qid].text if qid in run.dataset.queries else ""
+        cells = [fmt(o.results.values[main][i]) for o in outcomes]
+        lines.append(f"| {escape_cell(qid)} | {escape_cell(_shorten(text, 100))} | " + " | ".join(cells) + " |")
+    return lines + ["", "n/a = no relevant passage judged for the query (left out of the mean).", ""]
+
+
+# ---- derivations ---------------------------------------------------------------------------
+
+
+def _derivation_cutoff(main: str, top_k: int) -> int:
+    metric = parse_metric(main)
+    return metric.k if metric.k is not None else top_k
+
+
+def select_detailed_queries(run: "RunOutcome", main: str, limit: int) -> tuple[list[str], bool]:
+    """All judged queries up to ``limit``; beyond that the ``limit`` worst (lowest mean of ``main``)."""
+    if not run.outcomes:
+        return [], False
+    query_ids = list(run.outcomes[0].results.query_ids)
+    if len(query_ids) <= limit:
+        return query_ids, False
+
+    def mean_value(index: int) -> float:
+        values = [o.results.values[main][index] for o in run.outcomes]
+        values = [v for v in values if not math.isnan(v)]
+        return sum(values) / len(values) if values else math.inf
+
+    order = sorted(range(len(query_ids)), key=lambda i: (mean_value(i), query_ids[i]))
+    return [query_ids[i] for i in order[:limit]], True
+
+
+def _derivations(run: "RunOutcome", main: str, k: int) -> list[str]:
+    config = run.config.model
+    chosen, worst = select_detailed_queries(run, main, config.report.detailed_queries)
+    if not chosen:
+        return []
+    gain = run.outcomes[0].results.options.get("gain", "linear")
+    heading = f"## 🧮 How nDCG@{k} was computed"
+    intro = (
+        f"The {len(chosen)} queries with the lowest {main} (of {len(run.outcomes[0].results.query_ids)})."
+        if worst
+        else "Every judged query."
+    )
+    lines = [heading, "", intro, ""]
+    for qid in chosen:
+        query = run.dataset.queries.get(qid)
+        lines += [f"### {escape_inline(qid)}: “{escape_inline(query.text if query else '')}”", ""]
+        for outcome in run.outcomes:
+            lines += derivation(
+                outcome.label,
+                outcome.ranking.get(qid, {}),
+                run.dataset.judgements.get(qid, {}),
+                run.dataset.corpus,
+                k,
+                gain,
+                config.report.passage_chars,
+                multiple=len(run.outcomes) > 1,
+            )
+    return lines
+
+
+def derivation(
+    label: str,
+    scores: Mapping[str, float],
+    judgements: Mapping[str, float],
+    corpus: Mapping[str, Mapping[str, str]],
+    k: int,
+    gain: str,
+    passage_chars: int,
+    multiple: bool = True,
+) -> list[str]:
+    """The ocean-facts derivation of one query's nDCG@k for one retriever."""
+    from rag_eval.trec import ranked_doc_ids
+
+    ranked = ranked_doc_ids(scores)[:k]
+    lines = [f"#### {escape_inline(label)}", ""] if multiple else []
+    if not ranked:
+        relevant = sum(1 for g in judgements.values() if g > 0)
+        value = "0.0000" if relevant else "undefined (no passage is judged relevant)"
+        return lines + [f"Nothing was retrieved for this query: DCG@{k} = 0, nDCG@{k} = {value}.", ""]
+    lines += ["| Rank | Passage | Grade |", "|---:|---|---:|"]
+    for rank, doc in enumerate(ranked, start=1):
+        grade = judgements.get(doc)
+        grade_text = "unjudged" if grade is None else fmt_grade(grade)
+        lines.append(f"| {rank} | {passage_cell(doc, corpus, passage_chars)} | {grade_text} |")
+    lines.append("")
+
+    grades = [judgements.get(doc) for doc in ranked]
+    dcg, dcg_lines = _dcg_table(grades, gain, "DCG", k)
+    ideal_grades = sorted((g for g in judgements.values() if g > 0), reverse=True)[:k]
+    idcg, idcg_lines = _dcg_table(ideal_grades, gain, "IDCG", k)
+    lines += dcg_lines
+    ideal_text = ", ".join(fmt_grade(g) for g in ideal_grades) or "nothing: no passage is judged relevant"
+    lines += [f"Ideal order (all judged passages with grade > 0, best first, cut at {k}): [{ideal_text}]", ""]
+    lines += idcg_lines
+    if idcg > 0:
+        ndcg = dcg / idcg
+        lines.append(f"**nDCG@{k}** = DCG@{k} / IDCG@{k} = {fmt(dcg)} / {fmt(idcg)} = **{fmt(ndcg)}**")
+    else:
+        ndcg = math.nan
+        lines.append(f"**nDCG@{k}** is undefined: IDCG@{k} = 0 because no passage is judged relevant.")
+    lines += ["", f"*{interpretation(ndcg, grades, judgements, k)}*", ""]
+    missed = [doc for doc, g in sorted(judgements.items(), key=lambda item: (-item[1], item[0])) if g > 0 and doc not in ranked]
+    if missed:
+        lines += [f"Relevant passages not in the top {k}:", ""]
+        lines += [f"- {passage_cell(doc, corpus, passage_chars)} (grade {fmt_grade(judgements[doc])})" for doc in missed]
+        lines.append("")
+    return lines
+
+
+def _dcg_table(grades: Sequence[float | None], gain: str, name: str, k: int) -> tuple[float, list[str]]:
+    import numpy as np
+
+    values = np.array([np.nan if g is None else g for g in grades], dtype=np.float64)
+    gains = gain_values(values, gain) if values.size else values
+    exponential = gain == "exponential"
+    head = "| Position (i) | Grade | " + ("Gain 2^grade − 1 | " if exponential else "") + "log₂(i+1) | " + (
+        "gain / log₂(i+1) |" if exponential else "grade / log₂(i+1) |"
+    )
+    lines = [f"**{name}@{k}**", "", head, "|---:|---:|" + ("---:|" if exponential else "") + "---:|---:|"]
+    total = 0.0
+    terms = []
+    for i, (grade, g) in enumerate(zip(grades, gains.tolist()), start=1):
+        discount = math.log2(i + 1)
+        term = g / discount
+        total += term
+        terms.append(fmt(term))
+        grade_text = "unjudged (0)" if grade is None else fmt_grade(grade)
+        gain_cell = f"{fmt(g)} | " if exponential else ""
+        lines.append(f"| {i} | {grade_text} | {gain_cell}{fmt(discount)} | {fmt(term)} |")
+    if not terms:
+        lines = [f"**{name}@{k}** = 0 (no terms)", ""]
+        return 0.0, lines
+    lines += ["", f"{name}@{k} = " + " + ".join(terms) + f" = **{fmt(total)}**", ""]
+    return total, lines
+
+
+def interpretation(ndcg: float, grades: Sequence[float | None], judgements: Mapping[str, float], k: int) -> str:
+    """One plain sentence on what the nDCG value says about this ranking."""
+    if math.isnan(ndcg):
+        return "No passage is judged relevant for this query, so its nDCG is undefined."
+    relevant_total = sum(1 for g in judgements.values() if g > 0)
+    found = sum(1 for g in grades if g is not None and g > 0)
+    first = next((i for i, g in enumerate(grades, start=1) if g is not None and g > 0), None)
+    unjudged = sum(1 for g in grades if g is None)
+    facts = f"{found} of {relevant_total} relevant passages in the top {k}"
+    if first is not None:
+        facts += f", the first at rank {first}"
+    if unjudged:
+        facts += f"; {unjudged} unjudged passage{'s' if unjudged > 1 else ''} counted as not relevant"
+    if ndcg >= 0.95:
+        verdict = "Excellent: nearly the ideal order"
+    elif ndcg >= 0.8:
+        verdict = "Good: the best passages are near the top, with some misordering"
+    elif ndcg >= 0.5:
+        verdict = "Fair: relevant passages are found but ranked low, or some are missed"
+    elif ndcg > 0:
+        verdict = "Poor: most of the relevant material is missing or ranked low"
+    else:
+        verdict = "Failed: no relevant passage in the top k"
+    return f"{verdict} ({facts})."
+
+
+# ---- formatting helpers --------------------------------------------------------------------
+
+
+def fmt(value: float) -> str:
+    """A metric value as printed everywhere in reports."""
+    return "n/a" if value is None or math.isnan(value) else f"{value:.{DECIMALS}f}"
+
+
+def fmt_grade(grade: float) -> str:
+    """Grades as written by the judge: 3, not 3.0; 0.5 stays 0.5."""
+    return f"{grade:g}"
+
+
+def passage_cell(doc: str, corpus: Mapping[str, Mapping[str, str]], limit: int) -> str:
+    """``text`` (id), cut to ``limit`` characters and safe inside a table cell."""
+    passage = corpus.get(doc, {})
+    text = _shorten(" ".join(str(passage.get("text", "")).split()), limit)
+    return f"{escape_cell(text)} (`{escape_code(doc)}`)" if text else f"`{escape_code(doc)}`"
+
+
+def _shorten(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def escape_inline(text: str) -> str:
+    """Text outside tables: same escaping (markdown characters, no line breaks)."""
+    return escape_cell(text)
+
+
+def escape_code(text: str) -> str:
+    """Text inside backticks: no backticks or pipes can break out of it."""
+    return str(text).replace("`", "'").replace("|", "¦").replace("\n", " ")

@@ -1,0 +1,1 @@
+"""Retriever adapters, the retriever protocol and the registry."""

@@ -1,0 +1,238 @@
+"""Run a config: load the dataset, run each retriever, evaluate, write outputs.
+
+Nothing is written until every retriever has run and been evaluated: the
+report, the results files and the run files are then each written atomically,
+so a failed run leaves what the user had untouched.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import inspect
+import math
+import platform
+import time
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Mapping
+
+from rag_eval.config.schema import LoadedConfig, RetrieverSpec
+from rag_eval.dataset import Dataset, load_dataset
+from rag_eval.errors import RagEvalError, RetrieverError
+from rag_eval.evaluate import evaluate
+from rag_eval.results import Results
+
+RESULTS_SCHEMA_VERSION = 1
+_PACKAGES = ("rag-eval", "numpy", "pandas", "scipy", "bm25s", "sentence-transformers", "transformers", "torch")
+
+
+@dataclass
+class RetrieverOutcome:
+    """One retriever's ranking, its evaluation and what it cost."""
+
+    spec: RetrieverSpec
+    description: dict[str, Any]
+    ranking: dict[str, dict[str, float]]
+    results: Results
+    timings: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def label(self) -> str:
+        return self.spec.label
+
+
+@dataclass
+class RunOutcome:
+    """Everything a run produced, before anything is written."""
+
+    config: LoadedConfig
+    dataset: Dataset
+    outcomes: list[RetrieverOutcome]
+    created: str = field(default_factory=lambda: _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))
+
+
+def load_config_dataset(config: LoadedConfig) -> Dataset:
+    """The dataset a config names, with paths resolved against the config."""
+    spec = config.model.dataset.model_dump(exclude_none=True)
+    return load_dataset(spec, base=config.base)
+
+
+def execute(config: LoadedConfig, progress: bool | None = None) -> RunOutcome:
+    """Run every retriever of ``config`` and evaluate it; writes nothing."""
+    from tqdm.auto import tqdm
+
+    dataset = load_config_dataset(config)
+    model = config.model
+    queries = dataset.query_texts()
+    outcomes = []
+    steps = tqdm(total=2 * len(model.retrievers), desc="retrieval", unit="step", disable=_disabled(progress))
+    with steps:
+        for spec in model.retrievers:
+            retriever = build_retriever(spec, config)
+            timings: dict[str, float] = {}
+            steps.set_postfix_str(f"{spec.label}: index")
+            started = time.perf_counter()
+            _call(spec, "index", retriever.index, dataset.corpus)
+            timings["index_s"] = time.perf_counter() - started
+            steps.update()
+            steps.set_postfix_str(f"{spec.label}: search")
+            started = time.perf_counter()
+            raw = _call(spec, "search", retriever.search, queries, model.top_k)
+            timings["search_s"] = time.perf_counter() - started
+            steps.update()
+            ranking = check_ranking(spec.label, raw, queries, dataset.corpus, model.top_k)
+            started = time.perf_counter()
+            results = evaluate(dataset.judgements, ranking, model.metrics, **model.evaluation.model_dump())
+            timings["evaluate_s"] = time.perf_counter() - started
+            from rag_eval.retrievers.base import describe
+
+            outcomes.append(RetrieverOutcome(spec, describe(retriever), ranking, results, timings))
+    return RunOutcome(config, dataset, outcomes)
+
+
+def build_retriever(spec: RetrieverSpec, config: LoadedConfig) -> Any:
+    """Build one retriever, resolving its path parameters against the config's folder."""
+    from rag_eval.retrievers import registry
+
+    factory = registry.resolve(spec.adapter)
+    params = resolve_params(factory, spec.params, config)
+    try:
+        return registry.build(spec.adapter, params)
+    except RetrieverError as error:
+        raise RetrieverError(f"{config.path}: retriever {spec.label!r}: {error}") from error
+
+
+def resolve_params(factory: Any, params: Mapping[str, Any], config: LoadedConfig) -> dict[str, Any]:
+    """Make relative paths in ``params`` relative to the config file.
+
+    A retriever names its path parameters in ``PATH_PARAMS``; a ``model`` that
+    is a relative path to an existing folder is resolved too. ``cache_dir`` is
+    filled from the config when the retriever accepts one and none is given.
+    """
+    params = dict(params)
+    for key in getattr(factory, "PATH_PARAMS", ()):
+        if isinstance(params.get(key), str):
+            params[key] = str(config.resolve(params[key]))
+    model = params.get("model")
+    if isinstance(model, str) and model.startswith((".", "~")) and config.resolve(model).exists():
+        params["model"] = str(config.resolve(model))
+    if config.model.cache_dir and "cache_dir" not in params and _accepts(factory, "cache_dir"):
+        params["cache_dir"] = str(config.resolve(config.model.cache_dir))
+    return params
+
+
+def check_ranking(
+    label: str, raw: Any, queries: Mapping[str, str], corpus: Mapping[str, Any], top_k: int
+) -> dict[str, dict[str, float]]:
+    """Check a retriever's answer and cut each query's list to ``top_k``.
+
+    A doc id not in the corpus, a non-numeric or NaN score, or a query id that
+    was not asked stops the run with an error naming the retriever.
+    """
+    from rag_eval.trec import ranked_doc_ids
+
+    if not isinstance(raw, Mapping):
+        raise RetrieverError(f"retriever {label!r}: search() returned {type(raw).__name__}, expected {{qid: {{doc_id: score}}}}")
+    ranking: dict[str, dict[str, float]] = {}
+    for qid, scored in raw.items():
+        if qid not in queries:
+            raise RetrieverError(f"retriever {label!r}: search() answered query {qid!r}, which was not asked")
+        if not isinstance(scored, Mapping):
+            raise RetrieverError(f"retriever {label!r}: query {qid!r}: expected {{doc_id: score}}, got {type(scored).__name__}")
+        clean: dict[str, float] = {}
+        for doc, score in scored.items():
+            if doc not in corpus:
+                raise RetrieverError(f"retriever {label!r}: query {qid!r}: returned doc {doc!r}, which is not in the corpus")
+            try:
+                value = float(score)
+            except (TypeError, ValueError):
+                raise RetrieverError(f"retriever {label!r}: query {qid!r}, doc {doc!r}: score {score!r} is not a number") from None
+            if math.isnan(value):
+                raise RetrieverError(f"retriever {label!r}: query {qid!r}, doc {doc!r}: score is NaN")
+            clean[doc] = value
+        if len(clean) > top_k:
+            clean = {doc: clean[doc] for doc in ranked_doc_ids(clean)[:top_k]}
+        ranking[qid] = clean
+    for qid in queries:
+        ranking.setdefault(qid, {})
+    return ranking
+
+
+def results_document(run: RunOutcome, outcome: RetrieverOutcome) -> dict[str, Any]:
+    """The self-describing results file of one retriever (the unit a regression check compares)."""
+    return {
+        "schema_version": RESULTS_SCHEMA_VERSION,
+        "kind": "rag_eval.results",
+        "created": run.created,
+        "config": {"path": str(run.config.path), "resolved": run.config.model.model_dump(mode="json")},
+        "dataset": run.dataset.summary(),
+        "retriever": {
+            "label": outcome.spec.label,
+            "adapter": outcome.spec.adapter,
+            "params": outcome.spec.params,
+            "description": outcome.description,
+        },
+        "top_k": run.config.model.top_k,
+        "timings": outcome.timings,
+        "packages": package_versions(),
+        "query_texts": {q: run.dataset.queries[q].text for q in outcome.results.query_ids},
+        "results": outcome.results.to_dict(),
+    }
+
+
+def write_outputs(run: RunOutcome, extra: Mapping[str, str] | None = None) -> list[Path]:
+    """Render everything first, then write each file atomically; returns the paths."""
+    import json
+
+    from rag_eval.atomic import atomic_write_text
+    from rag_eval.report.markdown import render_run_report
+    from rag_eval.trec import format_run
+
+    out_dir = run.config.output_dir
+    files: dict[Path, str] = {}
+    for outcome in run.outcomes:
+        doc = results_document(run, outcome)
+        files[out_dir / f"{outcome.label}.json"] = json.dumps(doc, indent=2, sort_keys=False) + "\n"
+        files[out_dir / f"{outcome.label}.run"] = format_run(outcome.ranking, tag=outcome.label)
+    files[out_dir / "report.md"] = render_run_report(run)
+    for name, text in (extra or {}).items():
+        files[out_dir / name] = text
+    for path, text in files.items():
+        atomic_write_text(path, text)
+    return list(files)
+
+
+def package_versions() -> dict[str, str]:
+    """Versions of Python and the packages that shape the numbers (from metadata, no imports)."""
+    versions = {"python": platform.python_version()}
+    for name in _PACKAGES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return versions
+
+
+def _call(spec: RetrieverSpec, step: str, method: Any, *args: Any) -> Any:
+    try:
+        return method(*args)
+    except RagEvalError as error:
+        raise RetrieverError(f"retriever {spec.label!r} ({spec.adapter}) failed in {step}(): {error}") from error
+    except Exception as error:
+        raise RetrieverError(
+            f"retriever {spec.label!r} ({spec.adapter}) failed in {step}(): {type(error).__name__}: {error}"
+        ) from error
+
+
+def _accepts(factory: Any, name: str) -> bool:
+    try:
+        parameters = inspect.signature(factory).parameters
+    except (TypeError, ValueError):
+        return False
+    return name in parameters or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values())
+
+
+def _disabled(progress: bool | None) -> bool | None:
+    # None lets tqdm decide: bars on a terminal, none in CI logs.
+    return None if progress is None else not progress

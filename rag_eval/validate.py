@@ -1,0 +1,44 @@
+"""``rag-eval validate``: every check that needs no retrieval, all problems at once."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rag_eval.errors import RagEvalError
+
+
+def validate_config(path: str | Path) -> tuple[list[str], str]:
+    """Check the config, its dataset and its retrievers; return (problems, summary).
+
+    Retrievers are built (their parameters checked, import strings imported) but
+    neither indexed nor searched.
+    """
+    from rag_eval.config.schema import load_config
+    from rag_eval.runner import build_retriever, load_config_dataset
+
+    try:
+        config = load_config(path)
+    except RagEvalError as error:
+        return error.problems, ""
+    problems: list[str] = []
+    dataset = None
+    try:
+        dataset = load_config_dataset(config)
+    except RagEvalError as error:
+        problems += error.problems
+    for spec in config.model.retrievers:
+        try:
+            build_retriever(spec, config)
+        except RagEvalError as error:
+            problems += error.problems
+    regression = config.model.regression
+    if regression is not None and not config.resolve(regression.baseline).is_file():
+        problems.append(f"{config.path}: regression.baseline: {config.resolve(regression.baseline)}: no such file")
+    if problems or dataset is None:
+        return problems, ""
+    summary = (
+        f"{config.path}: OK: dataset {dataset.name} ({len(dataset.queries)} queries, {len(dataset.corpus)} passages, "
+        f"fingerprint {dataset.fingerprint}), {len(config.model.retrievers)} retriever(s), "
+        f"metrics {', '.join(config.model.metrics)}"
+    )
+    return problems, summary
