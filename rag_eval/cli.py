@@ -129,7 +129,13 @@ def _cmd_run(args: argparse.Namespace) -> int:
         print(f"{outcome.label}\t{main_metric}\t{value:.4f}")
     report = next(p for p in written if p.name == "report.md")
     print(f"report: {report}")
-    return 0
+    if config.model.regression is None:
+        return 0
+    from rag_eval.regression_run import verdict_for_run
+
+    verdict = verdict_for_run(run)
+    comparison = report.parent / "comparison.md"
+    return _emit_verdict(verdict, str(comparison), None, passages=run.dataset.corpus)
 
 
 def _add_validate(sub: argparse._SubParsersAction) -> None:
@@ -154,7 +160,87 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     return 0
 
 
-_COMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [_add_evaluate, _add_run, _add_validate]
+# ---- compare --------------------------------------------------------------------------------
+
+EXIT_REGRESSION = 1
+
+
+def _add_compare(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "compare",
+        help="regression verdict: a candidate results file against a baseline (exit 0 pass, 1 fail, 2 incomparable)",
+        description="Compare two results files written by `rag-eval run` on the same dataset. "
+        "Exit code 0: every gate passes; 1: a gate fails; 2: bad input or incomparable results.",
+    )
+    p.add_argument("baseline", help="baseline results JSON")
+    p.add_argument("candidate", help="candidate results JSON")
+    p.add_argument(
+        "--gate", action="append", default=[], metavar="METRIC[:max_drop=X][,alpha=A]",
+        help="a gate, repeatable, e.g. ndcg@10:max_drop=0.01 or ndcg@10:max_drop=0,alpha=0.05 "
+        "(default: ndcg@10:max_drop=0 when the results have ndcg@10)",
+    )
+    p.add_argument("--report", help="write the full comparison report (markdown) to this file")
+    p.add_argument("--summary", help="write the verdict as markdown for a CI job summary "
+                   "(default: $GITHUB_STEP_SUMMARY when set; appended)")
+    p.add_argument("--confidence", type=float, default=0.95, help="bootstrap confidence level (default 0.95)")
+    p.add_argument("--resamples", type=int, default=10_000, help="bootstrap / permutation resamples (default 10000)")
+    p.add_argument("--seed", type=int, default=0, help="random seed for the resampling (default 0)")
+    p.set_defaults(handler=_cmd_compare)
+
+
+def _cmd_compare(args: argparse.Namespace) -> int:
+    from rag_eval.regression import compare, load_results_file, parse_gate
+
+    baseline = load_results_file(args.baseline)
+    candidate = load_results_file(args.candidate)
+    gates = [parse_gate(text) for text in args.gate] or _default_gates(baseline)
+    verdict = compare(
+        baseline, candidate, gates, confidence=args.confidence, n_resamples=args.resamples, seed=args.seed
+    )
+    return _emit_verdict(verdict, args.report, args.summary)
+
+
+def _default_gates(baseline) -> list:
+    from rag_eval.errors import ConfigError
+    from rag_eval.regression import make_gate
+
+    if "ndcg@10" in baseline.results.values:
+        return [make_gate("ndcg@10")]
+    raise ConfigError("no --gate given and the results have no ndcg@10; e.g. --gate ndcg@5:max_drop=0.01")
+
+
+def _emit_verdict(verdict, report_path: str | None, summary_path: str | None, passages=None) -> int:
+    import os
+
+    from rag_eval.atomic import atomic_write_text
+    from rag_eval.report.comparison import render_comparison, render_verdict_summary
+
+    for line in _verdict_lines(verdict):
+        print(line)
+    if report_path:
+        atomic_write_text(report_path, render_comparison(verdict, passages))
+        print(f"report: {report_path}")
+    summary_target = summary_path or os.environ.get("GITHUB_STEP_SUMMARY")
+    if summary_target:
+        # GitHub's job summary file is shared by the job's steps: append, never replace.
+        with open(summary_target, "a", encoding="utf-8") as handle:
+            handle.write(render_verdict_summary(verdict) + "\n")
+    return 0 if verdict.passed else EXIT_REGRESSION
+
+
+def _verdict_lines(verdict) -> list[str]:
+    lines = []
+    for g in verdict.gates:
+        status = "PASS" if g.passed else "FAIL"
+        lines.append(
+            f"{status}\t{g.gate.metric}\tbaseline {g.baseline:.4f}\tcandidate {g.candidate:.4f}\t"
+            f"delta {g.mean_delta:+.4f} [{g.ci_low:+.4f}, {g.ci_high:+.4f}]\tp {g.p_permutation:.4f}\t{g.reason}"
+        )
+    lines.append(f"verdict: {'PASS' if verdict.passed else 'FAIL'} ({len(verdict.failed)} of {len(verdict.gates)} gates failed)")
+    return lines
+
+
+_COMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [_add_evaluate, _add_run, _add_validate, _add_compare]
 
 
 if __name__ == "__main__":  # pragma: no cover

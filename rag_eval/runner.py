@@ -178,7 +178,21 @@ def results_document(run: RunOutcome, outcome: RetrieverOutcome) -> dict[str, An
         "packages": package_versions(),
         "query_texts": {q: run.dataset.queries[q].text for q in outcome.results.query_ids},
         "results": outcome.results.to_dict(),
+        "rankings": ranking_with_grades(outcome.ranking, run.dataset.judgements),
     }
+
+
+def ranking_with_grades(
+    ranking: Mapping[str, Mapping[str, float]], judgements: Mapping[str, Mapping[str, float]]
+) -> dict[str, list[list[Any]]]:
+    """``{qid: [[doc_id, score, grade or None], ...]}`` in rank order, for comparison reports."""
+    from rag_eval.trec import ranked_doc_ids
+
+    out = {}
+    for qid in sorted(ranking):
+        grades = judgements.get(qid, {})
+        out[qid] = [[doc, ranking[qid][doc], grades.get(doc)] for doc in ranked_doc_ids(ranking[qid])]
+    return out
 
 
 def write_outputs(run: RunOutcome, extra: Mapping[str, str] | None = None) -> list[Path]:

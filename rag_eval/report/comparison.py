@@ -1,0 +1,178 @@
+"""The comparison report: a Verdict in, markdown out (pure).
+
+Verdict first (one row per gate), then wins / ties / losses, the queries that
+moved most, and for the worst regressions the two rankings side by side with
+grades, marking relevant passages the candidate lost from or gained in the top k.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Mapping, Sequence
+
+from rag_eval.metrics.measures import parse_metric
+from rag_eval.output import escape_cell
+from rag_eval.regression import GateResult, Verdict
+from rag_eval.report.markdown import escape_code, fmt, fmt_grade
+
+MOVERS = 10
+SIDE_BY_SIDE = 3
+
+
+def render_verdict_summary(verdict: Verdict) -> str:
+    """The verdict table alone: for a CI job summary."""
+    status = "✅ PASS" if verdict.passed else "❌ FAIL"
+    lines = [
+        f"### rag-eval regression check: {status}",
+        "",
+        f"Baseline `{escape_code(verdict.baseline.label)}` ({escape_code(verdict.baseline.path)}) vs candidate "
+        f"`{escape_code(verdict.candidate.label)}` ({escape_code(verdict.candidate.path)}).",
+        "",
+    ]
+    lines += _verdict_table(verdict.gates, verdict.confidence)
+    if verdict.failed:
+        lines += ["", "Failed gates:", ""] + [f"- {escape_cell(line)}" for line in verdict.failure_lines()]
+    return "\n".join(lines) + "\n"
+
+
+def render_comparison(verdict: Verdict, passages: Mapping[str, Mapping[str, str]] | None = None) -> str:
+    """The full comparison report (``passages``: optional corpus for passage texts)."""
+    lines = ["# Regression check", ""]
+    lines += render_verdict_summary(verdict).splitlines()[2:]
+    lines += ["", _stats_note(verdict.confidence), ""]
+    lines += _win_tie_loss(verdict)
+    for result in verdict.gates:
+        lines += _movers(verdict, result)
+        lines += _side_by_side(verdict, result, passages or {})
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _verdict_table(gates: Sequence[GateResult], confidence: float) -> list[str]:
+    level = f"{confidence * 100:g}% CI"
+    lines = [
+        f"| Metric | Baseline | Candidate | Δ (mean) | {level} | p (permutation) | p (t-test) | Gate | Result |",
+        "|---|---:|---:|---:|---|---:|---:|---|---|",
+    ]
+    for g in gates:
+        p_perm = fmt_p(g.p_permutation)
+        if g.p_adjusted is not None:
+            p_perm += f" (Holm {fmt_p(g.p_adjusted)})"
+        lines.append(
+            f"| {g.gate.metric} | {fmt(g.baseline)} | {fmt(g.candidate)} | {signed(g.mean_delta)} | "
+            f"[{signed(g.ci_low)}, {signed(g.ci_high)}] | {p_perm} | {fmt_p(g.p_t_test)} | "
+            f"{escape_cell(g.gate.describe())} | {'✅ pass' if g.passed else '❌ fail'} |"
+        )
+    return lines
+
+
+def _stats_note(confidence: float) -> str:
+    return (
+        f"Δ = candidate − baseline, over queries paired by id. {confidence * 100:g}% CI: percentile bootstrap of the "
+        "mean Δ (seeded). p (permutation): paired randomisation test, two-sided; Holm-corrected when several gates "
+        "ask for significance. p (t-test): paired t-test, for reference."
+    )
+
+
+def _win_tie_loss(verdict: Verdict) -> list[str]:
+    lines = ["## Wins, ties and losses per query", "", "| Metric | Queries | Improved | Unchanged | Regressed |", "|---|---:|---:|---:|---:|"]
+    for g in verdict.gates:
+        lines.append(f"| {g.gate.metric} | {g.n} | {g.wins} | {g.ties} | {g.losses} |")
+    return lines + [""]
+
+
+def _ordered_moves(verdict: Verdict, metric: str) -> list[tuple[str, float]]:
+    sign = 1.0 if parse_metric(metric).higher_is_better else -1.0
+    moves = [(q, sign * d) for q, d in verdict.deltas.get(metric, {}).items() if abs(d) > 1e-12]
+    return sorted(moves, key=lambda item: (item[1], item[0]))
+
+
+def _movers(verdict: Verdict, result: GateResult) -> list[str]:
+    metric = result.gate.metric
+    moves = _ordered_moves(verdict, metric)
+    texts = verdict.candidate.query_texts or verdict.baseline.query_texts
+    regressed = [m for m in moves if m[1] < 0][:MOVERS]
+    improved = [m for m in reversed(moves) if m[1] > 0][:MOVERS]
+    b_index = {q: i for i, q in enumerate(verdict.baseline.results.query_ids)}
+    c_index = {q: i for i, q in enumerate(verdict.candidate.results.query_ids)}
+    lines = [f"## {metric}: queries that moved most", ""]
+    for title, rows in (("Regressed", regressed), ("Improved", improved)):
+        lines += [f"**{title}** ({len(rows)} shown)", ""]
+        if not rows:
+            lines += ["None.", ""]
+            continue
+        lines += ["| Query | Text | Baseline | Candidate | Δ |", "|---|---|---:|---:|---:|"]
+        for qid, _ in rows:
+            b = verdict.baseline.results.values[metric][b_index[qid]]
+            c = verdict.candidate.results.values[metric][c_index[qid]]
+            lines.append(
+                f"| {escape_cell(qid)} | {escape_cell(_shorten(texts.get(qid, ''), 90))} | {fmt(b)} | {fmt(c)} | {signed(c - b)} |"
+            )
+        lines.append("")
+    return lines
+
+
+def _side_by_side(verdict: Verdict, result: GateResult, passages: Mapping[str, Mapping[str, str]]) -> list[str]:
+    metric = result.gate.metric
+    k = parse_metric(metric).k or 10
+    worst = [m for m in _ordered_moves(verdict, metric) if m[1] < 0][:SIDE_BY_SIDE]
+    if not worst:
+        return []
+    base_rankings, cand_rankings = verdict.baseline.rankings, verdict.candidate.rankings
+    texts = verdict.candidate.query_texts or verdict.baseline.query_texts
+    lines = [f"## {metric}: worst regressions side by side (top {k})", ""]
+    if not base_rankings or not cand_rankings:
+        return lines + ["The results files hold no rankings; rerun with `rag-eval run` to see them.", ""]
+    for qid, _ in worst:
+        base = base_rankings.get(qid, [])[:k]
+        cand = cand_rankings.get(qid, [])[:k]
+        base_relevant = {doc for doc, _, grade in base if grade is not None and grade > 0}
+        cand_relevant = {doc for doc, _, grade in cand if grade is not None and grade > 0}
+        lines += [
+            f"### {escape_cell(qid)}: “{escape_cell(texts.get(qid, ''))}”",
+            "",
+            "| Rank | Baseline | Grade | Candidate | Grade |",
+            "|---:|---|---:|---|---:|",
+        ]
+        for rank in range(max(len(base), len(cand))):
+            left = _cell(base[rank] if rank < len(base) else None, cand_relevant, "lost", passages)
+            right = _cell(cand[rank] if rank < len(cand) else None, base_relevant, "gained", passages)
+            lines.append(f"| {rank + 1} | {left} |{right} |")
+        lost = sorted(base_relevant - cand_relevant)
+        gained = sorted(cand_relevant - base_relevant)
+        lines += [
+            "",
+            f"Relevant passages lost from the top {k}: {', '.join(f'`{escape_code(d)}`' for d in lost) or 'none'}. "
+            f"Gained: {', '.join(f'`{escape_code(d)}`' for d in gained) or 'none'}.",
+            "",
+        ]
+    return lines
+
+
+def _cell(entry: Sequence[Any] | None, other_relevant: set[str], change: str, passages: Mapping[str, Mapping[str, str]]) -> str:
+    if entry is None:
+        return " | "
+    doc, _, grade = entry
+    text = passages.get(doc, {}).get("text", "")
+    label = f"`{escape_code(doc)}`" + (f" {escape_cell(_shorten(text, 60))}" if text else "")
+    relevant = grade is not None and grade > 0
+    if relevant and doc not in other_relevant:
+        label = f"**{label}** ({change})"
+    grade_text = "unjudged" if grade is None else fmt_grade(grade)
+    return f" {label} | {grade_text} "
+
+
+def signed(value: float) -> str:
+    """A delta with its sign: +0.0123 / -0.0456."""
+    return "n/a" if value is None or math.isnan(value) else f"{value:+.4f}"
+
+
+def fmt_p(value: float) -> str:
+    """p-values: 4 decimals, or '< 0.0001'."""
+    if value is None or math.isnan(value):
+        return "n/a"
+    return "< 0.0001" if value < 0.0001 else f"{value:.4f}"
+
+
+def _shorten(text: str, limit: int) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"

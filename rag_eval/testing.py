@@ -1,0 +1,62 @@
+"""Helpers for projects that keep retrieval-quality tests in their own pytest suite.
+
+    from rag_eval.testing import assert_no_regression
+
+    def test_search_quality():
+        assert_no_regression("configs/search.yaml", "baselines/bm25.json",
+                             gates={"ndcg@10": {"max_drop": 0.01}})
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Mapping
+
+from rag_eval.regression import Verdict
+
+
+def assert_no_regression(
+    config_path: str | Path,
+    baseline_path: str | Path | None = None,
+    *,
+    gates: Mapping[str, Mapping[str, Any]] | None = None,
+    retriever: str | None = None,
+    write_outputs: bool = False,
+) -> Verdict:
+    """Run ``config_path`` and fail (AssertionError) if a gate fails against the baseline.
+
+    ``baseline_path`` and ``gates`` default to the config's ``regression`` section;
+    ``retriever`` picks the retriever to check when the config has several.
+    Returns the verdict when every gate passes.
+    """
+    from rag_eval.config.schema import RegressionSpec, load_config
+    from rag_eval.errors import ConfigError
+    from rag_eval.regression_run import verdict_for_run
+    from rag_eval.runner import execute
+    from rag_eval.runner import write_outputs as write
+
+    config = load_config(config_path)
+    section = config.model.regression
+    if baseline_path is None and section is None:
+        raise ConfigError(f"{config.path}: give baseline_path, or a regression section in the config")
+    data = section.model_dump() if section is not None else {}
+    if baseline_path is not None:
+        data["baseline"] = str(Path(baseline_path).resolve())
+    if gates is not None:
+        data["gates"] = dict(gates)
+    if retriever is not None:
+        data["retriever"] = retriever
+    if not data.get("gates"):
+        raise ConfigError(f"{config.path}: no gates: pass gates={{'ndcg@10': {{'max_drop': 0.01}}}}")
+    config.model = config.model.model_copy(update={"regression": RegressionSpec.model_validate(data)})
+    run = execute(config, progress=False)
+    if write_outputs:
+        write(run)
+    verdict = verdict_for_run(run)
+    if not verdict.passed:
+        lines = "\n".join(f"  - {line}" for line in verdict.failure_lines())
+        raise AssertionError(
+            f"retrieval regression: {verdict.candidate.label} vs baseline {verdict.baseline.path}: "
+            f"{len(verdict.failed)} of {len(verdict.gates)} gates failed\n{lines}"
+        )
+    return verdict
