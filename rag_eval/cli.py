@@ -109,6 +109,8 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
     p.add_argument("config", help="run config (YAML)")
     p.add_argument("--output", help="output folder (overrides the config's 'output')")
     p.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    p.add_argument("--summary", help="with a regression section: write the verdict as markdown for a CI job "
+                   "summary (default: $GITHUB_STEP_SUMMARY when set; appended)")
     p.set_defaults(handler=_cmd_run)
 
 
@@ -135,7 +137,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     verdict = verdict_for_run(run)
     comparison = report.parent / "comparison.md"
-    return _emit_verdict(verdict, str(comparison), None, passages=run.dataset.corpus)
+    return _emit_verdict(verdict, str(comparison), args.summary, passages=run.dataset.corpus)
 
 
 def _add_validate(sub: argparse._SubParsersAction) -> None:
@@ -223,19 +225,41 @@ def _emit_verdict(verdict, report_path: str | None, summary_path: str | None, pa
     summary_target = summary_path or os.environ.get("GITHUB_STEP_SUMMARY")
     if summary_target:
         # GitHub's job summary file is shared by the job's steps: append, never replace.
-        with open(summary_target, "a", encoding="utf-8") as handle:
-            handle.write(render_verdict_summary(verdict) + "\n")
+        try:
+            with open(summary_target, "a", encoding="utf-8") as handle:
+                handle.write(render_verdict_summary(verdict) + "\n")
+        except OSError as error:
+            from rag_eval.errors import ConfigError
+
+            raise ConfigError(f"{summary_target}: cannot write the summary ({error.strerror or error})") from None
+        print(f"summary: {summary_target}")
     return 0 if verdict.passed else EXIT_REGRESSION
 
 
+REGRESSED_LISTED = 10
+
+
 def _verdict_lines(verdict) -> list[str]:
+    from rag_eval.metrics.measures import parse_metric
+
     lines = []
     for g in verdict.gates:
         status = "PASS" if g.passed else "FAIL"
+        p_text = f"p {g.p_permutation:.4f}" + (f" (Holm {g.p_adjusted:.4f})" if g.p_adjusted is not None else "")
         lines.append(
             f"{status}\t{g.gate.metric}\tbaseline {g.baseline:.4f}\tcandidate {g.candidate:.4f}\t"
-            f"delta {g.mean_delta:+.4f} [{g.ci_low:+.4f}, {g.ci_high:+.4f}]\tp {g.p_permutation:.4f}\t{g.reason}"
+            f"delta {g.mean_delta:+.4f} [{g.ci_low:+.4f}, {g.ci_high:+.4f}]\t{p_text}\t{g.reason}"
         )
+        if not g.passed:
+            # Name the queries behind a failed gate, worst first, so a CI log says where to look.
+            sign = 1.0 if parse_metric(g.gate.metric).higher_is_better else -1.0
+            moves = sorted(
+                ((q, d) for q, d in verdict.deltas.get(g.gate.metric, {}).items() if sign * d < -1e-12),
+                key=lambda item: (sign * item[1], item[0]),
+            )
+            shown = ", ".join(f"{q} ({d:+.4f})" for q, d in moves[:REGRESSED_LISTED])
+            more = f", and {len(moves) - REGRESSED_LISTED} more" if len(moves) > REGRESSED_LISTED else ""
+            lines.append(f"  regressed queries ({len(moves)}): {shown or 'none'}{more}")
     lines.append(f"verdict: {'PASS' if verdict.passed else 'FAIL'} ({len(verdict.failed)} of {len(verdict.gates)} gates failed)")
     return lines
 

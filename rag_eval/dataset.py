@@ -328,14 +328,13 @@ def load_corpus_file(path: Path, problems: Problems | None = None) -> dict[str, 
     if suffix in (".yaml", ".yml"):
         from rag_eval.config.loader import load_yaml
 
-        data = load_yaml(path)
-        if isinstance(data, Mapping) and "corpus" in data:
-            data = data["corpus"]
-        if isinstance(data, Mapping):
-            data = [{"id": k, "text": v} if isinstance(v, str) else {"id": k, **v} for k, v in data.items()]
+        data = _passage_records(load_yaml(path))
         if not isinstance(data, list):
             raise DatasetError(f"{path}: a YAML corpus is a list of passages (id, text, title)")
         corpus = _corpus_from_records(data, str(path), problems)
+    elif suffix == ".json" and isinstance(records := _json_document(path), list):
+        # A whole JSON document: a list of passages, {"corpus": [...]} or {id: text}.
+        corpus = _corpus_from_records(records, str(path), problems)
     elif suffix.startswith(".jsonl") or suffix == ".json":
         corpus = _corpus_from_records(_read_jsonl(path), str(path), problems, line_numbers=True)
     elif suffix.startswith(".csv"):
@@ -349,6 +348,28 @@ def load_corpus_file(path: Path, problems: Problems | None = None) -> dict[str, 
     if own:
         problems.raise_if_any()
     return corpus
+
+
+def _passage_records(data: Any) -> Any:
+    """A corpus document as a list of records: ``[...]``, ``{corpus: [...]}`` or ``{id: text | {title, text}}``."""
+    if isinstance(data, Mapping) and "corpus" in data:
+        data = data["corpus"]
+    if isinstance(data, Mapping):
+        # {"id": k, "text": v} for anything that is not a mapping: a null or a number is then reported, not a crash.
+        data = [{"id": k, **v} if isinstance(v, Mapping) else {"id": k, "text": v} for k, v in data.items()]
+    return data
+
+
+def _json_document(path: Path) -> Any:
+    """A ``.json`` corpus parsed as one document; None when it is JSON Lines (one object per line)."""
+    try:
+        with _open_text(path) as handle:
+            data = json.load(handle)
+    except json.JSONDecodeError:
+        return None  # several values: JSON Lines
+    if isinstance(data, Mapping) and ("text" in data or "_id" in data):
+        return None  # a single JSON Lines record
+    return _passage_records(data)
 
 
 def _corpus_from_records(
@@ -381,8 +402,9 @@ def _corpus_from_records(
 
 def _open_text(path: Path):
     if path.suffix == ".gz":
-        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8", newline="")
-    return path.open(encoding="utf-8", newline="")
+        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8-sig", newline="")
+    # utf-8-sig: a byte-order mark (Excel's CSV, some JSONL exports) is not part of the first id.
+    return path.open(encoding="utf-8-sig", newline="")
 
 
 def _read_jsonl(path: Path) -> Iterator[Any]:
@@ -518,14 +540,30 @@ def load_cranfield(path: Path, grade_map: Mapping[float, float] | None = None) -
     without a ``grade_map`` the default maps them to gains 4, 3, 2, 1, 0.
     """
     problems = Problems()
-    docs = _read_smart(_exists(path / "cran.all.1400", "Cranfield documents"))
-    corpus = {doc_id: {"text": fields.get("W", ""), "title": fields.get("T", "")} for doc_id, fields in docs}
-    raw_queries = _read_smart(_exists(path / "cran.qry", "Cranfield queries"))
-    queries = {str(n): Query(str(n), fields.get("W", "")) for n, (_, fields) in enumerate(raw_queries, start=1)}
+    docs_path = _exists(path / "cran.all.1400", "Cranfield documents")
+    corpus: dict[str, dict[str, str]] = {}
+    for doc_id, fields in _read_smart(docs_path):
+        if doc_id in corpus:
+            problems.add(f"{docs_path}: duplicate passage id {doc_id!r} (.I {doc_id})")
+            continue
+        corpus[doc_id] = {"text": fields.get("W", ""), "title": fields.get("T", "")}
+    queries_path = _exists(path / "cran.qry", "Cranfield queries")
+    queries: dict[str, Query] = {}
+    for n, (number, fields) in enumerate(_read_smart(queries_path), start=1):
+        text = fields.get("W", "")
+        if not text.strip():
+            problems.add(f"{queries_path}: query {str(n)!r} (.I {number}): empty query text")
+        queries[str(n)] = Query(str(n), text)
     qrels_path = _exists(path / "cranqrel", "Cranfield judgements")
     judgements = _judgements_from_rows(
         _read_qrels_rows(qrels_path, 3), qrels_path, problems, grade_map or CRANFIELD_GRADE_MAP
     )
+    for qid in judgements:
+        if qid not in queries:
+            problems.add(
+                f"{qrels_path}: query {qid!r} is judged but {queries_path.name} has {len(queries)} queries "
+                "(cranqrel numbers queries by their position in cran.qry)"
+            )
     _check_against_corpus(judgements, corpus, str(path / "cran.all.1400"), str(qrels_path), problems)
     problems.raise_if_any()
     note = "grades: cranqrel codes mapped to gains " + ", ".join(

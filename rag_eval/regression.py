@@ -2,7 +2,8 @@
 
 Two results files are compared only when they measure the same thing: the same
 dataset fingerprint, the same metric semantics (gain, aggregation, no_relevant,
-relevance threshold, cutoffs) and the same judged queries. Otherwise the delta
+relevance threshold, cutoffs, and for a gated metric the same effective depth:
+min(k, top_k)) and the same judged queries. Otherwise the delta
 would mislead, and :class:`ComparisonError` says what differs.
 
 A gate ``ndcg@10: {max_drop: 0.01}`` fails when the candidate is worse than the
@@ -123,6 +124,10 @@ def load_results_file(path: str | Path) -> ResultsFile:
         raise ComparisonError(f"{path}: no such file") from None
     except json.JSONDecodeError as error:
         raise ComparisonError(f"{path}: line {error.lineno}: not valid JSON ({error.msg})") from None
+    except UnicodeDecodeError:
+        raise ComparisonError(f"{path}: not a text file (a results JSON written by `rag-eval run` is UTF-8)") from None
+    except OSError as error:  # a folder, no permission, ...
+        raise ComparisonError(f"{path}: cannot read it ({error.strerror or type(error).__name__})") from None
     if not isinstance(document, dict) or document.get("kind") != "rag_eval.results" or "results" not in document:
         raise ComparisonError(f"{path}: not a rag_eval results file (write one with `rag-eval run CONFIG`)")
     try:
@@ -141,7 +146,7 @@ def parse_gate(text: str) -> Gate:
         raise ConfigError(f"gate {text!r}: {error}") from None
     values: dict[str, float] = {}
     for item in filter(None, (part.strip() for part in options.split(","))):
-        key, eq, value = item.partition("=")
+        key, eq, value = (part.strip() for part in item.partition("="))
         if not eq or key not in ("max_drop", "alpha"):
             raise ConfigError(f"gate {text!r}: expected METRIC:max_drop=0.01[,alpha=0.05], got {item!r}")
         try:
@@ -188,6 +193,17 @@ def check_comparable(baseline: ResultsFile, candidate: ResultsFile, metrics: Seq
                     f"incomparable results: {side.path} has no {metric} (it has {have}); "
                     "gate only metrics both runs computed, with the same cutoffs"
                 )
+    b_depth, c_depth = b.document.get("top_k"), c.document.get("top_k")
+    if isinstance(b_depth, int) and isinstance(c_depth, int) and b_depth != c_depth:
+        # A metric that looks deeper than one of the runs retrieved measures different things on each side.
+        for metric in metrics:
+            k = parse_metric(metric).k
+            if (b_depth if k is None else min(k, b_depth)) != (c_depth if k is None else min(k, c_depth)):
+                raise ComparisonError(
+                    f"incomparable results: different metric semantics: {metric} looks at the top "
+                    f"{k or 'all'} but the baseline {b.path} retrieved top_k={b_depth} and the candidate "
+                    f"{c.path} top_k={c_depth}; gate a cutoff both runs reach (e.g. @{min(b_depth, c_depth)})"
+                )
     if set(b.results.query_ids) != set(c.results.query_ids):
         only_b = sorted(set(b.results.query_ids) - set(c.results.query_ids))
         only_c = sorted(set(c.results.query_ids) - set(b.results.query_ids))
@@ -214,6 +230,10 @@ def compare(
 
     if not gates:
         raise ConfigError("no gates given; e.g. --gate ndcg@10:max_drop=0.01")
+    if not 0 < confidence < 1:
+        raise ConfigError(f"confidence must be between 0 and 1, got {confidence}")
+    if isinstance(n_resamples, bool) or not isinstance(n_resamples, int) or n_resamples < 1:
+        raise ConfigError(f"resamples must be a positive integer, got {n_resamples!r}")
     check_comparable(baseline, candidate, [g.metric for g in gates])
     order = list(baseline.results.query_ids)
     c_index = {q: i for i, q in enumerate(candidate.results.query_ids)}
@@ -225,6 +245,11 @@ def compare(
         # Queries left out (no relevant document) are NaN on both sides: pair the rest.
         both = ~np.isnan(b_values) & ~np.isnan(c_values)
         sign = 1.0 if parse_metric(gate.metric).higher_is_better else -1.0
+        if not both.any():
+            raise ComparisonError(
+                f"{gate.metric}: no query has a value in both results (every query was left out of the mean); "
+                "nothing to compare"
+            )
         paired = stats.compare_paired(
             b_values[both], c_values[both], confidence=confidence, n_resamples=n_resamples, seed=seed
         )

@@ -41,6 +41,11 @@ def verdict_for_run(run: "RunOutcome") -> Verdict:
 def _pick(run: "RunOutcome", label: str | None, baseline_label: str):
     by_label = {o.label: o for o in run.outcomes}
     if label:
+        if label not in by_label:
+            raise ConfigError(
+                f"{run.config.path}: regression.retriever {label!r} is not a retriever of this run "
+                f"({', '.join(by_label)})"
+            )
         return by_label[label]
     if len(run.outcomes) == 1:
         return run.outcomes[0]

@@ -66,10 +66,14 @@ def execute(config: LoadedConfig, progress: bool | None = None) -> RunOutcome:
     model = config.model
     queries = dataset.query_texts()
     outcomes = []
+    # Build every retriever before running any: a typo in the last one's parameters must
+    # not wait for the first one to index a corpus. Adapters load models lazily (in index),
+    # and each retriever is dropped once it has run, so this holds no model in memory.
+    retrievers: list[Any] = [build_retriever(spec, config) for spec in model.retrievers]
     steps = tqdm(total=2 * len(model.retrievers), desc="retrieval", unit="step", disable=_disabled(progress))
     with steps:
-        for spec in model.retrievers:
-            retriever = build_retriever(spec, config)
+        for position, spec in enumerate(model.retrievers):
+            retriever, retrievers[position] = retrievers[position], None
             timings: dict[str, float] = {}
             steps.set_postfix_str(f"{spec.label}: index")
             started = time.perf_counter()
@@ -95,12 +99,17 @@ def build_retriever(spec: RetrieverSpec, config: LoadedConfig) -> Any:
     """Build one retriever, resolving its path parameters against the config's folder."""
     from rag_eval.retrievers import registry
 
-    factory = registry.resolve(spec.adapter)
-    params = resolve_params(factory, spec.params, config)
     try:
+        factory = registry.resolve(spec.adapter)
+        params = resolve_params(factory, spec.params, config)
         return registry.build(spec.adapter, params)
-    except RetrieverError as error:
-        raise RetrieverError(f"{config.path}: retriever {spec.label!r}: {error}") from error
+    except RagEvalError as error:
+        raise RetrieverError(f"{config.path}: retriever {spec.label!r}: {_one_line(error)}") from error
+    except Exception as error:  # the user's constructor raised: name the retriever, keep the cause
+        raise RetrieverError(
+            f"{config.path}: retriever {spec.label!r} ({spec.adapter}) could not be built: "
+            f"{type(error).__name__}: {_one_line(error)}"
+        ) from error
 
 
 def resolve_params(factory: Any, params: Mapping[str, Any], config: LoadedConfig) -> dict[str, Any]:
@@ -196,10 +205,15 @@ def ranking_with_grades(
 
 
 def write_outputs(run: RunOutcome, extra: Mapping[str, str] | None = None) -> list[Path]:
-    """Render everything first, then write each file atomically; returns the paths."""
+    """Render everything first, then write all files as one step; returns the paths.
+
+    Every file is first written in full to a temporary file beside its target;
+    only when all are on disk are they renamed into place. A failure while
+    writing (disk full, no permission, the output folder is a file) removes the
+    temporary files and leaves every earlier output untouched.
+    """
     import json
 
-    from rag_eval.atomic import atomic_write_text
     from rag_eval.report.markdown import render_run_report
     from rag_eval.trec import format_run
 
@@ -207,14 +221,40 @@ def write_outputs(run: RunOutcome, extra: Mapping[str, str] | None = None) -> li
     files: dict[Path, str] = {}
     for outcome in run.outcomes:
         doc = results_document(run, outcome)
-        files[out_dir / f"{outcome.label}.json"] = json.dumps(doc, indent=2, sort_keys=False) + "\n"
+        # default=str: a YAML date in params or a Path in describe() must not crash the write.
+        files[out_dir / f"{outcome.label}.json"] = json.dumps(doc, indent=2, sort_keys=False, default=str) + "\n"
         files[out_dir / f"{outcome.label}.run"] = format_run(outcome.ranking, tag=outcome.label)
     files[out_dir / "report.md"] = render_run_report(run)
     for name, text in (extra or {}).items():
         files[out_dir / name] = text
-    for path, text in files.items():
-        atomic_write_text(path, text)
+    _write_all(files, out_dir)
     return list(files)
+
+
+def _write_all(files: Mapping[Path, str], out_dir: Path) -> None:
+    import os
+    import tempfile
+
+    staged: list[tuple[str, Path]] = []
+    try:
+        for path, text in files.items():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+            staged.append((tmp, path))
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(text.encode("utf-8"))
+                handle.flush()
+                os.fsync(handle.fileno())
+        for tmp, path in staged:
+            os.replace(tmp, path)
+    except OSError as error:
+        for tmp, _ in staged:
+            try:
+                os.unlink(tmp)
+            except FileNotFoundError:
+                pass
+        where = error.filename or out_dir
+        raise RagEvalError(f"{where}: cannot write the outputs: {error.strerror or error}") from error
 
 
 def package_versions() -> dict[str, str]:
@@ -232,11 +272,16 @@ def _call(spec: RetrieverSpec, step: str, method: Any, *args: Any) -> Any:
     try:
         return method(*args)
     except RagEvalError as error:
-        raise RetrieverError(f"retriever {spec.label!r} ({spec.adapter}) failed in {step}(): {error}") from error
+        raise RetrieverError(f"retriever {spec.label!r} ({spec.adapter}) failed in {step}(): {_one_line(error)}") from error
     except Exception as error:
         raise RetrieverError(
-            f"retriever {spec.label!r} ({spec.adapter}) failed in {step}(): {type(error).__name__}: {error}"
+            f"retriever {spec.label!r} ({spec.adapter}) failed in {step}(): {type(error).__name__}: {_one_line(error)}"
         ) from error
+
+
+def _one_line(error: BaseException) -> str:
+    """An exception's message on one line: the CLI prints exactly one line per error."""
+    return " ".join(str(error).split())
 
 
 def _accepts(factory: Any, name: str) -> bool:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import math
+import warnings
 from pathlib import Path
 from typing import Mapping
 
@@ -38,25 +39,39 @@ def _read(path: Path, columns: tuple[str, ...], value_index: int, what: str) -> 
     if not path.is_file():
         raise InputFormatError(f"{path}: no such file")
     value_name = columns[value_index]
+    is_run = what == "run"
     try:
-        frame = pd.read_csv(
-            path,
-            sep=r"\s+",
-            header=None,
-            names=list(columns),
-            usecols=[0, 2, value_index],
-            dtype={"qid": str, "doc_id": str},
-            quoting=csv.QUOTE_NONE,
-            engine="c",
-            na_filter=False,
-            on_bad_lines="error",
-            encoding="utf-8",
-        )
+        with warnings.catch_warnings():
+            # index_col=False drops fields after a run's tag (trec_eval ignores them) with a warning.
+            warnings.simplefilter("ignore", pd.errors.ParserWarning)
+            frame = pd.read_csv(
+                path,
+                sep=r"\s+",
+                header=None,
+                names=list(columns),
+                # A run reads its tag too, so that a line without one is caught (trec_eval refuses it);
+                # qrels read every column, so that a line with a fifth field fails to parse.
+                usecols=[0, 2, value_index, len(columns) - 1] if is_run else None,
+                index_col=False if is_run else None,
+                dtype={"qid": str, "doc_id": str, "tag": "category"},
+                quoting=csv.QUOTE_NONE,
+                engine="c",
+                na_filter=False,
+                on_bad_lines="error",
+                encoding="utf-8",
+            )
     except pd.errors.EmptyDataError:
         frame = None
     except (pd.errors.ParserError, UnicodeDecodeError, ValueError):
         _scan_for_error(path, columns, value_index, what)
         raise InputFormatError(f"{path}: cannot be read as a TREC {what} file") from None
+    if frame is not None and (
+        (is_run and "" in frame["tag"].cat.categories) or not isinstance(frame.index, pd.RangeIndex)
+    ):
+        # A run line without a tag, or a qrels file whose first line has extra fields (pandas
+        # then takes the first column as an index).
+        _scan_for_error(path, columns, value_index, what)
+        raise InputFormatError(f"{path}: cannot be read as a TREC {what} file")
     if frame is None or len(frame) == 0:
         if what == "judgements":
             raise InputFormatError(f"{path}: holds no judgements; expected lines 'qid iter doc_id grade'")
@@ -94,7 +109,8 @@ def _scan_for_error(path: Path, columns: tuple[str, ...], value_index: int, what
                 if not fields:
                     continue
                 where = f"{path}:{number}"
-                if len(fields) != expected:
+                # trec_eval ignores any field after a run's tag; a qrels line has exactly four.
+                if len(fields) < expected or (len(fields) > expected and what != "run"):
                     raise InputFormatError(
                         f"{where}: expected {expected} fields '{layout}', found {len(fields)}"
                     )
@@ -117,19 +133,20 @@ def _scan_for_error(path: Path, columns: tuple[str, ...], value_index: int, what
         raise InputFormatError(f"{path}: not UTF-8 text ({error.reason} at byte {error.start})") from None
 
 
-def write_run(run: Mapping[str, Mapping[str, float]], path: str | Path, tag: str = "rag_eval") -> None:
-    """Write ``{qid: {doc_id: score}}`` as a TREC run, ranked in trec_eval order.
-
-    Writes to a temporary file and renames it, so a reader never sees half a file.
-    """
-    from rag_eval.atomic import atomic_write_text
-
+def format_run(run: Mapping[str, Mapping[str, float]], tag: str = "rag_eval") -> str:
+    """``{qid: {doc_id: score}}`` as TREC run text, ranked in trec_eval order."""
     lines = []
     for qid in sorted(run):
-        ranked = sorted(run[qid].items(), key=lambda item: (-item[1], _neg_bytes(item[0])))
-        for rank, (doc, score) in enumerate(ranked, start=1):
-            lines.append(f"{qid}\tQ0\t{doc}\t{rank}\t{score!r}\t{tag}\n")
-    atomic_write_text(path, "".join(lines))
+        for rank, doc in enumerate(ranked_doc_ids(run[qid]), start=1):
+            lines.append(f"{qid}\tQ0\t{doc}\t{rank}\t{float(run[qid][doc])!r}\t{tag}\n")
+    return "".join(lines)
+
+
+def write_run(run: Mapping[str, Mapping[str, float]], path: str | Path, tag: str = "rag_eval") -> None:
+    """Write a TREC run file atomically (a reader never sees half a file)."""
+    from rag_eval.atomic import atomic_write_text
+
+    atomic_write_text(path, format_run(run, tag))
 
 
 def write_qrels(judgements: Mapping[str, Mapping[str, float]], path: str | Path) -> None:

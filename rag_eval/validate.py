@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rag_eval.errors import RagEvalError
+from rag_eval.errors import ConfigError, RagEvalError
 
 
 def validate_config(path: str | Path) -> tuple[list[str], str]:
@@ -19,7 +19,7 @@ def validate_config(path: str | Path) -> tuple[list[str], str]:
     try:
         config = load_config(path)
     except RagEvalError as error:
-        return error.problems, ""
+        return error.problems + _dataset_problems_of_invalid_config(Path(path)), ""
     problems: list[str] = []
     dataset = None
     try:
@@ -42,3 +42,26 @@ def validate_config(path: str | Path) -> tuple[list[str], str]:
         f"metrics {', '.join(config.model.metrics)}"
     )
     return problems, summary
+
+
+def _dataset_problems_of_invalid_config(path: Path) -> list[str]:
+    """The dataset's own problems when the rest of the config is invalid (all problems at once).
+
+    Nothing is added when the file cannot be read or its dataset section is itself
+    invalid: those problems are already in the config's list.
+    """
+    from pydantic import ValidationError
+
+    from rag_eval.config.loader import load_yaml
+    from rag_eval.config.schema import DatasetSpec
+    from rag_eval.dataset import load_dataset
+
+    try:
+        raw = load_yaml(path)
+        spec = DatasetSpec.model_validate(raw["dataset"])
+        load_dataset(spec.model_dump(exclude_none=True), base=path.parent)
+    except RagEvalError as error:
+        return [] if isinstance(error, ConfigError) and str(error).startswith(f"{path}:") else error.problems
+    except (ValidationError, KeyError, TypeError):
+        return []
+    return []

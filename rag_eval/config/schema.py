@@ -19,7 +19,8 @@ LABEL_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._+-]*$"
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # strict: YAML's `true` or "10" is not silently turned into a number (top_k: yes -> 1).
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
 class DatasetSpec(_Strict):

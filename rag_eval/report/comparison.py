@@ -37,9 +37,15 @@ def render_verdict_summary(verdict: Verdict) -> str:
 
 def render_comparison(verdict: Verdict, passages: Mapping[str, Mapping[str, str]] | None = None) -> str:
     """The full comparison report (``passages``: optional corpus for passage texts)."""
-    lines = ["# Regression check", ""]
+    lines = [f"# Regression check: {'✅ PASS' if verdict.passed else '❌ FAIL'}", ""]
     lines += render_verdict_summary(verdict).splitlines()[2:]
     lines += ["", _stats_note(verdict.confidence), ""]
+    if verdict.baseline.results.options.get("aggregation") == "micro":
+        lines += [
+            "Aggregation is micro: Baseline and Candidate are the dataset values (Σ DCG / Σ IDCG for nDCG), "
+            "while Δ, its CI, the tests and the gates use the per-query values, so Δ need not equal their difference.",
+            "",
+        ]
     lines += _win_tie_loss(verdict)
     for result in verdict.gates:
         lines += _movers(verdict, result)
@@ -90,13 +96,16 @@ def _movers(verdict: Verdict, result: GateResult) -> list[str]:
     metric = result.gate.metric
     moves = _ordered_moves(verdict, metric)
     texts = verdict.candidate.query_texts or verdict.baseline.query_texts
-    regressed = [m for m in moves if m[1] < 0][:MOVERS]
-    improved = [m for m in reversed(moves) if m[1] > 0][:MOVERS]
+    all_regressed = [m for m in moves if m[1] < 0]
+    all_improved = [m for m in reversed(moves) if m[1] > 0]
+    totals = {"Regressed": len(all_regressed), "Improved": len(all_improved)}
+    regressed, improved = all_regressed[:MOVERS], all_improved[:MOVERS]
     b_index = {q: i for i, q in enumerate(verdict.baseline.results.query_ids)}
     c_index = {q: i for i, q in enumerate(verdict.candidate.results.query_ids)}
     lines = [f"## {metric}: queries that moved most", ""]
     for title, rows in (("Regressed", regressed), ("Improved", improved)):
-        lines += [f"**{title}** ({len(rows)} shown)", ""]
+        shown = f"{len(rows)} of {totals[title]} shown" if totals[title] > len(rows) else f"{len(rows)} shown"
+        lines += [f"**{title}** ({shown})", ""]
         if not rows:
             lines += ["None.", ""]
             continue
@@ -122,11 +131,12 @@ def _side_by_side(verdict: Verdict, result: GateResult, passages: Mapping[str, M
     lines = [f"## {metric}: worst regressions side by side (top {k})", ""]
     if not base_rankings or not cand_rankings:
         return lines + ["The results files hold no rankings; rerun with `rag-eval run` to see them.", ""]
+    is_relevant = _relevance_rule(metric, verdict.baseline.results.options)
     for qid, _ in worst:
         base = base_rankings.get(qid, [])[:k]
         cand = cand_rankings.get(qid, [])[:k]
-        base_relevant = {doc for doc, _, grade in base if grade is not None and grade > 0}
-        cand_relevant = {doc for doc, _, grade in cand if grade is not None and grade > 0}
+        base_relevant = {doc for doc, _, grade in base if is_relevant(grade)}
+        cand_relevant = {doc for doc, _, grade in cand if is_relevant(grade)}
         lines += [
             f"### {escape_cell(qid)}: “{escape_cell(texts.get(qid, ''))}”",
             "",
@@ -134,8 +144,8 @@ def _side_by_side(verdict: Verdict, result: GateResult, passages: Mapping[str, M
             "|---:|---|---:|---|---:|",
         ]
         for rank in range(max(len(base), len(cand))):
-            left = _cell(base[rank] if rank < len(base) else None, cand_relevant, "lost", passages)
-            right = _cell(cand[rank] if rank < len(cand) else None, base_relevant, "gained", passages)
+            left = _cell(base[rank] if rank < len(base) else None, cand_relevant, "lost", passages, is_relevant)
+            right = _cell(cand[rank] if rank < len(cand) else None, base_relevant, "gained", passages, is_relevant)
             lines.append(f"| {rank + 1} | {left} |{right} |")
         lost = sorted(base_relevant - cand_relevant)
         gained = sorted(cand_relevant - base_relevant)
@@ -148,14 +158,31 @@ def _side_by_side(verdict: Verdict, result: GateResult, passages: Mapping[str, M
     return lines
 
 
-def _cell(entry: Sequence[Any] | None, other_relevant: set[str], change: str, passages: Mapping[str, Mapping[str, str]]) -> str:
+def _relevance_rule(metric: str, options: Mapping[str, Any]):
+    """What "relevant" means for ``metric``, as its kernel counts it.
+
+    Graded metrics (nDCG, DCG) gain from every grade > 0; binary metrics (recall,
+    precision, MRR, ...) count grades at or above the relevance threshold.
+    """
+    if parse_metric(metric).is_graded:
+        return lambda grade: grade is not None and grade > 0
+    threshold = float(options.get("relevance_threshold", 1.0))
+    return lambda grade: grade is not None and grade >= threshold
+
+
+def _cell(
+    entry: Sequence[Any] | None,
+    other_relevant: set[str],
+    change: str,
+    passages: Mapping[str, Mapping[str, str]],
+    is_relevant=lambda grade: grade is not None and grade > 0,
+) -> str:
     if entry is None:
         return " | "
     doc, _, grade = entry
     text = passages.get(doc, {}).get("text", "")
     label = f"`{escape_code(doc)}`" + (f" {escape_cell(_shorten(text, 60))}" if text else "")
-    relevant = grade is not None and grade > 0
-    if relevant and doc not in other_relevant:
+    if is_relevant(grade) and doc not in other_relevant:
         label = f"**{label}** ({change})"
     grade_text = "unjudged" if grade is None else fmt_grade(grade)
     return f" {label} | {grade_text} "

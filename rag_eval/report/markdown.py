@@ -33,7 +33,7 @@ def render_run_report(run: "RunOutcome") -> str:
     title = config.report.title or f"RAG Evaluation: {run.config.name}"
     out += [f"# {escape_inline(title)}", ""]
     out += _header(run, options)
-    out += _summary(run.outcomes, config.metrics)
+    out += _summary(run.outcomes, config.metrics, run.dataset.unjudged_query_ids)
     out += _per_query_table(run, main)
     out += _derivations(run, main, k)
     return "\n".join(out).rstrip() + "\n"
@@ -63,7 +63,7 @@ def _header(run: "RunOutcome", options: Mapping[str, Any]) -> list[str]:
         lines.append(f"- **Queries without judgements (not scored):** {escape_inline(', '.join(unjudged))}")
     lines += ["", "**Retrievers**", "", "| Retriever | Adapter | Parameters | Index (s) | Search (s) | Notes |", "|---|---|---|---:|---:|---|"]
     for outcome in run.outcomes:
-        params = json.dumps(outcome.spec.params, sort_keys=True, ensure_ascii=False) if outcome.spec.params else "defaults"
+        params = json.dumps(outcome.spec.params, sort_keys=True, ensure_ascii=False, default=str) if outcome.spec.params else "defaults"
         notes = _description_notes(outcome.description)
         lines.append(
             f"| {escape_cell(outcome.label)} | {escape_cell(outcome.spec.adapter)} | {escape_cell(_shorten(params, 200))} | "
@@ -106,7 +106,7 @@ def _description_notes(description: Mapping[str, Any]) -> str:
 # ---- summary and per-query tables ------------------------------------------------------------
 
 
-def _summary(outcomes: Sequence["RetrieverOutcome"], metrics: Sequence[str]) -> list[str]:
+def _summary(outcomes: Sequence["RetrieverOutcome"], metrics: Sequence[str], unjudged: Sequence[str] = ()) -> list[str]:
     lines = ["## 📊 Summary", ""]
     if not outcomes:
         return lines + ["No retriever was run.", ""]
@@ -128,16 +128,28 @@ def _summary(outcomes: Sequence["RetrieverOutcome"], metrics: Sequence[str]) -> 
                 text = f"**{text}**"
             cells.append(text)
         lines.append(f"| {escape_cell(outcome.label)} | " + " | ".join(cells) + " |")
-    lines += ["", f"Macro means over judged queries, {DECIMALS} decimals; **bold** = best in its column."]
-    left = _left_out_lines(outcomes, metrics)
+    micro = outcomes[0].results.options.get("aggregation") == "micro"
+    means = (
+        "nDCG: sum of DCG / sum of IDCG over judged queries (micro); other metrics: macro means"
+        if micro
+        else "Macro means over judged queries"
+    )
+    bold = "; **bold** = best in its column" if len(outcomes) > 1 else ""
+    lines += ["", f"{means}, {DECIMALS} decimals{bold}."]
+    left = _left_out_lines(outcomes, metrics, unjudged)
     lines += left + [""]
     return lines
 
 
-def _left_out_lines(outcomes: Sequence["RetrieverOutcome"], metrics: Sequence[str]) -> list[str]:
+def _left_out_lines(outcomes: Sequence["RetrieverOutcome"], metrics: Sequence[str], unjudged: Sequence[str]) -> list[str]:
     results = outcomes[0].results
     scored = len(results.query_ids)
     lines = [f"Queries scored: {scored}."]
+    if unjudged:
+        lines.append(
+            f"Not scored: {len(unjudged)} quer{'y' if len(unjudged) == 1 else 'ies'} without judgements "
+            f"({escape_inline(', '.join(unjudged))})."
+        )
     by_reason: dict[tuple[str, ...], list[str]] = {}
     for name in metrics:
         missing = results.left_out.get(name, ())
@@ -164,19 +176,33 @@ def _per_query_table(run: "RunOutcome", main: str) -> list[str]:
     query_ids = outcomes[0].results.query_ids
     lines = [f"## 🔎 Per query: {main}", "", "| Query | Text | " + " | ".join(escape_cell(o.label) for o in outcomes) + " |"]
     lines.append("|---|---|" + "---:|" * len(outcomes))
+    any_missing = False
     for i, qid in enumerate(query_ids):
         text = run.dataset.queries[qid].text if qid in run.dataset.queries else ""
         cells = [fmt(o.results.values[main][i]) for o in outcomes]
+        any_missing = any_missing or "n/a" in cells
         lines.append(f"| {escape_cell(qid)} | {escape_cell(_shorten(text, 100))} | " + " | ".join(cells) + " |")
-    return lines + ["", "n/a = no relevant passage judged for the query (left out of the mean).", ""]
+    note = ["", "n/a = no relevant passage judged for the query (left out of the mean)."] if any_missing else []
+    return lines + note + [""]
 
 
 # ---- derivations ---------------------------------------------------------------------------
 
 
-def _derivation_cutoff(main: str, top_k: int) -> int:
+def _derivation_cutoff(main: str, top_k: int) -> int | None:
+    """The cutoff of the derivation: the main metric's k; None for plain ``ndcg``.
+
+    trec_eval's ``ndcg`` has no cutoff: DCG over the whole ranking, IDCG over every
+    judged relevant passage. Cutting its ideal at top_k would print another number.
+    """
     metric = parse_metric(main)
-    return metric.k if metric.k is not None else top_k
+    if metric.k is not None:
+        return metric.k
+    return None if metric.name == "ndcg" else top_k
+
+
+def _at(k: int | None) -> str:
+    return "" if k is None else f"@{k}"
 
 
 def select_detailed_queries(run: "RunOutcome", main: str, limit: int) -> tuple[list[str], bool]:
@@ -196,13 +222,14 @@ def select_detailed_queries(run: "RunOutcome", main: str, limit: int) -> tuple[l
     return [query_ids[i] for i in order[:limit]], True
 
 
-def _derivations(run: "RunOutcome", main: str, k: int) -> list[str]:
+def _derivations(run: "RunOutcome", main: str, k: int | None) -> list[str]:
     config = run.config.model
     chosen, worst = select_detailed_queries(run, main, config.report.detailed_queries)
     if not chosen:
         return []
-    gain = run.outcomes[0].results.options.get("gain", "linear")
-    heading = f"## 🧮 How nDCG@{k} was computed"
+    options = run.outcomes[0].results.options
+    gain = options.get("gain", "linear")
+    heading = f"## 🧮 How nDCG{_at(k)} was computed"
     intro = (
         f"The {len(chosen)} queries with the lowest {main} (of {len(run.outcomes[0].results.query_ids)})."
         if worst
@@ -222,6 +249,7 @@ def _derivations(run: "RunOutcome", main: str, k: int) -> list[str]:
                 gain,
                 config.report.passage_chars,
                 multiple=len(run.outcomes) > 1,
+                no_relevant=options.get("no_relevant", "skip"),
             )
     return lines
 
@@ -231,20 +259,29 @@ def derivation(
     scores: Mapping[str, float],
     judgements: Mapping[str, float],
     corpus: Mapping[str, Mapping[str, str]],
-    k: int,
+    k: int | None,
     gain: str,
     passage_chars: int,
     multiple: bool = True,
+    no_relevant: str = "skip",
 ) -> list[str]:
-    """The ocean-facts derivation of one query's nDCG@k for one retriever."""
+    """The ocean-facts derivation of one query's nDCG@k (``k`` None: plain nDCG) for one retriever.
+
+    A query without any relevant passage is worded after the ``no_relevant``
+    policy: undefined and left out (skip) or scored 0 (zero), as in the tables.
+    """
     from rag_eval.trec import ranked_doc_ids
 
+    at = _at(k)
     ranked = ranked_doc_ids(scores)[:k]
     lines = [f"#### {escape_inline(label)}", ""] if multiple else []
     if not ranked:
         relevant = sum(1 for g in judgements.values() if g > 0)
-        value = "0.0000" if relevant else "undefined (no passage is judged relevant)"
-        return lines + [f"Nothing was retrieved for this query: DCG@{k} = 0, nDCG@{k} = {value}.", ""]
+        if relevant or no_relevant == "zero":
+            value = "0.0000" if relevant else "0.0000 (no passage is judged relevant; scored 0)"
+        else:
+            value = "undefined (no passage is judged relevant)"
+        return lines + [f"Nothing was retrieved for this query: DCG{at} = 0, nDCG{at} = {value}.", ""]
     lines += ["| Rank | Passage | Grade |", "|---:|---|---:|"]
     for rank, doc in enumerate(ranked, start=1):
         grade = judgements.get(doc)
@@ -254,28 +291,32 @@ def derivation(
 
     grades = [judgements.get(doc) for doc in ranked]
     dcg, dcg_lines = _dcg_table(grades, gain, "DCG", k)
-    ideal_grades = sorted((g for g in judgements.values() if g > 0), reverse=True)[:k]
+    ideal_grades = sorted((g for g in judgements.values() if g > 0), reverse=True)[:k]  # k None: all
     idcg, idcg_lines = _dcg_table(ideal_grades, gain, "IDCG", k)
     lines += dcg_lines
     ideal_text = ", ".join(fmt_grade(g) for g in ideal_grades) or "nothing: no passage is judged relevant"
-    lines += [f"Ideal order (all judged passages with grade > 0, best first, cut at {k}): [{ideal_text}]", ""]
+    cut = f"cut at {k}" if k is not None else "not cut"
+    lines += [f"Ideal order (all judged passages with grade > 0, best first, {cut}): [{ideal_text}]", ""]
     lines += idcg_lines
     if idcg > 0:
         ndcg = dcg / idcg
-        lines.append(f"**nDCG@{k}** = DCG@{k} / IDCG@{k} = {fmt(dcg)} / {fmt(idcg)} = **{fmt(ndcg)}**")
+        lines.append(f"**nDCG{at}** = DCG{at} / IDCG{at} = {fmt(dcg)} / {fmt(idcg)} = **{fmt(ndcg)}**")
+    elif no_relevant == "zero":
+        ndcg = math.nan
+        lines.append(f"**nDCG{at}** = **0.0000**: IDCG{at} = 0 because no passage is judged relevant, and such a query scores 0 (no_relevant: zero).")
     else:
         ndcg = math.nan
-        lines.append(f"**nDCG@{k}** is undefined: IDCG@{k} = 0 because no passage is judged relevant.")
+        lines.append(f"**nDCG{at}** is undefined: IDCG{at} = 0 because no passage is judged relevant (left out of the mean).")
     lines += ["", f"*{interpretation(ndcg, grades, judgements, k)}*", ""]
     missed = [doc for doc, g in sorted(judgements.items(), key=lambda item: (-item[1], item[0])) if g > 0 and doc not in ranked]
     if missed:
-        lines += [f"Relevant passages not in the top {k}:", ""]
+        lines += [f"Relevant passages not in the top {k}:" if k is not None else "Relevant passages not retrieved:", ""]
         lines += [f"- {passage_cell(doc, corpus, passage_chars)} (grade {fmt_grade(judgements[doc])})" for doc in missed]
         lines.append("")
     return lines
 
 
-def _dcg_table(grades: Sequence[float | None], gain: str, name: str, k: int) -> tuple[float, list[str]]:
+def _dcg_table(grades: Sequence[float | None], gain: str, name: str, k: int | None) -> tuple[float, list[str]]:
     import numpy as np
 
     values = np.array([np.nan if g is None else g for g in grades], dtype=np.float64)
@@ -284,7 +325,7 @@ def _dcg_table(grades: Sequence[float | None], gain: str, name: str, k: int) -> 
     head = "| Position (i) | Grade | " + ("Gain 2^grade − 1 | " if exponential else "") + "log₂(i+1) | " + (
         "gain / log₂(i+1) |" if exponential else "grade / log₂(i+1) |"
     )
-    lines = [f"**{name}@{k}**", "", head, "|---:|---:|" + ("---:|" if exponential else "") + "---:|---:|"]
+    lines = [f"**{name}{_at(k)}**", "", head, "|---:|---:|" + ("---:|" if exponential else "") + "---:|---:|"]
     total = 0.0
     terms = []
     for i, (grade, g) in enumerate(zip(grades, gains.tolist()), start=1):
@@ -296,21 +337,23 @@ def _dcg_table(grades: Sequence[float | None], gain: str, name: str, k: int) -> 
         gain_cell = f"{fmt(g)} | " if exponential else ""
         lines.append(f"| {i} | {grade_text} | {gain_cell}{fmt(discount)} | {fmt(term)} |")
     if not terms:
-        lines = [f"**{name}@{k}** = 0 (no terms)", ""]
+        lines = [f"**{name}{_at(k)}** = 0 (no terms)", ""]
         return 0.0, lines
-    lines += ["", f"{name}@{k} = " + " + ".join(terms) + f" = **{fmt(total)}**", ""]
+    lines += ["", f"{name}{_at(k)} = " + " + ".join(terms) + f" = **{fmt(total)}**", ""]
     return total, lines
 
 
-def interpretation(ndcg: float, grades: Sequence[float | None], judgements: Mapping[str, float], k: int) -> str:
+def interpretation(
+    ndcg: float, grades: Sequence[float | None], judgements: Mapping[str, float], k: int | None
+) -> str:
     """One plain sentence on what the nDCG value says about this ranking."""
     if math.isnan(ndcg):
-        return "No passage is judged relevant for this query, so its nDCG is undefined."
+        return "No passage is judged relevant for this query, so nDCG cannot tell good from bad rankings here."
     relevant_total = sum(1 for g in judgements.values() if g > 0)
     found = sum(1 for g in grades if g is not None and g > 0)
     first = next((i for i, g in enumerate(grades, start=1) if g is not None and g > 0), None)
     unjudged = sum(1 for g in grades if g is None)
-    facts = f"{found} of {relevant_total} relevant passages in the top {k}"
+    facts = f"{found} of {relevant_total} relevant passages " + (f"in the top {k}" if k is not None else "retrieved")
     if first is not None:
         facts += f", the first at rank {first}"
     if unjudged:

@@ -31,23 +31,48 @@ class StaticRetriever:
         source = _load(Path(path)) if path is not None else rankings
         self.rankings = _normalise(source, path or "rankings")
         self._corpus: Mapping[str, Any] | None = None
+        self._not_asked = 0
 
     def index(self, corpus: Mapping[str, Any]) -> None:
         """Keep the corpus to check the stored doc ids against it."""
         self._corpus = corpus
 
     def search(self, queries: Mapping[str, str], top_k: int) -> dict[str, dict[str, float]]:
-        """The stored ranking of each query (empty for a query it has none for)."""
+        """The stored ranking of each query (empty for a query it has none for).
+
+        Cut at ``top_k`` in trec_eval order (score descending, ties by doc id
+        descending), so a tie at the cutoff keeps the documents trec_eval ranks first.
+        """
+        from rag_eval.trec import ranked_doc_ids
+
+        if self.rankings and queries and not any(qid in self.rankings for qid in queries):
+            # Scoring every query 0 in silence would hide a query-id mismatch (e.g. "PLAIN-1" vs "1").
+            stored = sorted(self.rankings)[:3]
+            asked = sorted(queries)[:3]
+            raise RetrieverError(
+                f"static: {self.path or 'rankings'}: none of its {len(self.rankings)} queries is in the query set "
+                f"(it has {', '.join(map(repr, stored))}, ...; the query set has {', '.join(map(repr, asked))}, ...); "
+                "check the query ids"
+            )
+        self._not_asked = sum(1 for qid in self.rankings if qid not in queries)
         out: dict[str, dict[str, float]] = {}
         for qid in queries:
             ranked = self.rankings.get(qid, {})
-            top = sorted(ranked.items(), key=lambda item: -item[1])[:top_k]
-            out[qid] = dict(top)
+            if self._corpus is not None:
+                for doc in ranked:
+                    if doc not in self._corpus:
+                        raise RetrieverError(
+                            f"static: {self.path or 'rankings'}: query {qid!r} ranks doc {doc!r}, which is not in the corpus"
+                        )
+            out[qid] = {doc: ranked[doc] for doc in ranked_doc_ids(ranked)[:top_k]}
         return out
 
     def describe(self) -> dict[str, Any]:
         """Where the rankings came from and how many queries they cover."""
-        return {"source": self.path or "inline", "queries": len(self.rankings)}
+        description: dict[str, Any] = {"source": self.path or "inline", "queries": len(self.rankings)}
+        if self._not_asked:
+            description["queries_not_in_query_set"] = self._not_asked
+        return description
 
 
 def _load(path: Path) -> Any:

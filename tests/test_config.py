@@ -1,0 +1,293 @@
+"""Run configs: YAML read purely, validated strictly, every problem named with its field path."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+import yaml
+
+from rag_eval.cli import main
+from rag_eval.config.loader import load_yaml
+from rag_eval.config.schema import load_config
+from rag_eval.errors import ConfigError
+from rag_eval.runner import build_retriever, load_config_dataset
+
+QUERY_SET = {
+    "name": "tiny",
+    "corpus": [{"id": "d1", "text": "alpha beta"}, {"id": "d2", "text": "gamma delta"}],
+    "queries": [{"id": "q1", "text": "alpha", "judgements": {"d1": 2, "d2": 0}}],
+}
+
+
+def write(path: Path, data) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(data if isinstance(data, str) else yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+def valid(**overrides) -> dict:
+    config = {
+        "name": "tiny-run",
+        "dataset": {"path": "../data/tiny.yaml"},
+        "retrievers": [{"label": "bm25", "adapter": "bm25", "params": {"k1": 1.2, "b": 0.75}}],
+        "metrics": ["ndcg@10", "recall@10"],
+    }
+    config.update(overrides)
+    return config
+
+
+@pytest.fixture
+def project(tmp_path) -> Path:
+    """tmp/project/{configs,data}: the config refers to the data relative to itself."""
+    write(tmp_path / "project" / "data" / "tiny.yaml", QUERY_SET)
+    return tmp_path / "project"
+
+
+def problems(path: Path) -> list[str]:
+    with pytest.raises(ConfigError) as excinfo:
+        load_config(path)
+    return excinfo.value.problems
+
+
+# ---- paths ---------------------------------------------------------------------------------------
+
+
+def test_paths_resolve_against_the_config_file_not_the_cwd(project, tmp_path, monkeypatch):
+    run_file = write(project / "runs" / "fixed.run", "q1 Q0 d2 1 5.0 x\nq1 Q0 d1 2 4.0 x\n")
+    config_path = write(
+        project / "configs" / "run.yaml",
+        valid(retrievers=[{"label": "fixed", "adapter": "static", "params": {"path": "../runs/fixed.run"}}]),
+    )
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    config = load_config(config_path)
+    assert config.resolve("../data/tiny.yaml") == project / "data" / "tiny.yaml"
+    dataset = load_config_dataset(config)
+    assert dataset.judgements == {"q1": {"d1": 2.0, "d2": 0.0}}
+    retriever = build_retriever(config.model.retrievers[0], config)
+    assert retriever.path == str(run_file)
+    assert retriever.search({"q1": "alpha"}, 10) == {"q1": {"d2": 5.0, "d1": 4.0}}
+    # Default output folder: reports/<name> beside configs/.
+    assert config.output_dir == project / "reports" / "tiny-run"
+
+
+def test_output_relative_to_the_config(project):
+    config = load_config(write(project / "configs" / "run.yaml", valid(output="../out/here")))
+    assert config.output_dir == project / "out" / "here"
+    absolute = load_config(write(project / "configs" / "abs.yaml", valid(output=str(project / "abs"))))
+    assert absolute.output_dir == project / "abs"
+
+
+def test_defaults_are_the_documented_semantics(project):
+    model = load_config(write(project / "configs" / "run.yaml", valid())).model
+    assert model.top_k == 100
+    assert model.evaluation.model_dump() == {
+        "gain": "linear", "aggregation": "macro", "no_relevant": "skip", "relevance_threshold": 1.0,
+    }
+    assert model.report.detailed_queries == 20
+    assert model.primary_metric == "ndcg@10"
+
+
+def test_metric_names_are_canonical(project):
+    model = load_config(write(project / "configs" / "run.yaml", valid(metrics=["ndcg_cut_10", "P_5", "ndcg@3"]))).model
+    assert model.metrics == ["ndcg@10", "precision@5", "ndcg@3"]
+
+
+# ---- strictness ------------------------------------------------------------------------------------
+
+
+def test_unknown_top_level_key_with_hint(project):
+    path = write(project / "configs" / "run.yaml", valid(top_kk=5))
+    assert problems(path) == [
+        f"{path}: top_kk: unknown key; did you mean 'top_k'? allowed: cache_dir, dataset, evaluation, main_metric, "
+        "metrics, name, output, regression, report, retrievers, top_k"
+    ]
+
+
+def test_unknown_nested_keys_name_their_field_path(project):
+    config = valid(evaluation={"gian": "linear"})
+    config["retrievers"][0]["parms"] = {"k1": 1.0}
+    path = write(project / "configs" / "run.yaml", config)
+    assert problems(path) == [
+        f"{path}: retrievers[0](bm25).parms: unknown key; did you mean 'params'? allowed: adapter, label, params",
+        f"{path}: evaluation.gian: unknown key; did you mean 'gain'? allowed: aggregation, gain, no_relevant, "
+        "relevance_threshold",
+    ]
+
+
+@pytest.mark.parametrize(
+    "field, value, expected",
+    [
+        ("top_k", "ten", "top_k: Input should be a valid integer (got 'ten')"),
+        # YAML's `yes` and a quoted number are not silently turned into integers.
+        ("top_k", True, "top_k: Input should be a valid integer (got True)"),
+        ("top_k", "10", "top_k: Input should be a valid integer (got '10')"),
+        ("top_k", 0, "top_k: Input should be greater than or equal to 1 (got 0)"),
+        ("metrics", "ndcg@10", "metrics: Input should be a valid list (got 'ndcg@10')"),
+        ("evaluation", {"gain": "quadratic"}, "evaluation.gain: Input should be 'linear' or 'exponential' (got 'quadratic')"),
+        ("evaluation", {"relevance_threshold": 0}, "evaluation.relevance_threshold: Input should be greater than 0 (got 0)"),
+        ("report", {"detailed_queries": True}, "report.detailed_queries: Input should be a valid integer (got True)"),
+    ],
+)
+def test_wrong_types_are_errors_with_field_path(project, field, value, expected):
+    path = write(project / "configs" / "run.yaml", valid(**{field: value}))
+    assert problems(path) == [f"{path}: {expected}"]
+
+
+def test_unknown_adapter_with_hint(project):
+    path = write(project / "configs" / "run.yaml", valid(retrievers=[{"label": "lexical", "adapter": "bm52"}]))
+    (problem,) = problems(path)
+    assert problem.startswith(f"{path}: retrievers[0](lexical).adapter: unknown adapter 'bm52'; did you mean 'bm25'? ")
+    assert "static" in problem and "'package.module:Class'" in problem
+
+
+def test_bad_metric_with_hint(project):
+    path = write(project / "configs" / "run.yaml", valid(metrics=["ndcg@10", "ndgc@5"]))
+    (problem,) = problems(path)
+    assert problem.startswith(f"{path}: metrics: unknown metric 'ndgc@5' (did you mean 'ndcg'?)")
+
+
+def test_dataset_needs_a_location(project):
+    path = write(project / "configs" / "run.yaml", valid(dataset={"format": "trec", "qrels": "q.txt"}))
+    assert problems(path) == [f"{path}: dataset: a TREC dataset needs qrels, queries and corpus; missing queries, corpus"]
+
+
+def test_label_rules(project):
+    retrievers = [{"label": "a b", "adapter": "bm25"}, {"label": "x", "adapter": "bm25"}, {"label": "x", "adapter": "static"}]
+    path = write(project / "configs" / "run.yaml", valid(retrievers=retrievers))
+    (problem,) = problems(path)
+    assert problem.startswith(f"{path}: retrievers[0](a b).label: String should match pattern")
+    path = write(project / "configs" / "run2.yaml", valid(retrievers=retrievers[1:]))
+    (problem,) = problems(path)
+    assert "retriever labels must be unique; repeated: x" in problem
+
+
+def test_all_problems_are_collected_in_one_error(project):
+    config = valid(top_kk=5, metrics=["ndcg@10", "ndgc@5"], retrievers=[{"label": "lexical", "adapter": "bm52"}])
+    path = write(project / "configs" / "run.yaml", config)
+    with pytest.raises(ConfigError) as excinfo:
+        load_config(path)
+    found = excinfo.value.problems
+    assert len(found) == 3
+    assert [p.split(": ")[1] for p in found] == ["retrievers[0](lexical).adapter", "metrics", "top_kk"]
+    assert str(excinfo.value) == found[0] + " (and 2 more; `rag-eval validate` lists all)"
+
+
+def test_duplicate_key_in_config_is_an_error(project):
+    path = write(project / "configs" / "run.yaml", "metrics: [ndcg@10]\ntop_k: 10\nmetrics: [recall@5]\n")
+    with pytest.raises(ConfigError) as excinfo:
+        load_config(path)
+    assert str(excinfo.value) == (
+        f"{path}: line 3, column 1: invalid YAML: key 'metrics' appears twice in one mapping (first on line 1)"
+    )
+
+
+def test_yaml_merge_keys_may_still_override(tmp_path):
+    path = write(tmp_path / "m.yaml", "base: &b {k1: 1.0, b: 0.5}\nbm25:\n  <<: *b\n  k1: 2.0\n")
+    assert load_yaml(path) == {"base": {"k1": 1.0, "b": 0.5}, "bm25": {"k1": 2.0, "b": 0.5}}
+
+
+def test_malformed_yaml_has_line_and_column(tmp_path):
+    path = write(tmp_path / "bad.yaml", "dataset:\n  path: [x\nmetrics: [a]\n")
+    with pytest.raises(ConfigError) as excinfo:
+        load_config(path)
+    assert str(excinfo.value) == f"{path}: line 3, column 8: invalid YAML: expected ',' or ']', but got ':'"
+
+
+@pytest.mark.parametrize("text", ["", "- a\n- b\n", "just a string\n"])
+def test_config_must_be_a_mapping(tmp_path, text):
+    path = write(tmp_path / "c.yaml", text)
+    with pytest.raises(ConfigError) as excinfo:
+        load_config(path)
+    assert str(excinfo.value).startswith(f"{path}: a run config is a mapping")
+
+
+def test_missing_config_file(tmp_path):
+    with pytest.raises(ConfigError) as excinfo:
+        load_config(tmp_path / "none.yaml")
+    assert str(excinfo.value) == f"{tmp_path / 'none.yaml'}: no such file"
+
+
+# ---- rag-eval validate ------------------------------------------------------------------------------
+
+
+def test_validate_lists_all_problems_exit_2(project, capsys):
+    config = valid(top_kk=5, metrics=["ndcg@10", "ndgc@5"], retrievers=[{"label": "lexical", "adapter": "bm52"}])
+    path = write(project / "configs" / "run.yaml", config)
+    assert main(["validate", str(path)]) == 2
+    captured = capsys.readouterr()
+    lines = captured.err.splitlines()
+    assert len(lines) == 4
+    assert "unknown adapter 'bm52'; did you mean 'bm25'?" in lines[0]
+    assert "unknown metric 'ndgc@5'" in lines[1]
+    assert "top_kk: unknown key; did you mean 'top_k'?" in lines[2]
+    assert lines[3] == "rag-eval: 3 problems found"
+    assert captured.out == ""
+
+
+def test_validate_checks_dataset_and_retriever_parameters_together(project, capsys):
+    config = valid(
+        dataset={"path": "../data/missing.yaml"},
+        retrievers=[
+            {"label": "lexical", "adapter": "bm25", "params": {"stemer": "english"}},
+            {"label": "fixed", "adapter": "static", "params": {"path": "nope.run"}},
+        ],
+    )
+    path = write(project / "configs" / "run.yaml", config)
+    assert main(["validate", str(path)]) == 2
+    lines = capsys.readouterr().err.splitlines()
+    assert lines == [
+        f"{project / 'data' / 'missing.yaml'}: no such file (query set)",
+        f"{path}: retriever 'lexical': adapter 'bm25' has no parameter 'stemer' (did you mean 'stemmer'?); its parameters: "
+        "k1, b, delta, method, stemmer, stopwords, lowercase, include_title, show_progress",
+        f"{path}: retriever 'fixed': static: {project / 'configs' / 'nope.run'}: no such file",
+        "rag-eval: 3 problems found",
+    ]
+
+
+def test_validate_valid_config_exit_0(project, capsys):
+    path = write(project / "configs" / "run.yaml", valid())
+    assert main(["validate", str(path)]) == 0
+    captured = capsys.readouterr()
+    assert captured.err == ""
+    from rag_eval.dataset import load_yaml_query_set
+
+    fingerprint = load_yaml_query_set(project / "data" / "tiny.yaml").fingerprint
+    assert captured.out.startswith(f"{path}: OK: dataset tiny (1 queries, 2 passages, fingerprint {fingerprint})")
+
+
+def test_validate_example_config(capsys):
+    repo = Path(__file__).resolve().parents[1]
+    assert main(["validate", os.fspath(repo / "configs" / "ocean_facts.yaml")]) == 0
+    assert ": OK: dataset ocean-facts (10 queries, 37 passages" in capsys.readouterr().out
+
+
+def test_validate_lists_dataset_problems_even_when_the_config_is_invalid(project, capsys):
+    path = write(project / "configs" / "run.yaml", valid(dataset={"path": "../data/missing.yaml"}, top_kk=5))
+    assert main(["validate", str(path)]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"{path}: top_kk: unknown key; did you mean 'top_k'? allowed: cache_dir, dataset, evaluation, main_metric, "
+        "metrics, name, output, regression, report, retrievers, top_k",
+        f"{project / 'data' / 'missing.yaml'}: no such file (query set)",
+        "rag-eval: 2 problems found",
+    ]
+    # A config that cannot be read at all gives its one problem, once.
+    broken = write(project / "configs" / "broken.yaml", "dataset: [\n")
+    assert main(["validate", str(broken)]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 2 and err[0].startswith(f"{broken}: line ") and err[1] == "rag-eval: 1 problem found"
+
+
+def test_trec_dataset_with_grade_map_from_yaml(project):
+    data = project / "data"
+    (data / "qrels.txt").write_text("q1 0 d1 1\nq1 0 d2 -1\n")
+    (data / "topics.tsv").write_text("q1\talpha\n")
+    (data / "docs.tsv").write_text("d1\talpha beta\nd2\tgamma\n")
+    dataset = {"format": "trec", "qrels": "../data/qrels.txt", "queries": "../data/topics.tsv",
+               "corpus": "../data/docs.tsv", "grade_map": {1: 4, 2: 3, 3: 2, 4: 1, -1: 0}}
+    config = load_config(write(project / "configs" / "run.yaml", valid(dataset=dataset)))
+    assert config.model.dataset.grade_map == {1.0: 4.0, 2.0: 3.0, 3.0: 2.0, 4.0: 1.0, -1.0: 0.0}
+    assert load_config_dataset(config).judgements == {"q1": {"d1": 4.0, "d2": 0.0}}

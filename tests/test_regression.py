@@ -1,0 +1,637 @@
+"""Regression checks in the library: gates, statistics, comparability, the comparison
+report and the pytest helper.
+
+The small cases are built by hand (tests/regression_fixtures/helpers.py writes results
+documents with chosen per-query values) so that every expected number can be derived
+on paper; the p-values of the real ocean-facts runs are checked against scipy.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+import itertools
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy import stats as sps
+
+from rag_eval import stats
+from rag_eval.cli import main
+from rag_eval.errors import ComparisonError, ConfigError
+from rag_eval.regression import (
+    Gate,
+    ResultsFile,
+    compare,
+    gates_from_config,
+    load_results_file,
+    make_gate,
+    parse_gate,
+)
+from rag_eval.report.comparison import render_comparison, render_verdict_summary
+from rag_eval.results import Results
+
+REPO = Path(__file__).resolve().parents[1]
+FIXTURES = Path(__file__).resolve().parent / "regression_fixtures"
+
+
+def _load_helpers():
+    spec = importlib.util.spec_from_file_location("regression_helpers", FIXTURES / "helpers.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+helpers = _load_helpers()
+RESAMPLES = 2000
+
+
+@pytest.fixture(autouse=True)
+def _no_job_summary(monkeypatch):
+    # Never append to a real CI job summary while testing.
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+
+
+def as_file(document, path="doc.json") -> ResultsFile:
+    return ResultsFile(path, document, Results.from_dict(document["results"]))
+
+
+# ---- the hand-made case ------------------------------------------------------------------
+#
+# Four queries, values chosen as multiples of 1/4 so every sum is exact in binary floating point.
+#
+#            ndcg@3 (B -> C)   recall@3 (B -> C)   mrr@10 (B -> C)
+#   qa       1.00 -> 0.50      1.0 -> 0.5          1 -> 0.50
+#   qb       0.75 -> 0.50      0.5 -> 0.5          1 -> 0.50
+#   qc       0.50 -> 0.25      0.5 -> 0.5          1 -> 0.50
+#   qd       0.25 -> 0.50      0.0 -> 0.5          1 -> 0.75
+#
+#   ndcg@3 deltas  -1/2, -1/4, -1/4, +1/4: mean -3/16 = -0.1875; wins 1, ties 0, losses 3.
+#     Sign flips: the sum is ±1/2 plus three ±1/4, i.e. ±1/2 + {-3/4 (1 way), -1/4 (3), 1/4 (3), 3/4 (1)}.
+#     |sum| >= 3/4 for 1/2+3/4 (1), 1/2+1/4 (3), -1/2-3/4 (1), -1/2-1/4 (3): 8 of 16, so p = 0.5 exactly.
+#   recall@3 deltas -1/2, 0, 0, +1/2: mean 0; wins 1, ties 2, losses 1; every pattern has |sum| >= 0: p = 1.
+#   mrr@10 deltas -1/2, -1/2, -1/2, -1/4: mean -7/16 = -0.4375; wins 0, ties 0, losses 4.
+#     |sum| = 7/4 only when every sign is the same: 2 of 16 patterns, p = 0.125.
+
+BASE = {
+    "qa": {"ndcg@3": 1.0, "recall@3": 1.0, "mrr@10": 1.0},
+    "qb": {"ndcg@3": 0.75, "recall@3": 0.5, "mrr@10": 1.0},
+    "qc": {"ndcg@3": 0.5, "recall@3": 0.5, "mrr@10": 1.0},
+    "qd": {"ndcg@3": 0.25, "recall@3": 0.0, "mrr@10": 1.0},
+}
+CAND = {
+    "qa": {"ndcg@3": 0.5, "recall@3": 0.5, "mrr@10": 0.5},
+    "qb": {"ndcg@3": 0.5, "recall@3": 0.5, "mrr@10": 0.5},
+    "qc": {"ndcg@3": 0.25, "recall@3": 0.5, "mrr@10": 0.5},
+    "qd": {"ndcg@3": 0.5, "recall@3": 0.5, "mrr@10": 0.75},
+}
+TEXTS = {
+    "qa": "Which ocean | sea is *largest*?",
+    "qb": "What is the deepest point?",
+    "qc": "Which desert is the driest?",
+    "qd": "Which sea has no coastline?",
+}
+# qa, the worst regression: in the top 3 the candidate loses d3 (grade 1) and gains d6 (grade 1);
+# d1 (grade 2) is relevant and in the top 3 on both sides; d4 is unjudged.
+RANK_BASE = {
+    "qa": [["d1", 3.0, 2], ["d3", 2.0, 1], ["d2", 1.0, 0], ["d4", 0.5, None]],
+    "qb": [["d7", 2.0, 1], ["d8", 1.0, 0]],
+    "qc": [["d9", 1.0, 2]],
+    "qd": [["d2", 1.0, 0]],
+}
+RANK_CAND = {
+    "qa": [["d2", 3.0, 0], ["d6", 2.0, 1], ["d1", 1.0, 2], ["d3", 0.5, 1]],
+    "qb": [["d8", 2.0, 0], ["d7", 1.0, 1]],
+    "qc": [["d2", 1.0, 0], ["d9", 0.5, 2]],
+    "qd": [["d5", 1.0, 3]],
+}
+
+
+def hand_pair():
+    base = helpers.results_document(BASE, label="old", query_texts=TEXTS, rankings=RANK_BASE)
+    cand = helpers.results_document(CAND, label="new", query_texts=TEXTS, rankings=RANK_CAND)
+    return as_file(base, "old.json"), as_file(cand, "new.json")
+
+
+def column(table, metric):
+    return np.array([table[q][metric] for q in ("qa", "qb", "qc", "qd")])
+
+
+def test_hand_case_numbers():
+    base, cand = hand_pair()
+    gates = [make_gate("ndcg@3", 0.5), make_gate("recall@3", 0.5), make_gate("mrr@10", 0.5)]
+    verdict = compare(base, cand, gates, n_resamples=RESAMPLES)
+    ndcg, recall, mrr = verdict.gates
+    assert (ndcg.baseline, ndcg.candidate, ndcg.mean_delta) == (0.625, 0.4375, -0.1875)
+    assert (ndcg.wins, ndcg.ties, ndcg.losses, ndcg.n) == (1, 0, 3, 4)
+    assert ndcg.p_permutation == 0.5
+    assert (recall.mean_delta, recall.wins, recall.ties, recall.losses, recall.p_permutation) == (0.0, 1, 2, 1, 1.0)
+    assert recall.p_t_test == pytest.approx(1.0)
+    assert (mrr.mean_delta, mrr.wins, mrr.ties, mrr.losses, mrr.p_permutation) == (-0.4375, 0, 0, 4, 0.125)
+    # Without alpha nothing is Holm-adjusted.
+    assert all(g.p_adjusted is None for g in verdict.gates)
+    # The paired t-test is scipy's ttest_rel on the per-query values.
+    for g in verdict.gates:
+        metric = g.gate.metric
+        expected = sps.ttest_rel(column(CAND, metric), column(BASE, metric)).pvalue
+        assert g.p_t_test == pytest.approx(expected, rel=1e-12, abs=1e-15)
+    # By hand for ndcg@3: deviations from -3/16 are -5/16, -1/16, -1/16, 7/16, squares sum 76/256 = 19/64,
+    # variance 19/192, se^2 = 19/768, t^2 = (9/256) / (19/768) = 27/19; p = 2 P(T_3 <= -sqrt(27/19)).
+    assert ndcg.p_t_test == pytest.approx(2 * sps.t.cdf(-np.sqrt(27 / 19), 3), rel=1e-12)
+    # The per-query deltas behind the verdict.
+    assert verdict.deltas["ndcg@3"] == {"qa": -0.5, "qb": -0.25, "qc": -0.25, "qd": 0.25}
+
+
+def test_gate_at_the_exact_limit_passes_and_just_below_fails():
+    base, cand = hand_pair()
+    at_limit = compare(base, cand, [make_gate("ndcg@3", max_drop=0.1875)], n_resamples=RESAMPLES)
+    assert at_limit.passed and at_limit.gates[0].reason == "drop 0.1875 within max_drop 0.1875"
+    below = compare(base, cand, [make_gate("ndcg@3", max_drop=0.1874)], n_resamples=RESAMPLES)
+    assert not below.passed
+    assert below.failure_lines() == ["ndcg@3: dropped 0.1875 > max_drop 0.1874"]
+
+
+def test_float_noise_does_not_fail_a_drop_equal_to_max_drop():
+    # 0.3 - 0.2 is 0.09999999999999998 in binary; the drop of 0.1 must still be "at the limit".
+    base = as_file(helpers.results_document({"q1": {"ndcg@10": 0.3}, "q2": {"ndcg@10": 0.3}}))
+    cand = as_file(helpers.results_document({"q1": {"ndcg@10": 0.2}, "q2": {"ndcg@10": 0.2}}))
+    assert compare(base, cand, [make_gate("ndcg@10", 0.1)], n_resamples=RESAMPLES).passed
+    assert not compare(base, cand, [make_gate("ndcg@10", 0.0999)], n_resamples=RESAMPLES).passed
+
+
+def test_alpha_gate_passes_a_large_but_not_significant_drop():
+    base, cand = hand_pair()
+    verdict = compare(base, cand, [make_gate("ndcg@3", max_drop=0.01, alpha=0.05)], n_resamples=RESAMPLES)
+    (g,) = verdict.gates
+    # drop 0.1875 > 0.01, but p = 0.5 (one gate: Holm leaves it as is) >= 0.05.
+    assert g.p_adjusted == 0.5
+    assert verdict.passed
+    assert "not significant" in g.reason and "p=0.5000" in g.reason
+
+
+def test_alpha_gate_fails_a_significant_drop():
+    base, cand = hand_pair()
+    verdict = compare(base, cand, [make_gate("mrr@10", max_drop=0.1, alpha=0.2)], n_resamples=RESAMPLES)
+    (g,) = verdict.gates
+    assert g.p_adjusted == 0.125 and not g.passed
+    assert g.reason == "dropped 0.4375 > max_drop 0.1, significant (p=0.1250 < alpha 0.2)"
+
+
+def test_holm_correction_over_the_gates_with_alpha():
+    base, cand = hand_pair()
+    gates = [
+        make_gate("ndcg@3", 0.0, alpha=0.2),
+        make_gate("mrr@10", 0.0, alpha=0.2),
+        make_gate("recall@3", 0.0),  # no alpha: not part of the family
+    ]
+    verdict = compare(base, cand, gates, n_resamples=RESAMPLES)
+    ndcg, mrr, recall = verdict.gates
+    # Raw p: ndcg 0.5, mrr 0.125. Holm with m = 2: the smallest (mrr) x 2 = 0.25,
+    # the next (ndcg) x 1 = 0.5, kept >= 0.25.
+    assert (ndcg.p_adjusted, mrr.p_adjusted, recall.p_adjusted) == (0.5, 0.25, None)
+    assert [ndcg.p_adjusted, mrr.p_adjusted] == helpers.holm_by_hand([ndcg.p_permutation, mrr.p_permutation])
+    # mrr alone (raw p 0.125 < 0.2) would fail; corrected (0.25 >= 0.2) it passes.
+    assert mrr.passed and ndcg.passed and recall.passed
+    assert verdict.passed
+
+
+def test_holm_on_real_runs_matches_hand_computation(ocean_runs):
+    base = load_results_file(ocean_runs / "bm25.json")
+    cand = load_results_file(ocean_runs / "seed-ranking.json")
+    metrics = ["ndcg@1", "ndcg@3", "ndcg@10", "recall@10", "mrr@10"]
+    verdict = compare(base, cand, [make_gate(m, 0.0, alpha=0.05) for m in metrics], n_resamples=RESAMPLES)
+    raw = [g.p_permutation for g in verdict.gates]
+    assert [g.p_adjusted for g in verdict.gates] == pytest.approx(helpers.holm_by_hand(raw), abs=0, rel=1e-15)
+
+
+def test_statistics_on_real_runs_match_scipy(ocean_runs):
+    """p (t-test) = scipy.stats.ttest_rel and p (permutation) = scipy's exact permutation test,
+    both on the per-query values read straight from the two JSON files."""
+    base_doc = json.loads((ocean_runs / "bm25.json").read_text())
+    cand_doc = json.loads((ocean_runs / "seed-ranking.json").read_text())
+    qids = sorted(base_doc["results"]["per_query"])
+    verdict = compare(
+        load_results_file(ocean_runs / "bm25.json"),
+        load_results_file(ocean_runs / "seed-ranking.json"),
+        [make_gate(m) for m in ("ndcg@4", "ndcg@10", "recall@10")],
+        n_resamples=RESAMPLES,
+    )
+    for g in verdict.gates:
+        b = np.array([base_doc["results"]["per_query"][q][g.gate.metric] for q in qids])
+        c = np.array([cand_doc["results"]["per_query"][q][g.gate.metric] for q in qids])
+        assert g.n == len(qids) == 10
+        assert g.mean_delta == pytest.approx(float(np.mean(c - b)), rel=1e-12)
+        assert g.p_t_test == pytest.approx(sps.ttest_rel(c, b).pvalue, rel=1e-10)
+        exact = sps.permutation_test(
+            (c, b), lambda x, y: np.mean(x - y), permutation_type="samples", n_resamples=np.inf
+        ).pvalue
+        assert g.p_permutation == pytest.approx(exact, rel=1e-12)
+        assert (g.wins, g.ties, g.losses) == (
+            int(np.sum(c - b > 1e-12)), int(np.sum(np.abs(c - b) <= 1e-12)), int(np.sum(c - b < -1e-12))
+        )
+        assert g.ci_low <= g.mean_delta <= g.ci_high
+
+
+def test_bootstrap_ci_is_seeded_and_reproducible(ocean_runs):
+    base = load_results_file(ocean_runs / "bm25.json")
+    cand = load_results_file(ocean_runs / "seed-ranking.json")
+    gates = [make_gate("ndcg@10")]
+    first = compare(base, cand, gates, n_resamples=RESAMPLES, seed=7).gates[0]
+    again = compare(base, cand, gates, n_resamples=RESAMPLES, seed=7).gates[0]
+    other = compare(base, cand, gates, n_resamples=RESAMPLES, seed=8).gates[0]
+    assert (first.ci_low, first.ci_high) == (again.ci_low, again.ci_high)
+    assert (first.ci_low, first.ci_high) != (other.ci_low, other.ci_high)
+    # It is the percentile bootstrap of the per-query deltas, with the given seed and level.
+    order = list(base.results.query_ids)
+    deltas = np.array([compare(base, cand, gates, n_resamples=RESAMPLES).deltas["ndcg@10"][q] for q in order])
+    assert (first.ci_low, first.ci_high) == stats.bootstrap_ci(deltas, confidence=0.95, n_resamples=RESAMPLES, seed=7)
+    narrow = compare(base, cand, gates, n_resamples=RESAMPLES, seed=7, confidence=0.5).gates[0]
+    assert first.ci_low < narrow.ci_low <= narrow.ci_high < first.ci_high
+
+
+def test_direction_comes_from_the_metric_definition(monkeypatch):
+    """Pretend nDCG were lower-is-better: the same numbers become an improvement."""
+    from rag_eval.metrics import measures
+
+    base, cand = hand_pair()
+    gate = [make_gate("ndcg@3", 0.0)]
+    assert not compare(base, cand, gate, n_resamples=RESAMPLES).passed
+    monkeypatch.setitem(measures._HIGHER_IS_BETTER, "ndcg", False)
+    verdict = compare(base, cand, gate, n_resamples=RESAMPLES)
+    (g,) = verdict.gates
+    assert verdict.passed and g.mean_delta == -0.1875
+    assert (g.wins, g.ties, g.losses) == (3, 0, 1)  # qa, qb, qc went down: wins for a lower-is-better metric
+    report = render_comparison(verdict)
+    regressed = report.split("**Regressed**")[1].split("**Improved**")[0]
+    assert "| qd |" in regressed and "| qa |" not in regressed
+
+
+def test_queries_left_out_on_both_sides_are_not_paired():
+    b = dict(BASE, qe={"ndcg@3": None, "recall@3": None, "mrr@10": None})
+    c = dict(CAND, qe={"ndcg@3": None, "recall@3": None, "mrr@10": None})
+    verdict = compare(as_file(helpers.results_document(b)), as_file(helpers.results_document(c)),
+                      [make_gate("ndcg@3", 0.5)], n_resamples=RESAMPLES)
+    (g,) = verdict.gates
+    assert g.n == 4 and g.mean_delta == -0.1875 and "qe" not in verdict.deltas["ndcg@3"]
+
+
+def test_no_paired_query_is_an_error_not_a_crash():
+    b = {"q1": {"ndcg@10": None}, "q2": {"ndcg@10": None}}
+    with pytest.raises(ComparisonError, match="no query has a value in both"):
+        compare(as_file(helpers.results_document(b)), as_file(helpers.results_document(b)), [make_gate("ndcg@10")])
+
+
+# ---- comparability -----------------------------------------------------------------------
+
+
+def _edit(document, where, value):
+    document = copy.deepcopy(document)
+    *path, last = where
+    node = document
+    for key in path:
+        node = node[key]
+    node[last] = value
+    return document
+
+
+@pytest.mark.parametrize(
+    "where, value, message",
+    [
+        (("dataset", "fingerprint"), "ffffffffffffffff", "different datasets"),
+        (("results", "options", "gain"), "exponential", "different metric semantics: gain is 'linear'"),
+        (("results", "options", "aggregation"), "micro", "different metric semantics: aggregation"),
+        (("results", "options", "no_relevant"), "zero", "different metric semantics: no_relevant"),
+        (("results", "options", "relevance_threshold"), 2.0, "different metric semantics: relevance_threshold"),
+    ],
+)
+def test_incomparable_results_name_what_differs(where, value, message):
+    base, cand = hand_pair()
+    edited = as_file(_edit(cand.document, where, value), "new.json")
+    with pytest.raises(ComparisonError, match=message):
+        compare(base, edited, [make_gate("ndcg@3")])
+
+
+def test_gated_metric_missing_on_one_side():
+    base, _ = hand_pair()
+    only_ndcg5 = {q: {"ndcg@5": row["ndcg@3"], "recall@3": row["recall@3"]} for q, row in CAND.items()}
+    cand = as_file(helpers.results_document(only_ndcg5), "new.json")
+    with pytest.raises(ComparisonError, match=r"new\.json has no ndcg@3 \(it has ndcg@5, recall@3\)"):
+        compare(base, cand, [make_gate("ndcg@3")])
+    # A metric both sides have still compares.
+    assert compare(base, cand, [make_gate("recall@3")], n_resamples=RESAMPLES).passed
+
+
+def test_different_query_sets():
+    base, _ = hand_pair()
+    fewer = {q: row for q, row in CAND.items() if q != "qd"}
+    cand = as_file(helpers.results_document(fewer), "new.json")
+    with pytest.raises(ComparisonError, match=r"different query sets \(1 only in the baseline, e.g. \['qd'\]"):
+        compare(base, cand, [make_gate("ndcg@3")])
+
+
+def test_different_retrieval_depth_matters_only_below_the_cutoff():
+    base, cand = hand_pair()
+    base.document["top_k"], cand.document["top_k"] = 100, 3
+    # ndcg@3 looks at the top 3 on both sides: comparable.
+    assert compare(base, cand, [make_gate("ndcg@3", 0.5)], n_resamples=RESAMPLES).passed
+    # mrr@10 would look at 10 passages of one run and 3 of the other.
+    with pytest.raises(ComparisonError, match=r"mrr@10 looks at the top 10 but the baseline old\.json retrieved "
+                       r"top_k=100 and the candidate new\.json top_k=3"):
+        compare(base, cand, [make_gate("mrr@10")])
+    cand.document["top_k"] = 100
+    assert compare(base, cand, [make_gate("mrr@10", 0.5)], n_resamples=RESAMPLES).passed
+
+
+def test_load_results_file_errors(tmp_path):
+    with pytest.raises(ComparisonError, match="no such file"):
+        load_results_file(tmp_path / "missing.json")
+    (tmp_path / "bad.json").write_text("{not json")
+    with pytest.raises(ComparisonError, match="line 1: not valid JSON"):
+        load_results_file(tmp_path / "bad.json")
+    (tmp_path / "other.json").write_text('{"kind": "something else"}')
+    with pytest.raises(ComparisonError, match="not a rag_eval results file"):
+        load_results_file(tmp_path / "other.json")
+    (tmp_path / "binary.json").write_bytes(b"\xff\xfe\x00\x81")
+    with pytest.raises(ComparisonError, match="not a text file"):
+        load_results_file(tmp_path / "binary.json")
+    with pytest.raises(ComparisonError, match="cannot read it"):
+        load_results_file(tmp_path)
+
+
+# ---- gates -------------------------------------------------------------------------------
+
+
+def test_parse_gate():
+    assert parse_gate("ndcg@10:max_drop=0.01") == Gate("ndcg@10", 0.01, None)
+    assert parse_gate("NDCG_cut_10: max_drop = 0.02 , alpha=0.05") == Gate("ndcg@10", 0.02, 0.05)
+    assert parse_gate("mrr@10") == Gate("mrr@10", 0.0, None)
+    for bad, message in [
+        ("ndcg@10:drop=0.1", "expected METRIC:max_drop"),
+        ("ndcg@10:max_drop=x", "max_drop must be a number"),
+        ("ndcg@10:max_drop=-0.1", "max_drop must be a number >= 0"),
+        ("ndcg@10:alpha=1.5", "alpha must be between 0 and 1"),
+        ("ndgc@10", "gate 'ndgc@10'"),
+    ]:
+        with pytest.raises(ConfigError, match=message):
+            parse_gate(bad)
+
+
+def test_gates_from_config_section():
+    from rag_eval.config.schema import RegressionSpec
+
+    spec = RegressionSpec.model_validate(
+        {"baseline": "b.json", "gates": {"ndcg@10": {"max_drop": 0.01}, "P_5": {"max_drop": 0.1, "alpha": 0.05}}}
+    )
+    assert gates_from_config(spec.gates) == [Gate("ndcg@10", 0.01, None), Gate("precision@5", 0.1, 0.05)]
+    assert (spec.confidence, spec.resamples, spec.seed) == (0.95, 10_000, 0)
+
+
+def test_compare_refuses_bad_settings():
+    base, cand = hand_pair()
+    with pytest.raises(ConfigError, match="no gates"):
+        compare(base, cand, [])
+    with pytest.raises(ConfigError, match="confidence"):
+        compare(base, cand, [make_gate("ndcg@3")], confidence=1.5)
+    with pytest.raises(ConfigError, match="resamples"):
+        compare(base, cand, [make_gate("ndcg@3")], n_resamples=0)
+
+
+# ---- the comparison report ---------------------------------------------------------------
+
+
+def hand_report(**kwargs):
+    base, cand = hand_pair()
+    gates = [make_gate("ndcg@3", 0.25, alpha=0.05), make_gate("recall@3", 0.0), make_gate("mrr@10", 0.1)]
+    verdict = compare(base, cand, gates, n_resamples=RESAMPLES)
+    return verdict, render_comparison(verdict, **kwargs)
+
+
+def test_report_verdict_table_first():
+    verdict, report = hand_report()
+    tables = helpers.assert_tables_well_formed(report)
+    assert report.startswith("# Regression check: ❌ FAIL\n")
+    first = tables[0]
+    assert first[0] == [
+        "Metric", "Baseline", "Candidate", "Δ (mean)", "95% CI", "p (permutation)", "p (t-test)", "Gate", "Result",
+    ]
+    ndcg, recall, mrr = verdict.gates
+    assert first[1][:4] == ["ndcg@3", "0.6250", "0.4375", "-0.1875"]
+    assert first[1][4] == f"[{ndcg.ci_low:+.4f}, {ndcg.ci_high:+.4f}]"
+    assert first[1][5] == "0.5000 (Holm 0.5000)"
+    assert first[1][6] == f"{sps.ttest_rel(column(CAND, 'ndcg@3'), column(BASE, 'ndcg@3')).pvalue:.4f}"
+    assert first[1][7:] == ["drop ≤ 0.25, unless p ≥ 0.05", "✅ pass"]
+    assert first[2][:4] == ["recall@3", "0.5000", "0.5000", "+0.0000"] and first[2][8] == "✅ pass"
+    assert first[3][:4] == ["mrr@10", "1.0000", "0.5625", "-0.4375"] and first[3][8] == "❌ fail"
+    assert first[3][5] == "0.1250"
+    # The verdict table comes before every other section.
+    assert report.index("| Metric | Baseline |") < report.index("## Wins, ties and losses")
+
+
+def test_report_wins_ties_losses_counted_by_hand():
+    _, report = hand_report()
+    tables = helpers.assert_tables_well_formed(report)
+    wtl = next(t for t in tables if t[0][0] == "Metric" and t[0][2] == "Improved")
+    assert wtl[1:] == [
+        ["ndcg@3", "4", "1", "0", "3"],
+        ["recall@3", "4", "1", "2", "1"],
+        ["mrr@10", "4", "0", "0", "4"],
+    ]
+
+
+def test_report_movers_with_texts():
+    _, report = hand_report()
+    section = report.split("## ndcg@3: queries that moved most")[1].split("## ndcg@3: worst regressions")[0]
+    regressed, improved = section.split("**Improved**")
+    tables = [helpers.assert_tables_well_formed(part)[0] for part in (regressed, improved)]
+    # Worst first; qb and qc both lost 0.25 and are ordered by id.
+    assert [row[0] for row in tables[0][1:]] == ["qa", "qb", "qc"]
+    assert tables[0][1] == ["qa", r"Which ocean \| sea is \*largest\*?", "1.0000", "0.5000", "-0.5000"]
+    assert tables[1][1:] == [["qd", "Which sea has no coastline?", "0.2500", "0.5000", "+0.2500"]]
+    # recall@3 moved on two queries: one each way; mrr@10 has no improvement.
+    recall = report.split("## recall@3: queries that moved most")[1].split("## recall@3: worst")[0]
+    assert "**Regressed** (1 shown)" in recall and "**Improved** (1 shown)" in recall
+    mrr = report.split("## mrr@10: queries that moved most")[1]
+    assert "**Improved** (0 shown)\n\nNone." in mrr
+
+
+def test_report_side_by_side_marks_lost_and_gained():
+    _, report = hand_report(passages={"d1": {"text": "Pacific | the largest"}})
+    section = report.split("## ndcg@3: worst regressions side by side (top 3)")[1].split("## recall@3")[0]
+    qa = section.split("### qa: ")[1].split("### qb")[0]
+    assert qa.startswith(r"“Which ocean \| sea is \*largest\*?”")
+    (table,) = helpers.assert_tables_well_formed(qa)
+    assert table[0] == ["Rank", "Baseline", "Grade", "Candidate", "Grade"]
+    # Top 3 only (d3 at rank 4 of the candidate and d4 at rank 4 of the baseline are cut).
+    assert table[1:] == [
+        ["1", r"`d1` Pacific \| the largest", "2", "`d2`", "0"],
+        ["2", "**`d3`** (lost)", "1", "**`d6`** (gained)", "1"],
+        ["3", "`d2`", "0", r"`d1` Pacific \| the largest", "2"],
+    ]
+    assert "Relevant passages lost from the top 3: `d3`. Gained: `d6`." in qa
+    # The three worst regressions get a side-by-side view, the improved query none.
+    assert [part.split(":")[0] for part in section.split("### ")[1:]] == ["qa", "qb", "qc"]
+    qc = section.split("### qc: ")[1]
+    assert "(lost)" not in qc and "lost from the top 3: none" in qc  # d9 moved from rank 1 to 2: still in the top 3
+    qb = section.split("### qb: ")[1].split("### qc")[0]
+    assert "lost from the top 3: none. Gained: none." in qb
+
+
+def test_report_marks_relevance_as_each_metric_counts_it():
+    """With relevance_threshold 2, recall@3 counts only grade >= 2 (d1), while nDCG@3 gains from any grade > 0."""
+    options = dict(helpers.DEFAULT_OPTIONS, relevance_threshold=2.0)
+    base = as_file(helpers.results_document(BASE, options=options, query_texts=TEXTS, rankings=RANK_BASE))
+    cand = as_file(helpers.results_document(CAND, options=options, query_texts=TEXTS, rankings=RANK_CAND))
+    verdict = compare(base, cand, [make_gate("ndcg@3"), make_gate("recall@3")], n_resamples=RESAMPLES)
+    report = render_comparison(verdict)
+    ndcg = report.split("## ndcg@3: worst regressions")[1].split("## recall@3")[0].split("### qb")[0]
+    recall = report.split("## recall@3: worst regressions")[1]
+    assert "**`d3`** (lost)" in ndcg and "**`d6`** (gained)" in ndcg
+    assert "(lost)" not in recall and "(gained)" not in recall
+    assert "Relevant passages lost from the top 3: none. Gained: none." in recall
+
+
+def test_report_says_how_many_movers_it_leaves_out():
+    qids = [f"q{i:02d}" for i in range(12)]
+    base = as_file(helpers.results_document({q: {"ndcg@10": 1.0} for q in qids}))
+    cand = as_file(helpers.results_document({q: {"ndcg@10": 0.5 if q != "q11" else 1.0} for q in qids}))
+    report = render_comparison(compare(base, cand, [make_gate("ndcg@10")], n_resamples=RESAMPLES))
+    assert "**Regressed** (10 of 11 shown)" in report and "**Improved** (0 shown)" in report
+    regressed = report.split("**Regressed**")[1].split("**Improved**")[0]
+    assert [row[0] for row in helpers.assert_tables_well_formed(regressed)[0][1:]] == qids[:10]
+
+
+def test_report_explains_micro_aggregation():
+    options = dict(helpers.DEFAULT_OPTIONS, aggregation="micro")
+    base = as_file(helpers.results_document(BASE, options=options))
+    cand = as_file(helpers.results_document(CAND, options=options))
+    report = render_comparison(compare(base, cand, [make_gate("ndcg@3", 0.5)], n_resamples=RESAMPLES))
+    assert "Aggregation is micro" in report
+    assert "Aggregation is micro" not in render_comparison(compare(*hand_pair(), [make_gate("ndcg@3", 0.5)]))
+
+
+def test_report_without_rankings_says_so():
+    base, cand = hand_pair()
+    for file in (base, cand):
+        file.document["rankings"] = {}
+    verdict = compare(base, cand, [make_gate("ndcg@3")], n_resamples=RESAMPLES)
+    assert "The results files hold no rankings" in render_comparison(verdict)
+
+
+def test_verdict_summary():
+    verdict, _ = hand_report()
+    summary = render_verdict_summary(verdict)
+    assert summary.startswith("### rag-eval regression check: ❌ FAIL\n")
+    (table,) = helpers.assert_tables_well_formed(summary)
+    assert [row[0] for row in table[1:]] == ["ndcg@3", "recall@3", "mrr@10"]
+    assert summary.rstrip().endswith(r"- mrr@10: dropped 0.4375 \> max\_drop 0.1")
+
+
+# ---- pytest helper and config-driven runs ------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def ocean_runs(tmp_path_factory):
+    """The ocean-facts example (seed ranking and BM25) run into a temporary folder."""
+    out = tmp_path_factory.mktemp("ocean")
+    assert main(["run", str(REPO / "configs" / "ocean_facts.yaml"), "--output", str(out), "--no-progress"]) == 0
+    return out
+
+
+@pytest.fixture(scope="module")
+def bm25_baseline(tmp_path_factory):
+    out = tmp_path_factory.mktemp("baseline")
+    assert main(["run", str(FIXTURES / "bm25_baseline.yaml"), "--output", str(out), "--no-progress"]) == 0
+    return out / "bm25.json"
+
+
+def test_assert_no_regression_passes_and_returns_the_verdict(bm25_baseline):
+    from rag_eval.testing import assert_no_regression
+
+    verdict = assert_no_regression(FIXTURES / "bm25_baseline.yaml", bm25_baseline, gates={"ndcg@10": {"max_drop": 0}})
+    (g,) = verdict.gates
+    assert verdict.passed and g.mean_delta == 0.0 and (g.wins, g.ties, g.losses) == (0, 10, 0)
+    assert g.p_permutation == 1.0 and g.p_t_test == 1.0 and (g.ci_low, g.ci_high) == (0.0, 0.0)
+
+
+def test_assert_no_regression_lists_the_failed_gates(bm25_baseline, monkeypatch):
+    from rag_eval.testing import assert_no_regression
+
+    monkeypatch.syspath_prepend(str(FIXTURES))  # weak_retriever:ReversedBM25
+    config = FIXTURES / "weak_candidate.yaml"
+    default_output = FIXTURES.parent / "reports" / "regression-candidate"
+    with pytest.raises(AssertionError) as raised:
+        assert_no_regression(
+            config, bm25_baseline, gates={"ndcg@10": {"max_drop": 0.01}, "recall@10": {"max_drop": 0}}
+        )
+    message = str(raised.value)
+    # The expected drop: baseline values from the file, candidate values from running the weak config.
+    base = json.loads(bm25_baseline.read_text())["results"]["per_query"]
+    weak = _weak_values(config)
+    assert all(weak[q] < base[q]["ndcg@10"] for q in base)  # reversing hurts every query here
+    drop = np.mean([base[q]["ndcg@10"] - weak[q] for q in base])
+    assert message.splitlines() == [
+        f"retrieval regression: bm25 vs baseline {bm25_baseline}: 1 of 2 gates failed",
+        f"  - ndcg@10: dropped {drop:.4f} > max_drop 0.01",
+    ]
+    # Reversing the top 10 keeps the same ten passages: recall@10 unchanged, that gate passed.
+    assert not default_output.exists()  # write_outputs=False writes nothing
+
+
+def _weak_values(config):
+    """nDCG@10 per query of the reversed BM25 ranking (weak_retriever must be importable)."""
+    from rag_eval.config.schema import load_config
+    from rag_eval.runner import execute
+
+    run = execute(load_config(config), progress=False)
+    (outcome,) = run.outcomes
+    return dict(zip(outcome.results.query_ids, outcome.results.values["ndcg@10"].tolist()))
+
+
+def test_assert_no_regression_rejects_bad_arguments(bm25_baseline):
+    from rag_eval.testing import assert_no_regression
+
+    config = FIXTURES / "bm25_baseline.yaml"
+    with pytest.raises(ConfigError, match="give baseline_path"):
+        assert_no_regression(config)
+    with pytest.raises(ConfigError, match="no gates"):
+        assert_no_regression(config, bm25_baseline)
+    with pytest.raises(ConfigError, match=r"gate ndcg@5 is not among the config's metrics"):
+        assert_no_regression(config, bm25_baseline, gates={"ndcg@5": {"max_drop": 0}})
+    with pytest.raises(ConfigError, match="retriever 'dense' is not a retriever label"):
+        assert_no_regression(config, bm25_baseline, gates={"ndcg@10": {}}, retriever="dense")
+    with pytest.raises(ConfigError, match=r"gates\.ndcg@10\.max_dop"):
+        assert_no_regression(config, bm25_baseline, gates={"ndcg@10": {"max_dop": 0.1}})
+
+
+def test_run_with_regression_section_in_process(bm25_baseline, tmp_path, capsys):
+    """`rag-eval run` with a regression section: exit 0 against itself, comparison.md written."""
+    import yaml
+
+    config = yaml.safe_load((FIXTURES / "bm25_baseline.yaml").read_text())
+    config["dataset"]["path"] = str(REPO / "datasets" / "ocean_facts.yaml")
+    config["regression"] = {
+        "baseline": str(bm25_baseline),
+        "gates": {"ndcg@10": {"max_drop": 0.0}, "mrr@10": {"max_drop": 0.0, "alpha": 0.05}},
+        "resamples": 500,
+    }
+    path = tmp_path / "self.yaml"
+    path.write_text(yaml.safe_dump(config))
+    assert main(["run", str(path), "--output", str(tmp_path / "out"), "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    value = json.loads(bm25_baseline.read_text())["results"]["aggregate"]["ndcg@10"]
+    assert f"PASS\tndcg@10\tbaseline {value:.4f}\tcandidate {value:.4f}\tdelta +0.0000 [+0.0000, +0.0000]" in out
+    assert "verdict: PASS (0 of 2 gates failed)" in out
+    report = (tmp_path / "out" / "comparison.md").read_text()
+    assert report.startswith("# Regression check: ✅ PASS")
+    helpers.assert_tables_well_formed(report)
+
+
+def test_all_hand_values_are_exact_in_binary():
+    # The hand case relies on exact arithmetic; make that assumption explicit.
+    for table in (BASE, CAND):
+        for row in table.values():
+            for value in row.values():
+                assert (value * 4).is_integer()
+    assert list(itertools.chain(column(CAND, "ndcg@3") - column(BASE, "ndcg@3"))) == [-0.5, -0.25, -0.25, 0.25]
