@@ -123,21 +123,32 @@ def _cmd_run(args: argparse.Namespace) -> int:
     config = load_config(args.config)
     if args.output:
         config.model = config.model.model_copy(update={"output": str(Path(args.output).resolve())})
+    regression = config.model.regression
+    if regression is not None:
+        from rag_eval.regression import load_results_file
+
+        load_results_file(config.resolve(regression.baseline))  # fail before any retrieval
     run = execute(config, progress=False if args.no_progress else None)
-    written = write_outputs(run)
+    verdict = None
+    extra = {}
+    if regression is not None:
+        from rag_eval.regression_run import verdict_for_run
+        from rag_eval.report.comparison import render_comparison
+
+        # Compared before anything is written: incomparable results leave no output behind.
+        verdict = verdict_for_run(run)
+        extra["comparison.md"] = render_comparison(verdict, run.dataset.corpus)
+    written = write_outputs(run, extra)
     main_metric = config.model.primary_metric
     for outcome in run.outcomes:
         value = outcome.results.aggregate[main_metric]
         print(f"{outcome.label}\t{main_metric}\t{value:.4f}")
     report = next(p for p in written if p.name == "report.md")
     print(f"report: {report}")
-    if config.model.regression is None:
+    if verdict is None:
         return 0
-    from rag_eval.regression_run import verdict_for_run
-
-    verdict = verdict_for_run(run)
-    comparison = report.parent / "comparison.md"
-    return _emit_verdict(verdict, str(comparison), args.summary, passages=run.dataset.corpus)
+    print(f"comparison: {report.parent / 'comparison.md'}")
+    return _emit_verdict(verdict, None, args.summary)
 
 
 def _add_validate(sub: argparse._SubParsersAction) -> None:

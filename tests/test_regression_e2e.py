@@ -80,7 +80,7 @@ def test_weaker_candidate_fails_with_exit_1_naming_the_regressed_queries(failed_
     ) + (f", and {len(regressed) - 10} more" if len(regressed) > 10 else "")
     assert "verdict: FAIL (1 of 1 gates failed)" in lines
     # comparison.md beside the report lists every regressed query (there are at most 10 here) with its text.
-    assert f"report: {out / 'comparison.md'}" in lines
+    assert f"comparison: {out / 'comparison.md'}" in lines
     report = (out / "comparison.md").read_text()
     texts = json.loads(baseline.read_text())["query_texts"]
     section = report.split("**Regressed**")[1].split("**Improved**")[0]

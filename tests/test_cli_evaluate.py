@@ -1,0 +1,305 @@
+"""`rag-eval evaluate`: output formats, values equal to trec_eval's, and bad input.
+
+Expected numbers come from trec_eval's own output files (out.test.aq, .aqc, .aql
+in shared/datasets/trec_eval_test) or are worked out by hand in a comment.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from rag_eval.cli import main
+from rag_eval.metrics.measures import valid_metric_names
+
+# trec_eval name -> rag_eval's canonical name, as printed by rag-eval.
+MEASURES = {
+    "ndcg": "ndcg",
+    "ndcg_cut_10": "ndcg@10",
+    "map": "map",
+    "map_cut_100": "map@100",
+    "P_5": "precision@5",
+    "recall_100": "recall@100",
+    "recip_rank": "mrr",
+    "Rprec": "r_precision",
+    "success_1": "hit_rate@1",
+}
+
+
+def trec_eval_output(path: Path) -> dict[tuple[str, str], str]:
+    """(measure, topic) -> value as trec_eval printed it (4 decimals)."""
+    out = {}
+    for line in path.read_text().splitlines():
+        measure, topic, value = re.split(r"\s+", line.strip())
+        if measure in MEASURES:
+            out[(MEASURES[measure], topic)] = value
+    return out
+
+
+def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(["evaluate", *argv])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def metric_args(names) -> list[str]:
+    return [arg for name in names for arg in ("-m", name)]
+
+
+# ---- output against trec_eval ----------------------------------------------------
+
+
+def test_text_format_matches_trec_eval_digit_for_digit(trec_eval_test, capsys):
+    expected = trec_eval_output(trec_eval_test / "out.test.aq")
+    code, out, err = run_cli(
+        capsys, "--qrels", str(trec_eval_test / "qrels.test"), "--run", str(trec_eval_test / "results.test"),
+        *metric_args(MEASURES), "--per-query",
+    )
+    assert code == 0 and err == ""
+    lines = out.splitlines()
+    rows = [line.split("\t") for line in lines]
+    assert all(len(row) == 3 for row in rows), lines
+    # per-query rows first, then one "all" row per metric, in the order asked for.
+    assert [row[1] for row in rows] == ["301"] * 9 + ["302"] * 9 + ["303"] * 9 + ["all"] * 9
+    assert [row[0] for row in rows[-9:]] == list(MEASURES.values())
+    assert {(m, q): v for m, q, v in rows} == expected
+
+
+def test_text_format_without_per_query_prints_only_all_rows(trec_eval_test, capsys):
+    expected = trec_eval_output(trec_eval_test / "out.test.aq")
+    code, out, _ = run_cli(
+        capsys, "--qrels", str(trec_eval_test / "qrels.test"), "--run", str(trec_eval_test / "results.test"),
+        "-m", "ndcg", "-m", "P_5",
+    )
+    assert code == 0
+    assert out == f"ndcg\tall\t{expected[('ndcg', 'all')]}\nprecision@5\tall\t{expected[('precision@5', 'all')]}\n"
+    assert expected[("ndcg", "all")] == "0.4021"  # SEMANTICS.md / SOURCE.md quote this value
+
+
+def test_json_format_shape_and_values(trec_eval_test, capsys):
+    expected = trec_eval_output(trec_eval_test / "out.test.aq")
+    args = ["--qrels", str(trec_eval_test / "qrels.test"), "--run", str(trec_eval_test / "results.test"),
+            *metric_args(MEASURES), "--format", "json"]
+
+    code, out, err = run_cli(capsys, *args)
+    assert code == 0 and err == ""
+    data = json.loads(out)
+    assert set(data) == {"aggregate"}
+    assert list(data["aggregate"]) == list(MEASURES.values())
+    for name, value in data["aggregate"].items():
+        assert isinstance(value, float)
+        assert f"{value:.4f}" == expected[(name, "all")], name
+
+    code, out, _ = run_cli(capsys, *args, "--per-query")
+    data = json.loads(out)
+    assert code == 0 and set(data) == {"aggregate", "per_query"}
+    assert list(data["per_query"]) == ["301", "302", "303"]
+    for qid, values in data["per_query"].items():
+        assert list(values) == list(MEASURES.values())
+        for name, value in values.items():
+            assert f"{value:.4f}" == expected[(name, qid)], (name, qid)
+    # JSON keeps full precision: the mean of the per-query values, not of rounded ones.
+    for name in MEASURES.values():
+        mean = sum(data["per_query"][q][name] for q in data["per_query"]) / 3
+        assert math.isclose(data["aggregate"][name], mean, rel_tol=1e-14, abs_tol=1e-15)
+
+
+def test_graded_qrels_with_relevance_threshold_match_trec_eval_l2(trec_eval_test, capsys):
+    expected = trec_eval_output(trec_eval_test / "out.test.aql")
+    code, out, _ = run_cli(
+        capsys, "--qrels", str(trec_eval_test / "qrels.rel_level"), "--run", str(trec_eval_test / "results.test"),
+        *metric_args(MEASURES), "--per-query", "--relevance-threshold", "2", "--no-relevant", "zero",
+    )
+    assert code == 0
+    assert {(m, q): v for m, q, v in (line.split("\t") for line in out.splitlines())} == expected
+    assert expected[("ndcg@10", "all")] == "0.2656"  # quoted in SOURCE.md
+
+
+def test_truncated_run_with_trailing_fields_matches_trec_eval_c(trec_eval_test, capsys):
+    # results.trunc has junk after the tag on some lines (trec_eval ignores it) and no
+    # topic 302; `trec_eval -c` scores 302 as 0 and keeps it in the mean (out.test.aqc).
+    expected = trec_eval_output(trec_eval_test / "out.test.aqc")
+    code, out, err = run_cli(
+        capsys, "--qrels", str(trec_eval_test / "qrels.test"), "--run", str(trec_eval_test / "results.trunc"),
+        *metric_args(MEASURES), "--per-query",
+    )
+    assert code == 0, err
+    got = {(m, q): v for m, q, v in (line.split("\t") for line in out.splitlines())}
+    assert got == expected
+    assert got[("map", "302")] == "0.0000"
+
+
+def test_markdown_format(trec_eval_test, capsys):
+    code, out, _ = run_cli(
+        capsys, "--qrels", str(trec_eval_test / "qrels.test"), "--run", str(trec_eval_test / "results.test"),
+        "-m", "ndcg", "--format", "markdown",
+    )
+    assert code == 0
+    assert "| ndcg | 0.4021 |" in out.splitlines()
+
+
+# ---- options on a hand example -------------------------------------------------
+
+
+@pytest.fixture
+def small(tmp_path) -> tuple[Path, Path]:
+    # q1: a (grade 2) ranked 2nd behind x (unjudged); q2: nothing relevant; q3 (run only): unjudged.
+    qrels = tmp_path / "small.qrels"
+    qrels.write_text("q1 0 a 2\nq1 0 b 0\nq2 0 c 0\n")
+    run = tmp_path / "small.run"
+    run.write_text("q1 Q0 x 1 3.0 t\nq1 Q0 a 2 2.5 t\nq2 Q0 c 1 1.0 t\nq3 Q0 a 1 1.0 t\n")
+    return qrels, run
+
+
+def test_no_relevant_and_gain_options(small, capsys):
+    qrels, run = small
+    base = ["--qrels", str(qrels), "--run", str(run), "-m", "ndcg", "--format", "json", "--per-query"]
+    # q1: DCG = g/log2(3), IDCG = g -> nDCG = 1/log2(3) with either gain.
+    one_third = 1 / math.log2(3)
+
+    code, out, _ = run_cli(capsys, *base)
+    data = json.loads(out)
+    assert code == 0
+    assert data["aggregate"]["ndcg"] == pytest.approx(one_third, rel=1e-14)  # q2 skipped
+    assert data["per_query"]["q2"]["ndcg"] is None
+    assert set(data["per_query"]) == {"q1", "q2"}  # q3 has no judgements
+
+    code, out, _ = run_cli(capsys, *base, "--no-relevant", "zero", "--gain", "exponential")
+    data = json.loads(out)
+    assert data["aggregate"]["ndcg"] == pytest.approx(one_third / 2, rel=1e-14)
+    assert data["per_query"]["q2"]["ndcg"] == 0.0
+
+    code, out, err = run_cli(capsys, *base, "--no-relevant", "error")
+    assert code == 2 and out == ""
+    assert len(err.splitlines()) == 1 and "q2" in err and "Traceback" not in err
+
+
+def test_micro_aggregation_option(tmp_path, capsys):
+    # q1: DCG 1/log2(3), IDCG 1; q2: DCG = IDCG = 3. micro = (1/log2(3) + 3) / 4.
+    qrels = tmp_path / "q"
+    qrels.write_text("q1 0 a 1\nq2 0 b 3\n")
+    run = tmp_path / "r"
+    run.write_text("q1 Q0 x 1 2 t\nq1 Q0 a 2 1 t\nq2 Q0 b 1 1 t\n")
+    code, out, _ = run_cli(capsys, "--qrels", str(qrels), "--run", str(run), "-m", "ndcg", "--aggregation", "micro",
+                           "--format", "json")
+    assert code == 0
+    assert json.loads(out)["aggregate"]["ndcg"] == pytest.approx((1 / math.log2(3) + 3) / 4, rel=1e-14)
+
+
+# ---- bad input: exit 2, one line naming file, line and problem ----------------------
+
+GOOD_QRELS = "q1 0 a 1\nq1 0 b 0\n"
+GOOD_RUN = "q1 Q0 a 1 2.0 t\nq1 Q0 b 2 1.0 t\n"
+
+
+@pytest.mark.parametrize(
+    "which, content, line, problem",
+    [
+        ("qrels", "q1 0 a 1\nq1 0 b\n", 2, r"expected 4 fields.*found 3"),
+        ("qrels", "q1 0 a\nq1 0 b 1\n", 1, r"expected 4 fields.*found 3"),
+        ("qrels", "q1 0 a 1\nq1 0 b 1 extra\n", 2, r"expected 4 fields.*found 5"),
+        ("qrels", "q1 0 a 1 extra\nq1 0 b 1\n", 1, r"expected 4 fields.*found 5"),
+        ("qrels", "q1 0 a 1\nq1 0 b high\n", 2, r"grade 'high' is not a number"),
+        ("qrels", "q1 0 a 1\nq1 0 b nan\n", 2, r"grade is nan.*finite"),
+        ("qrels", "q1 0 a 1\nq2 0 a 1\nq1 0 a 0\n", 3, r"query 'q1' lists doc 'a' again \(first on line 1\)"),
+        ("run", "q1 Q0 a 1 2.0 t\nq1 Q0 b 2 t\n", 2, r"expected 6 fields.*found 5"),
+        # Five fields with a numeric fifth (the tag is missing): trec_eval refuses it too.
+        ("run", "q1 Q0 a 1 2.0 t\nq1 Q0 b 2 1.0\n", 2, r"expected 6 fields.*found 5"),
+        ("run", "q1 Q0 a 1\n", 1, r"expected 6 fields.*found 4"),
+        ("run", "q1 Q0 a 1 2.0 t\nq1 Q0 b 2 high t\n", 2, r"score 'high' is not a number"),
+        ("run", "q1 Q0 a 1 2.0 t\nq1 Q0 b 2 NaN t\n", 2, r"score is NaN.*finite"),
+        ("run", "q1 Q0 a 1 nan t\n", 1, r"score is nan.*finite"),
+        ("run", "q1 Q0 a 1 2.0 t\nq2 Q0 a 1 2.0 t\nq1 Q0 a 3 1.0 t\n", 3,
+         r"query 'q1' lists doc 'a' again \(first on line 1\)"),
+    ],
+)
+def test_bad_file_gives_one_line_naming_file_line_and_problem(tmp_path, capsys, which, content, line, problem):
+    qrels, run = tmp_path / "judged.qrels", tmp_path / "ranked.run"
+    qrels.write_text(content if which == "qrels" else GOOD_QRELS)
+    run.write_text(content if which == "run" else GOOD_RUN)
+    bad = qrels if which == "qrels" else run
+    code, out, err = run_cli(capsys, "--qrels", str(qrels), "--run", str(run), "-m", "ndcg@10")
+    assert code == 2
+    assert out == ""
+    assert "Traceback" not in err
+    assert len(err.splitlines()) == 1, err
+    assert f"{bad}:{line}:" in err, err
+    assert re.search(problem, err), err
+
+
+@pytest.mark.parametrize("which", ["qrels", "run"])
+def test_missing_file(tmp_path, capsys, which):
+    qrels, run = tmp_path / "judged.qrels", tmp_path / "ranked.run"
+    qrels.write_text(GOOD_QRELS)
+    run.write_text(GOOD_RUN)
+    missing = tmp_path / "nowhere" / f"absent.{which}"
+    args = ["--qrels", str(missing if which == "qrels" else qrels), "--run", str(missing if which == "run" else run)]
+    code, out, err = run_cli(capsys, *args, "-m", "ndcg")
+    assert code == 2 and out == ""
+    assert len(err.splitlines()) == 1 and "Traceback" not in err
+    assert str(missing) in err and "no such file" in err
+
+
+@pytest.mark.parametrize(
+    "metric, problem",
+    [
+        ("ndgc@10", r"unknown metric 'ndgc@10' \(did you mean 'ndcg'\?\)"),
+        ("ndcg@0", r"positive integer"),
+        ("P_0", r"positive integer"),
+        ("ndcg@-2", r"positive integer"),
+        ("ndcg@1.5", r"not an integer"),
+        ("precision", r"needs a cutoff"),
+        ("r_precision@5", r"takes no cutoff"),
+    ],
+)
+def test_bad_metric(tmp_path, capsys, metric, problem):
+    qrels, run = tmp_path / "judged.qrels", tmp_path / "ranked.run"
+    qrels.write_text(GOOD_QRELS)
+    run.write_text(GOOD_RUN)
+    code, out, err = run_cli(capsys, "--qrels", str(qrels), "--run", str(run), "-m", "ndcg", "-m", metric)
+    assert code == 2 and out == ""
+    assert len(err.splitlines()) == 1 and "Traceback" not in err
+    assert re.search(problem, err), err
+    if metric.startswith("ndgc"):
+        for form in valid_metric_names():
+            assert form in err
+
+
+# ---- the installed console script -------------------------------------------------
+
+
+def console_script() -> Path:
+    script = Path(sys.executable).with_name("rag-eval")
+    if not script.exists():
+        pytest.skip(f"console script not installed next to {sys.executable}")
+    return script
+
+
+def test_console_script_end_to_end(tmp_path):
+    script = console_script()
+    qrels, run = tmp_path / "judged.qrels", tmp_path / "ranked.run"
+    qrels.write_text(GOOD_QRELS)
+    run.write_text(GOOD_RUN)
+    # a (grade 1) ranked first: nDCG 1, P@5 = 1/5.
+    done = subprocess.run(
+        [str(script), "evaluate", "--qrels", str(qrels), "--run", str(run), "-m", "ndcg", "-m", "P_5"],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "ndcg\tall\t1.0000\nprecision@5\tall\t0.2000\n"
+
+    run.write_text("q1 Q0 a 1 2.0 t\nq1 Q0 b 2 lots t\n")
+    done = subprocess.run(
+        [str(script), "evaluate", "--qrels", str(qrels), "--run", str(run), "-m", "ndcg"],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert "Traceback" not in done.stderr
+    assert done.stderr.splitlines() == [f"rag-eval: error: {run}:2: score 'lots' is not a number"]
