@@ -1,0 +1,196 @@
+"""On-disk cache of passage embeddings, so a second run does not re-encode the corpus.
+
+Layout (one pair of files per entry, under ``<cache_dir>/embeddings/``)::
+
+    <key>.npy    float32 array, one row per passage, rows in manifest["doc_ids"] order
+    <key>.json   manifest: key, doc_ids, shape, dtype, sha256 of the array bytes, and
+                 the inputs of the key (model identity, options, corpus fingerprint)
+
+The key is a sha256 over everything that changes the numbers: the model identity
+(a hash of the model folder's files, see :func:`rag_eval.retrievers.models.model_identity`),
+the encoding options (passage prefix, normalisation, max_seq_length) and the corpus
+fingerprint (doc ids and passage texts). Anything else, such as the device or the
+batch size, can move embeddings only by float rounding and is deliberately not part
+of the key.
+
+Writes are atomic (temporary file + ``os.replace``) and the manifest is written last,
+so it acts as the commit marker. Reads verify the manifest, the doc ids, the shape,
+the dtype and the checksum; anything wrong raises an :class:`EmbeddingCacheWarning`
+and the entry is treated as missing (and rebuilt by the caller), never used.
+
+Importing this module needs numpy only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+import warnings
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+FORMAT_VERSION = 1
+
+
+class EmbeddingCacheWarning(UserWarning):
+    """A cache entry was unusable (corrupt, partial, mismatched) and will be rebuilt."""
+
+
+def default_cache_dir() -> Path:
+    """``$RAG_EVAL_CACHE_DIR``, else ``$XDG_CACHE_HOME/rag_eval``, else ``~/.cache/rag_eval``."""
+    if os.environ.get("RAG_EVAL_CACHE_DIR"):
+        return Path(os.environ["RAG_EVAL_CACHE_DIR"]).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "rag_eval"
+
+
+def corpus_fingerprint(doc_ids: Sequence[str], texts: Sequence[str]) -> str:
+    """sha256 over (doc id, passage text) pairs, in the order given (callers sort ids).
+
+    Each pair is JSON-encoded on its own line so no two different corpora can
+    produce the same byte stream (an id ending where a text begins, etc.).
+    """
+    digest = hashlib.sha256()
+    for doc_id, text in zip(doc_ids, texts, strict=True):
+        digest.update(json.dumps([doc_id, text], ensure_ascii=False).encode("utf-8"))
+        digest.update(b"\n")
+    return digest.hexdigest()
+
+
+def array_checksum(array: np.ndarray) -> str:
+    """sha256 of the array's raw bytes (C order)."""
+    return hashlib.sha256(np.ascontiguousarray(array).data).hexdigest()
+
+
+def cache_key(model_identity: str, options: Mapping[str, Any], corpus: str) -> str:
+    """The entry name for one (model, options, corpus) combination."""
+    payload = json.dumps(
+        {"format": FORMAT_VERSION, "model": model_identity, "options": dict(options), "corpus": corpus},
+        sort_keys=True,
+    )
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+class EmbeddingCache:
+    """Passage embeddings stored under ``directory/embeddings``."""
+
+    def __init__(self, directory: str | os.PathLike[str]):
+        self.directory = Path(directory).expanduser()
+        self.entries = self.directory / "embeddings"
+
+    def paths(self, key: str) -> tuple[Path, Path]:
+        """(array file, manifest file) of an entry."""
+        return self.entries / f"{key}.npy", self.entries / f"{key}.json"
+
+    def load(self, key: str, doc_ids: Sequence[str]) -> np.ndarray | None:
+        """The cached array for ``key`` whose rows are ``doc_ids``, or None.
+
+        None without a warning when there is no entry; None with an
+        :class:`EmbeddingCacheWarning` when an entry exists but fails a check.
+        """
+        array_path, manifest_path = self.paths(key)
+        if not manifest_path.exists():
+            if array_path.exists():
+                self._reject(array_path, "array without a manifest (an interrupted write?)")
+            return None
+        try:
+            manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as error:
+            return self._reject(manifest_path, f"unreadable manifest ({type(error).__name__}: {error})")
+        problem = _check_manifest(manifest, key, doc_ids)
+        if problem:
+            return self._reject(manifest_path, problem)
+        try:
+            array = np.load(array_path, allow_pickle=False)
+        except FileNotFoundError:
+            return self._reject(array_path, "array file missing")
+        except Exception as error:  # truncated or garbled .npy: numpy raises several kinds
+            return self._reject(array_path, f"unreadable array ({type(error).__name__}: {error})")
+        if array.dtype != np.float32 or list(array.shape) != list(manifest["shape"]):
+            return self._reject(
+                array_path, f"array is {array.dtype}{list(array.shape)}, manifest says float32{manifest['shape']}"
+            )
+        if array_checksum(array) != manifest["sha256"]:
+            return self._reject(array_path, "checksum mismatch (the file was modified or partly written)")
+        return array
+
+    def save(self, key: str, doc_ids: Sequence[str], array: np.ndarray, info: Mapping[str, Any] | None = None) -> None:
+        """Store ``array`` (rows = ``doc_ids``) under ``key``, atomically.
+
+        The old manifest is removed first and the new one written last, so a
+        crash in between leaves an array without manifest, which :meth:`load`
+        reports and ignores.
+        """
+        array = np.ascontiguousarray(array, dtype=np.float32)
+        if array.ndim != 2 or array.shape[0] != len(doc_ids):
+            raise ValueError(f"embedding array {array.shape} does not match {len(doc_ids)} doc ids")
+        array_path, manifest_path = self.paths(key)
+        self.entries.mkdir(parents=True, exist_ok=True)
+        try:
+            manifest_path.unlink()
+        except FileNotFoundError:
+            pass
+        _atomic_save_npy(array_path, array)
+        manifest = {
+            "format": FORMAT_VERSION,
+            "key": key,
+            "shape": list(array.shape),
+            "dtype": "float32",
+            "sha256": array_checksum(array),
+            **dict(info or {}),
+            "doc_ids": list(doc_ids),
+        }
+        from rag_eval.atomic import atomic_write_text
+
+        atomic_write_text(manifest_path, json.dumps(manifest, ensure_ascii=False))
+
+    def _reject(self, path: Path, problem: str) -> None:
+        warnings.warn(
+            f"embedding cache entry {path} is unusable: {problem}; re-encoding the corpus and rewriting it",
+            EmbeddingCacheWarning,
+            stacklevel=3,
+        )
+        return None
+
+
+def _check_manifest(manifest: Any, key: str, doc_ids: Sequence[str]) -> str | None:
+    if not isinstance(manifest, dict):
+        return "manifest is not a JSON object"
+    missing = [f for f in ("format", "key", "shape", "dtype", "sha256", "doc_ids") if f not in manifest]
+    if missing:
+        return f"manifest lacks {', '.join(missing)}"
+    if manifest["format"] != FORMAT_VERSION:
+        return f"manifest format {manifest['format']!r}, expected {FORMAT_VERSION}"
+    if manifest["key"] != key:
+        return "manifest key does not match its file name"
+    if manifest["dtype"] != "float32":
+        return f"manifest dtype {manifest['dtype']!r}, expected 'float32'"
+    shape = manifest["shape"]
+    if not (isinstance(shape, list) and len(shape) == 2 and shape[0] == len(doc_ids)):
+        return f"manifest shape {shape!r} does not fit {len(doc_ids)} passages"
+    if manifest["doc_ids"] != list(doc_ids):
+        return "manifest doc ids differ from the corpus"
+    return None
+
+
+def _atomic_save_npy(path: Path, array: np.ndarray) -> None:
+    # np.save straight into a temporary file in the same folder, then rename:
+    # avoids holding a second in-memory copy of a large array as bytes.
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            np.save(handle, array, allow_pickle=False)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+

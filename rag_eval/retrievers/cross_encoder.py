@@ -1,0 +1,182 @@
+"""``cross_encoder``: re-rank another retriever's top passages with a cross-encoder.
+
+YAML parameters::
+
+    adapter: cross_encoder
+    params:
+      model: cross-encoder/ms-marco-MiniLM-L6-v2   # required: name or local folder
+      first_stage:                                 # required: any retriever spec
+        adapter: bm25
+        params: {}
+      rerank_top_n: 100     # first-stage passages re-scored per query
+      batch_size: 32        # (query, passage) pairs per model batch
+      max_length: null      # token cap for a (query, passage) pair (default: the model's)
+      device: auto          # auto | cpu | cuda | cuda:N | mps
+      show_progress: true
+      cache_dir: null       # handed to the first stage when it takes one and sets none
+
+The result holds at most ``rerank_top_n`` passages per query, all scored by the
+cross-encoder: passages the first stage ranked lower are not appended, because
+their first-stage scores are on another scale. Scores are the model's raw
+logits, not sigmoid probabilities: a strong model saturates the sigmoid at 1.0 in
+float32 and would turn real differences into ties.
+"""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+from typing import Any, Mapping
+
+from rag_eval.errors import RetrieverError
+from rag_eval.retrievers import models as _models
+from rag_eval.retrievers.base import Corpus, Queries, Ranking, describe, passage_text
+
+ADAPTER = "cross_encoder"
+
+
+class CrossEncoderReranker:
+    """First stage retrieves ``rerank_top_n`` passages; a CrossEncoder re-scores them."""
+
+    #: Parameters the runner resolves against the config file's folder when relative.
+    PATH_PARAMS = ("cache_dir",)
+
+    def __init__(
+        self,
+        model: str | None = None,
+        first_stage: Mapping[str, Any] | None = None,
+        rerank_top_n: int = 100,
+        batch_size: int = 32,
+        max_length: int | None = None,
+        device: str = "auto",
+        show_progress: bool = True,
+        cache_dir: str | Path | None = None,
+    ):
+        if model is None:
+            raise RetrieverError(
+                f"{ADAPTER}: model is required (a cross-encoder name such as "
+                "cross-encoder/ms-marco-MiniLM-L6-v2, or a local folder)"
+            )
+        if first_stage is None:
+            raise RetrieverError(
+                f"{ADAPTER}: first_stage is required: the retriever whose results are re-ranked, "
+                "e.g. first_stage: {adapter: bm25, params: {}}"
+            )
+        self.rerank_top_n = _models.check_int(ADAPTER, "rerank_top_n", rerank_top_n)
+        self.batch_size = _models.check_int(ADAPTER, "batch_size", batch_size)
+        self.max_length = _models.check_int(ADAPTER, "max_length", max_length, optional=True)
+        self.device = _models.check_device(ADAPTER, device)
+        self.show_progress = _models.check_bool(ADAPTER, "show_progress", show_progress)
+        self.cache_dir = _models.check_path(ADAPTER, "cache_dir", cache_dir)
+        self.resolved = _models.resolve_model(model, ADAPTER)
+        self.first_stage_spec = dict(first_stage) if isinstance(first_stage, Mapping) else first_stage
+        self.first_stage = _models.build_child(first_stage, f"{ADAPTER}: first_stage", self.cache_dir)
+
+        self._model: Any = None
+        self._device_used: str | None = None
+        self._identity: str | None = None
+        self._texts: dict[str, str] | None = None
+        self._pairs_scored = 0
+        self._warned_depth = False
+
+    def _get_model(self) -> Any:
+        if self._model is None:
+            self._device_used = _models.resolve_device(self.device, ADAPTER)
+            model = _models.load_cross_encoder(self.resolved, self._device_used, self.max_length, ADAPTER)
+            labels = getattr(model, "num_labels", 1)
+            if labels != 1:
+                raise RetrieverError(
+                    f"{ADAPTER}: model {self.resolved.spec!r} has {labels} output labels; a re-ranker needs "
+                    "a cross-encoder with one relevance score (num_labels: 1)"
+                )
+            self._model = model
+            if self.resolved.path is None:
+                try:
+                    self.resolved = _models.resolve_model(self.resolved.spec, ADAPTER, allow_download=False)
+                except RetrieverError:
+                    pass
+        return self._model
+
+    def index(self, corpus: Corpus) -> None:
+        """Index the first stage and keep the passage texts the cross-encoder will read."""
+        self.first_stage.index(corpus)
+        self._texts = {doc_id: passage_text(passage) for doc_id, passage in corpus.items()}
+
+    def search(self, queries: Queries, top_k: int) -> Ranking:
+        """Re-score the first stage's top ``rerank_top_n`` and return the best ``top_k``."""
+        if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
+            raise RetrieverError(f"{ADAPTER}: top_k must be an integer >= 1, got {top_k!r}")
+        if self._texts is None:
+            raise RetrieverError(f"{ADAPTER}: search() called before index(corpus)")
+        if top_k > self.rerank_top_n and not self._warned_depth:
+            self._warned_depth = True
+            warnings.warn(
+                f"{ADAPTER}: top_k={top_k} exceeds rerank_top_n={self.rerank_top_n}; "
+                f"each query gets at most {self.rerank_top_n} re-ranked passages",
+                stacklevel=2,
+            )
+        first = self.first_stage.search(queries, self.rerank_top_n)
+        if not isinstance(first, Mapping):
+            raise RetrieverError(f"{ADAPTER}: first stage returned {type(first).__name__}, not {{qid: {{doc: score}}}}")
+        pairs: list[tuple[str, str]] = []
+        owners: list[tuple[str, str]] = []
+        for qid, text in queries.items():
+            ranked = first.get(qid) or {}
+            # The first stage may return more than asked: keep its best n, ordered
+            # the way the evaluator orders runs (score desc, then doc id desc).
+            best = sorted(ranked.items(), key=lambda item: (float(item[1]), item[0]), reverse=True)
+            for doc_id, _ in best[: self.rerank_top_n]:
+                passage = self._texts.get(doc_id)
+                if passage is None:
+                    raise RetrieverError(
+                        f"{ADAPTER}: first stage returned doc {doc_id!r} for query {qid!r}, which is not in the corpus"
+                    )
+                pairs.append((text, passage))
+                owners.append((qid, doc_id))
+        results: dict[str, dict[str, float]] = {qid: {} for qid in queries}
+        if not pairs:
+            return results
+        scores = self._score(pairs)
+        self._pairs_scored += len(pairs)
+        for (qid, doc_id), score in zip(owners, scores):
+            results[qid][doc_id] = score
+        return {
+            qid: dict(sorted(docs.items(), key=lambda item: (item[1], item[0]), reverse=True)[:top_k])
+            for qid, docs in results.items()
+        }
+
+    def _score(self, pairs: list[tuple[str, str]]) -> list[float]:
+        import torch  # lazily, with the model
+
+        model = self._get_model()
+        scores = model.predict(
+            pairs,
+            batch_size=self.batch_size,
+            show_progress_bar=self.show_progress,
+            activation_fn=torch.nn.Identity(),
+            convert_to_numpy=True,
+        )
+        return [float(s) for s in scores.reshape(-1).tolist()]
+
+    def describe(self) -> dict[str, Any]:
+        """Model, identity hash, parameters, the first stage's own description, pairs scored."""
+        info: dict[str, Any] = {"adapter": ADAPTER, **self.resolved.describe()}
+        if self._identity is None and self.resolved.path is not None:
+            try:
+                self._identity = _models.model_identity(self.resolved.path)
+            except OSError:
+                self._identity = None
+        info["model_identity"] = self._identity
+        info["parameters"] = {
+            "model": self.resolved.spec,
+            "rerank_top_n": self.rerank_top_n,
+            "batch_size": self.batch_size,
+            "max_length": self.max_length,
+            "device": self.device,
+            "first_stage": self.first_stage_spec,
+        }
+        if self._device_used is not None:
+            info["device"] = self._device_used
+        info["pairs_scored"] = self._pairs_scored
+        info["first_stage"] = describe(self.first_stage)
+        return info

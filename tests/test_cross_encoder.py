@@ -1,0 +1,187 @@
+"""The cross_encoder adapter: re-ranking plumbing checked against an independent CrossEncoder."""
+
+from __future__ import annotations
+
+import json
+
+import _models
+import pytest
+
+from rag_eval.errors import RetrieverError
+from rag_eval.retrievers import registry
+from rag_eval.retrievers.base import passage_text
+
+CORPUS = {
+    "d1": {"title": "Pacific", "text": "the pacific is the largest ocean"},
+    "d2": {"title": "", "text": "the atlantic ocean is salt water"},
+    "d3": {"title": "Reef", "text": "coral reef fish live in warm sea"},
+    "d4": {"title": "", "text": "a whale is a deep sea mammal"},
+    "d5": {"title": "Tides", "text": "the moon drives the tide"},
+}
+FIRST_STAGE_RUN = {
+    "q1": {"d1": 5.0, "d2": 4.0, "d3": 3.0, "d4": 2.0, "d5": 1.0},
+    "q2": {"d4": 2.0, "d3": 2.0, "d2": 0.5},  # d4 and d3 tie: doc id desc puts d4 first
+}
+QUERIES = {"q1": "largest ocean", "q2": "whale in the deep sea", "q3": "nothing"}
+
+
+@pytest.fixture(scope="module")
+def tiny_ce():
+    return _models.tiny_cross_encoder()
+
+
+@pytest.fixture(scope="module")
+def reference(tiny_ce):
+    """The same cross-encoder loaded independently, returning raw logits."""
+    import torch
+    from sentence_transformers import CrossEncoder
+
+    model = CrossEncoder(str(tiny_ce), device="cpu")
+    return lambda pairs: [float(s) for s in model.predict(pairs, activation_fn=torch.nn.Identity())]
+
+
+def reranker(model_dir, **params):
+    spec = {
+        "model": str(model_dir),
+        "first_stage": {"adapter": "_models:FixedRetriever", "params": {"run": FIRST_STAGE_RUN}},
+        "show_progress": False,
+        "device": "cpu",
+    }
+    spec.update(params)
+    return registry.build("cross_encoder", spec)
+
+
+def test_reranks_the_first_stage_top_n_by_cross_encoder_score(tiny_ce, reference):
+    retriever = reranker(tiny_ce, rerank_top_n=3, batch_size=2)
+    retriever.index(CORPUS)
+    run = retriever.search(QUERIES, top_k=2)
+    assert retriever.first_stage.calls == [3]  # asked the first stage for rerank_top_n
+
+    # q1: first stage top 3 are d1, d2, d3; d4 and d5 must never be scored or returned
+    q1_docs = ["d1", "d2", "d3"]
+    q1 = dict(zip(q1_docs, reference([(QUERIES["q1"], passage_text(CORPUS[d])) for d in q1_docs])))
+    want_q1 = sorted(q1.items(), key=lambda kv: kv[1], reverse=True)[:2]
+    assert list(run["q1"]) == [d for d, _ in want_q1]
+    assert list(run["q1"].values()) == pytest.approx([s for _, s in want_q1], abs=1e-5)
+    # q2: three candidates, all within rerank_top_n
+    q2_docs = ["d4", "d3", "d2"]
+    q2 = dict(zip(q2_docs, reference([(QUERIES["q2"], passage_text(CORPUS[d])) for d in q2_docs])))
+    want_q2 = sorted(q2.items(), key=lambda kv: kv[1], reverse=True)[:2]
+    assert list(run["q2"]) == [d for d, _ in want_q2]
+    assert list(run["q2"].values()) == pytest.approx([s for _, s in want_q2], abs=1e-5)
+    # q3: the first stage found nothing, so nothing is re-ranked
+    assert run["q3"] == {}
+    assert retriever.describe()["pairs_scored"] == 6
+    # the reference scores really differ, so the order above is a real check
+    assert len({round(s, 4) for s in q1.values()}) == 3
+
+
+def test_first_stage_ties_at_the_cut_follow_evaluation_order(tiny_ce, reference):
+    retriever = reranker(tiny_ce, rerank_top_n=1)
+    retriever.index(CORPUS)
+    run = retriever.search({"q2": QUERIES["q2"]}, top_k=1)
+    # d4 and d3 tie at 2.0 in the first stage; trec_eval order (doc id desc) keeps d4
+    assert list(run["q2"]) == ["d4"]
+    assert run["q2"]["d4"] == pytest.approx(reference([(QUERIES["q2"], passage_text(CORPUS["d4"]))])[0], abs=1e-5)
+
+
+def test_top_k_beyond_rerank_depth_warns(tiny_ce):
+    retriever = reranker(tiny_ce, rerank_top_n=2)
+    retriever.index(CORPUS)
+    with pytest.warns(UserWarning, match="top_k=10 exceeds rerank_top_n=2"):
+        run = retriever.search({"q1": QUERIES["q1"]}, top_k=10)
+    assert len(run["q1"]) == 2
+
+
+def test_first_stage_returning_unknown_docs_is_an_error(tiny_ce):
+    retriever = registry.build(
+        "cross_encoder",
+        {
+            "model": str(tiny_ce),
+            "first_stage": {"adapter": "_models:FixedRetriever", "params": {"run": {"q": {"ghost": 1.0}}}},
+            "show_progress": False,
+        },
+    )
+    retriever.index(CORPUS)
+    with pytest.raises(RetrieverError, match="doc 'ghost' for query 'q', which is not in the corpus"):
+        retriever.search({"q": "x"}, 3)
+
+
+def test_describe_and_cache_dir_pass_through(tiny_ce, tmp_path):
+    retriever = registry.build(
+        "cross_encoder",
+        {
+            "model": str(tiny_ce),
+            "first_stage": {"adapter": "_models:OverlapRetriever"},
+            "cache_dir": str(tmp_path),
+            "show_progress": False,
+        },
+    )
+    assert retriever.first_stage.cache_dir == str(tmp_path)  # it takes a cache_dir and set none
+    own = registry.build(
+        "cross_encoder",
+        {"model": str(tiny_ce), "first_stage": {"adapter": "_models:OverlapRetriever", "params": {"cache_dir": "x"}},
+         "cache_dir": str(tmp_path)},
+    )
+    assert own.first_stage.cache_dir == "x"  # an explicit child setting wins
+    fixed = reranker(tiny_ce, cache_dir=str(tmp_path))  # FixedRetriever takes no cache_dir: nothing passed
+    assert not hasattr(fixed.first_stage, "cache_dir")
+
+    retriever.index(CORPUS)
+    retriever.search({"q": "pacific ocean"}, 2)
+    described = retriever.describe()
+    json.dumps(described)
+    assert described["adapter"] == "cross_encoder" and described["model_source"] == "local"
+    assert described["first_stage"] == {"class": "_models:OverlapRetriever"}
+    assert described["parameters"]["rerank_top_n"] == 100 and described["pairs_scored"] == 2
+    assert described["device"] == "cpu" and len(described["model_identity"]) == 64
+
+
+@pytest.mark.parametrize(
+    "params, message",
+    [
+        ({"model": None}, "cross_encoder: model is required"),
+        ({"first_stage": None}, "cross_encoder: first_stage is required"),
+        ({"first_stage": "bm25"}, "first_stage must be a mapping"),
+        ({"first_stage": {"params": {}}}, "cross_encoder: first_stage: missing 'adapter'"),
+        ({"first_stage": {"adapter": "bm25", "parms": {}}}, "unknown key(s) 'parms'"),
+        ({"first_stage": {"adapter": "bm25", "params": [1]}}, "'params' must be a mapping"),
+        ({"first_stage": {"adapter": "bm26"}}, "first_stage: unknown adapter 'bm26'; did you mean 'bm25'?"),
+        ({"rerank_top_n": 0}, "rerank_top_n must be an integer >= 1"),
+        ({"max_length": "long"}, "max_length must be an integer"),
+        ({"device": "tpu"}, "device must be one of"),
+        ({"model": "./no/such/reranker"}, "model folder './no/such/reranker' not found"),
+    ],
+)
+def test_bad_parameters(tiny_ce, params, message):
+    with pytest.raises(RetrieverError) as caught:
+        reranker(tiny_ce, **params)
+    assert message in str(caught.value)
+    assert "\n" not in str(caught.value)
+
+
+def test_a_classifier_with_several_labels_is_refused(tmp_path):
+    from transformers import BertForSequenceClassification
+
+    config, tokenizer = _models._bert_parts(tmp_path / "two", seed=0)
+    config.num_labels = 2
+    BertForSequenceClassification(config).save_pretrained(tmp_path / "two")
+    tokenizer.save_pretrained(tmp_path / "two")
+    retriever = reranker(tmp_path / "two")
+    retriever.index(CORPUS)
+    with pytest.raises(RetrieverError, match="has 2 output labels"):
+        retriever.search({"q1": "ocean"}, 2)
+
+
+def test_with_the_built_in_bm25_first_stage(tiny_ce, reference):
+    retriever = reranker(tiny_ce, first_stage={"adapter": "bm25"}, rerank_top_n=3)
+    retriever.index(CORPUS)
+    run = retriever.search({"q": "the largest ocean"}, top_k=3)
+
+    bm25 = registry.build("bm25")
+    bm25.index(CORPUS)
+    first = bm25.search({"q": "the largest ocean"}, 3)["q"]
+    candidates = sorted(first, key=lambda d: (first[d], d), reverse=True)[:3]
+    scores = dict(zip(candidates, reference([("the largest ocean", passage_text(CORPUS[d])) for d in candidates])))
+    assert run["q"] == pytest.approx(scores, abs=1e-5)
+    assert list(run["q"]) == sorted(scores, key=scores.get, reverse=True)

