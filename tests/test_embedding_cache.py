@@ -184,7 +184,7 @@ def run_dense(tiny_dir, cache_dir, corpus=CORPUS, **params):
     return retriever
 
 
-def test_second_run_reads_the_cache_without_loading_the_model(tiny, tmp_path, monkeypatch):
+def test_second_run_reads_passages_and_queries_from_the_cache_without_loading_the_model(tiny, tmp_path, monkeypatch):
     counter = Counter(monkeypatch)
     first = run_dense(tiny, tmp_path)
     assert first.describe()["cache"] == "miss" and counter.encoded == [4] and counter.loads == 1
@@ -196,7 +196,13 @@ def test_second_run_reads_the_cache_without_loading_the_model(tiny, tmp_path, mo
     assert counter.encoded == [4, 2] and counter.loads == 1  # only the first run's queries encoded so far
     np.testing.assert_array_equal(second._embeddings, first._embeddings)
     second_run = second.search(QUERIES, 4)
-    assert counter.loads == 2 and counter.encoded[-1] == 2  # the model loads only to encode queries
+    # The same queries were encoded by the first run: their embeddings come from the cache too,
+    # so the second run never loads the model.
+    assert counter.loads == 1 and counter.encoded == [4, 2]
+    assert second.describe()["query_cache"] == "hit"
+    third = run_dense(tiny, tmp_path)
+    third.search({"q-new": "a query never seen"}, 4)
+    assert counter.loads == 2 and counter.encoded == [4, 2, 1]  # a new query is encoded, loading the model
     for qid in QUERIES:
         assert list(second_run[qid]) == list(first_run[qid])
         assert list(second_run[qid].values()) == pytest.approx(list(first_run[qid].values()), abs=1e-6)

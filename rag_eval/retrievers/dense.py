@@ -203,35 +203,38 @@ class DenseRetriever:
             self._stats["cache"] = "off"  # nothing to encode, nothing to cache
             return
         prefixed = [self.passage_prefix + text for text in texts]
+        self._embeddings, status, info = self._encode_cached(doc_ids, texts, prefixed, self._encoding_options())
+        self._stats.update(cache=status, passages_encoded=len(doc_ids) if status != "hit" else 0, **info)
+
+    def _encode_cached(
+        self, ids: list[str], texts: list[str], prefixed: list[str], options: dict[str, Any]
+    ) -> tuple[np.ndarray, str, dict[str, Any]]:
+        """Embeddings of ``prefixed`` from the cache, or encoded and stored; returns (array, status, info).
+
+        Keyed by model identity, ``options`` and a fingerprint of ids and texts, so a
+        changed text, model or option is a different entry, never a stale one.
+        """
         if not self.use_cache:
-            self._embeddings = self._encode(prefixed)
-            self._stats.update(cache="off", passages_encoded=len(doc_ids))
-            return
+            return self._encode(prefixed), "off", {}
         cache = EmbeddingCache(self.cache_dir)
-        fingerprint = corpus_fingerprint(doc_ids, texts)
-        key = cache_key(self.model_identity(), self._encoding_options(), fingerprint)
-        self._stats.update(cache_key=key, cache_path=str(cache.paths(key)[0]), corpus_fingerprint=fingerprint)
-        cached = cache.load(key, doc_ids)
+        fingerprint = corpus_fingerprint(ids, texts)
+        key = cache_key(self.model_identity(), options, fingerprint)
+        info = {"cache_key": key, "cache_path": str(cache.paths(key)[0])}
+        cached = cache.load(key, ids)
         if cached is not None:
-            self._embeddings = cached
-            self._stats["cache"] = "hit"
-            return
-        self._embeddings = self._encode(prefixed)
-        self._stats.update(cache="miss", passages_encoded=len(doc_ids))
-        info = {
-            "model": self.resolved.spec,
-            "model_identity": self.model_identity(),
-            "options": self._encoding_options(),
-            "corpus_fingerprint": fingerprint,
-        }
+            return cached, "hit", info
+        array = self._encode(prefixed)
+        manifest = {"model": self.resolved.spec, "model_identity": self.model_identity(), "options": options,
+                    "corpus_fingerprint": fingerprint}
         try:
-            cache.save(key, doc_ids, self._embeddings, info)
+            cache.save(key, ids, array, manifest)
         except OSError as error:  # a read-only or full disk must not fail the run
             import warnings
 
             from rag_eval.embedding_cache import EmbeddingCacheWarning
 
             warnings.warn(f"could not write embedding cache {cache.entries}: {error}", EmbeddingCacheWarning)
+        return array, "miss", info
 
     def search(self, queries: Queries, top_k: int) -> Ranking:
         """Top ``top_k`` passages per query by cosine (or dot) similarity, exact."""
@@ -247,8 +250,16 @@ class DenseRetriever:
             return {}
         if not self._doc_ids:
             return {qid: {} for qid in query_ids}
-        query_embeddings = self._encode([self.query_prefix + queries[qid] for qid in query_ids])
-        self._stats["queries_encoded"] += len(query_ids)
+        texts = [queries[qid] for qid in query_ids]
+        # Query embeddings are cached too: a rerun of an unchanged config loads no model at all.
+        options = {"kind": "queries", "query_prefix": self.query_prefix, "normalize": self.normalize,
+                   "max_seq_length": self.max_seq_length}
+        query_embeddings, status, _ = self._encode_cached(
+            query_ids, texts, [self.query_prefix + text for text in texts], options
+        )
+        self._stats["query_cache"] = status
+        if status != "hit":
+            self._stats["queries_encoded"] += len(query_ids)
         indices, scores = top_k_blockwise(query_embeddings, self._embeddings, top_k, self.block_size)
         doc_ids = self._doc_ids
         return {
