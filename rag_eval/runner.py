@@ -128,7 +128,26 @@ def resolve_params(factory: Any, params: Mapping[str, Any], config: LoadedConfig
         params["model"] = str(config.resolve(model))
     if config.model.cache_dir and "cache_dir" not in params and _accepts(factory, "cache_dir"):
         params["cache_dir"] = str(config.resolve(config.model.cache_dir))
+    # Nested retriever specs (hybrid's retrievers, cross_encoder's first_stage) get the same treatment.
+    for key, value in params.items():
+        if _is_spec(value):
+            params[key] = _resolve_spec(value, config)
+        elif isinstance(value, list) and value and all(_is_spec(item) for item in value):
+            params[key] = [_resolve_spec(item, config) for item in value]
     return params
+
+
+def _is_spec(value: Any) -> bool:
+    return isinstance(value, Mapping) and isinstance(value.get("adapter"), str)
+
+
+def _resolve_spec(spec: Mapping[str, Any], config: LoadedConfig) -> dict[str, Any]:
+    from rag_eval.retrievers import registry
+
+    nested = dict(spec)
+    if isinstance(nested.get("params"), Mapping):
+        nested["params"] = resolve_params(registry.resolve(nested["adapter"]), nested["params"], config)
+    return nested
 
 
 def check_ranking(

@@ -395,3 +395,26 @@ def test_every_retriever_is_built_before_any_runs(tmp_path, user_module):
     with pytest.raises(RetrieverError, match="retriever 'second': adapter 'bm25' has no parameter 'bee'"):
         execute(load_config(path), progress=False)
     assert sys.modules[user_module].CALLS == []  # only this test uses Recording
+
+
+def test_nested_retriever_paths_resolve_against_the_config_folder(tmp_path, monkeypatch):
+    # A hybrid of two static retrievers whose run files are named relative to the config.
+    (tmp_path / "runs").mkdir()
+    (tmp_path / "runs" / "a.run").write_text("q1 Q0 d1 1 2.0 a\nq1 Q0 d2 2 1.0 a\n")
+    (tmp_path / "runs" / "b.run").write_text("q1 Q0 d5 1 2.0 b\nq1 Q0 d1 2 1.0 b\n")
+    config_path = tiny_config(tmp_path, "hybrid")
+    data = yaml.safe_load(config_path.read_text())
+    data["retrievers"][0]["params"] = {
+        "method": "rrf",
+        "k": 60,
+        "retrievers": [
+            {"adapter": "static", "params": {"path": "runs/a.run"}},
+            {"adapter": "static", "params": {"path": "runs/b.run"}},
+        ],
+    }
+    config_path.write_text(yaml.safe_dump(data, sort_keys=False))
+    monkeypatch.chdir(REPO)  # the config's folder, not the working directory, anchors the paths
+    run = execute(load_config(config_path), progress=False)
+    scores = run.outcomes[0].ranking["q1"]
+    # RRF by hand: d1 = 1/61 + 1/62, d5 = 1/61, d2 = 1/62.
+    assert scores == pytest.approx({"d1": 1 / 61 + 1 / 62, "d5": 1 / 61, "d2": 1 / 62})
