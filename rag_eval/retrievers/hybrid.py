@@ -176,8 +176,13 @@ class HybridRetriever:
 
     def describe(self) -> dict[str, Any]:
         """Fusion settings and each child's own description."""
+        children = [describe(child) for child in self.children]
+        caches = [f"{spec['adapter']} {d['cache']}" for spec, d in zip(self.specs, children) if d.get("cache")]
+        fusion = f"rrf (k={self.k:g})" if self.method == "rrf" else f"weighted {self.normalization}"
         return {
             "adapter": ADAPTER,
+            "method": fusion,
+            **({"cache": ", ".join(caches)} if caches else {}),
             "parameters": {
                 "method": self.method,
                 "k": self.k,
@@ -185,7 +190,7 @@ class HybridRetriever:
                 "candidates": self.candidates,
             },
             "retrievers": [
-                {"adapter": spec["adapter"], "weight": weight, "description": describe(child)}
-                for spec, weight, child in zip(self.specs, self.weights, self.children)
+                {"adapter": spec["adapter"], "weight": weight, "description": child_description}
+                for spec, weight, child_description in zip(self.specs, self.weights, children)
             ],
         }
