@@ -26,7 +26,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 import warnings
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -178,19 +177,9 @@ def _check_manifest(manifest: Any, key: str, doc_ids: Sequence[str]) -> str | No
 
 
 def _atomic_save_npy(path: Path, array: np.ndarray) -> None:
-    # np.save straight into a temporary file in the same folder, then rename:
-    # avoids holding a second in-memory copy of a large array as bytes.
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            np.save(handle, array, allow_pickle=False)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
+    # np.save straight into the temporary file: no second in-memory copy of a large array.
+    from rag_eval.atomic import atomic_writer
+
+    with atomic_writer(path) as handle:
+        np.save(handle, array, allow_pickle=False)
 

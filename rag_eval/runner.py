@@ -251,27 +251,11 @@ def write_outputs(run: RunOutcome, extra: Mapping[str, str] | None = None) -> li
 
 
 def _write_all(files: Mapping[Path, str], out_dir: Path) -> None:
-    import os
-    import tempfile
+    from rag_eval.atomic import atomic_write_many
 
-    staged: list[tuple[str, Path]] = []
     try:
-        for path, text in files.items():
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-            staged.append((tmp, path))
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(text.encode("utf-8"))
-                handle.flush()
-                os.fsync(handle.fileno())
-        for tmp, path in staged:
-            os.replace(tmp, path)
+        atomic_write_many(dict(files))
     except OSError as error:
-        for tmp, _ in staged:
-            try:
-                os.unlink(tmp)
-            except FileNotFoundError:
-                pass
         where = error.filename or out_dir
         raise RagEvalError(f"{where}: cannot write the outputs: {error.strerror or error}") from error
 
