@@ -9,6 +9,7 @@ Every judged query enters the mean (a query the retriever did not answer scores
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import chain, repeat
 from typing import Any, Iterable, Mapping
 
 import numpy as np
@@ -17,7 +18,15 @@ from rag_eval.errors import EvaluationError, InputFormatError
 from rag_eval.metrics.kernels import GAINS, KernelContext, RankedJudgedRun, compute, has_relevant
 from rag_eval.metrics.measures import Metric, parse_metrics
 from rag_eval.results import Results
-from rag_eval.tables import FlatTable, from_dataframe, from_nested
+from rag_eval.tables import (
+    FlatTable,
+    byte_order_keys,
+    find_pairs,
+    from_dataframe,
+    from_nested,
+    pack_ids,
+    pair_index,
+)
 
 AGGREGATIONS = ("macro", "micro")
 NO_RELEVANT_POLICIES = ("skip", "zero", "error")
@@ -132,114 +141,221 @@ def _aggregate(
 
 
 def prepare(judgements: FlatTable, run: FlatTable) -> tuple[RankedJudgedRun, list[str], list[str], list[str]]:
-    """Sort the run in trec_eval order and join it with the judgements.
+    """Rank the run in trec_eval order and join it with the judgements.
 
-    Returns the joined arrays, the judged query ids (sorted as trec_eval sorts
-    topics), the run's queries without judgements, and the judged queries the run
-    did not answer.
+    Returns the judged documents the run retrieved (query, rank, grade), the judged
+    query ids (sorted as trec_eval sorts topics), the run's queries without
+    judgements, and the judged queries the run did not answer. Documents without
+    a judgement never change a metric, so they are ranked but not kept.
     """
-    import pandas as pd
-
     # Judged queries, in trec_eval's order (byte order of the id).
-    judged_keys = sorted(set(judgements.query_keys[c] for c in np.unique(judgements.query_codes)))
+    judged_keys = sorted({judgements.query_keys[c] for c in _present(judgements)})
     judged_index = {q: i for i, q in enumerate(judged_keys)}
     jq = _recode(judgements.query_codes, judgements.query_keys, judged_index)
 
-    rq_all = _recode(run.query_codes, run.query_keys, judged_index)
-    run_queries_present = set(run.query_keys[c] for c in np.unique(run.query_codes)) if len(run) else set()
+    run_queries_present = {run.query_keys[c] for c in _present(run)}
     unjudged = sorted(q for q in run_queries_present if q not in judged_index)
     unanswered = sorted(set(judged_keys) - run_queries_present)
 
-    keep = rq_all >= 0
-    rq, docs, scores = (rq_all, run.docs, run.values) if keep.all() else (rq_all[keep], run.docs[keep], run.values[keep])
-
-    order = _trec_order(rq, scores, docs)
-    if order is not None:
-        rq, docs = rq[order], docs[order]
-
-    # Join on (query, doc): code judged docs, look run docs up in the same codes.
-    jdoc_codes, jdoc_uniques = pd.factorize(judgements.docs)
-    rdoc_codes = pd.Index(jdoc_uniques).get_indexer(docs)
-    width = np.int64(len(jdoc_uniques) + 1)
-    jkeys = jq * width + jdoc_codes
-    jorder = np.argsort(jkeys, kind="stable")
-    jkeys_sorted = jkeys[jorder]
-    rkeys = rq * width + rdoc_codes
-    hit = np.searchsorted(jkeys_sorted, rkeys)
-    hit_clipped = np.minimum(hit, max(jkeys_sorted.size - 1, 0))
-    found = (rdoc_codes >= 0) & (jkeys_sorted.size > 0)
-    if jkeys_sorted.size:
-        found &= jkeys_sorted[hit_clipped] == rkeys
-    grades = np.full(rq.size, np.nan)
-    grades[found] = judgements.values[jorder[hit_clipped[found]]]
-
-    from rag_eval.metrics.kernels import positions_within_groups
+    # Join on (query, doc): each judgement of an answered query looks for its run row.
+    run_code = {q: i for i, q in enumerate(run.query_keys)}
+    query_run_code = np.fromiter(
+        map(run_code.get, judgements.query_keys, repeat(-1)), dtype=np.int64, count=len(judgements.query_keys)
+    )
+    as_run_code = query_run_code[judgements.query_codes] if len(judgements) else np.empty(0, np.int64)
+    joined = _join_dicts(judgements, run, query_run_code, as_run_code)
+    if joined is not None:
+        judged_rows, ranks = joined
+    else:
+        kind = _doc_kind(judgements, run)
+        index = pair_index(run, kind)  # also rejects a document listed twice for one query
+        if bool((as_run_code >= 0).all()):  # the run answered every judged query
+            judged_rows, run_rows = find_pairs(index, run, as_run_code, judgements, None)
+        else:
+            candidates = np.flatnonzero(as_run_code >= 0)
+            where, run_rows = find_pairs(index, run, as_run_code[candidates], judgements, candidates)
+            judged_rows = candidates[where]
+        ranks = trec_ranks(run, run_rows)
+    del as_run_code
 
     n = len(judged_keys)
+    query, pos, grade = _sort_by_query_and_rank(jq[judged_rows], ranks, judgements.values[judged_rows])
     prepared = RankedJudgedRun(
         n_queries=n,
-        row_query=rq,
-        row_pos=positions_within_groups(rq, n),
-        row_grade=grades,
+        row_query=query,
+        row_pos=pos,
+        row_grade=grade,
         judgement_query=jq,
         judgement_grade=judgements.values,
     )
     return prepared, judged_keys, unjudged, unanswered
 
 
-def _trec_order(query: np.ndarray, scores: np.ndarray, docs: np.ndarray) -> np.ndarray | None:
-    """Row order: query ascending, score descending, doc id descending (bytes).
+def _join_dicts(
+    judgements: FlatTable, run: FlatTable, query_run_code: np.ndarray, as_run_code: np.ndarray
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """(judgement rows, their ranks) for judgements and a run given as dicts, or None.
 
-    Returns None when the rows are already in that order (the usual case for
-    runs written by a retriever), so that no sort is paid for.
+    The usual case: the run lists each query's documents by descending score (as a
+    retriever returns them). Then each judged document is looked up in its query's
+    dict (the dict's own hash table, exact), and its rank is found by binary search
+    of its score among the query's scores; no run doc id is hashed or sorted. Only
+    tied scores need the doc ids compared. None means: use the general join.
     """
-    if query.size < 2:
+    judged_dicts, run_dicts = judgements._cache.get("dicts"), run._cache.get("dicts")
+    if judged_dicts is None or run_dicts is None:
         return None
-    already = _order_if_sorted_within_groups(query, scores)
-    if already is not None:
-        return None if already.size == 0 else already
-    order = np.lexsort((-scores, query))
-    q_sorted, s_sorted = query[order], scores[order]
-    tied_next = (q_sorted[1:] == q_sorted[:-1]) & (s_sorted[1:] == s_sorted[:-1])
-    if not tied_next.any():
-        return order
-    tied = np.zeros(order.size, dtype=bool)
-    tied[:-1] |= tied_next
-    tied[1:] |= tied_next
-    # Only tied rows need their doc ids compared. Comparing str by code point is the
-    # same as comparing their UTF-8 bytes, which is trec_eval's strcmp order.
-    tied_rows = order[tied]
-    _, doc_rank = np.unique(docs[tied_rows].astype(str), return_inverse=True)
-    doc_key = np.zeros(order.size, dtype=np.int64)
-    doc_key[tied_rows] = doc_rank.ravel() + 1
-    return np.lexsort((-doc_key, -scores, query))
+    codes, values = run.query_codes, run.values
+    n = values.size
+    if n > 1 and not bool(np.all((codes[1:] != codes[:-1]) | (values[1:] <= values[:-1]))):
+        return None  # some query is not in descending score order: sort it (general join)
+    none = np.empty(0, dtype=np.int64)
+    if n == 0 or not len(judgements):
+        return none, none
+    lengths = run._cache["lengths"]
+    ends = np.cumsum(lengths)
+    starts = ends - lengths
+    missing, empty = float("nan"), {}
+    # The run's score of every judged document; NaN where the run did not retrieve it
+    # (run scores are never NaN).
+    scores = np.fromiter(
+        chain.from_iterable(
+            map((run_dicts[code] if code >= 0 else empty).get, judged, repeat(missing))
+            for judged, code in zip(judged_dicts, query_run_code.tolist())
+        ),
+        dtype=np.float64,
+        count=len(judgements),
+    )
+    rows = np.flatnonzero(~np.isnan(scores))
+    score = scores[rows]
+    code = as_run_code[rows]
+    lo, hi = starts[code], ends[code]
+    # First row of the query with a score <= the document's (scores descend): its rank.
+    for _ in range(int(lengths.max()).bit_length()):
+        mid = (lo + hi) >> 1
+        right = values[np.minimum(mid, n - 1)] > score
+        right &= lo < hi
+        lo = np.where(right, mid + 1, lo)
+        hi = np.where(right, hi, mid)
+    ranks = lo - starts[code]
+    tied = np.flatnonzero((lo + 1 < ends[code]) & (values[np.minimum(lo + 1, n - 1)] == score))
+    if tied.size:
+        # Documents with the same score: trec_eval ranks them by doc id, descending (byte order,
+        # which is code point order for str).
+        docs = judgements.docs
+        for k in tied.tolist():
+            s, doc = score[k], docs[rows[k]]
+            same_score = [d for d, v in run_dicts[code[k]].items() if v == s]
+            ranks[k] += sum(1 for d in same_score if d > doc)
+    return rows, ranks
 
 
-def _order_if_sorted_within_groups(query: np.ndarray, scores: np.ndarray) -> np.ndarray | None:
-    """Cheap path for runs already sorted by strictly decreasing score per query.
+def _doc_kind(judgements: FlatTable, run: FlatTable) -> str:
+    """How both tables' doc ids are compared: packed words when one side has them."""
+    if judgements.doc_words is None and run.doc_words is None:
+        return "str"
+    for table in (judgements, run):
+        if table.doc_words is None:
+            table.doc_words = pack_ids(table.docs)
+    return "words"
 
-    Returns an empty array when nothing needs to move, a permutation that only
-    reorders whole query groups when the groups are contiguous but not ascending,
-    and None when a real sort is needed (unsorted rows or tied scores).
+
+def _present(table: FlatTable) -> list[int] | range:
+    """Codes of the queries that have at least one row."""
+    if not len(table):
+        return []
+    if table._cache.get("all_keys_have_rows"):
+        return range(len(table.query_keys))
+    return np.flatnonzero(np.bincount(table.query_codes, minlength=len(table.query_keys))).tolist()
+
+
+def _sort_by_query_and_rank(query: np.ndarray, rank: np.ndarray, grade: np.ndarray):
+    """Rows ordered by query, then rank (the order the kernels expect)."""
+    if query.size == 0:
+        return query.astype(np.int64), rank.astype(np.int64), grade.astype(np.float64)
+    rank_span = int(rank.max()) + 1
+    row_span = query.size
+    if (int(query.max()) + 1) * rank_span * row_span < 2**62:
+        key = (query.astype(np.int64) * rank_span + rank) * row_span + np.arange(row_span)
+        key.sort()
+        order = key % row_span
+        query_rank = key // row_span
+        return query_rank // rank_span, query_rank % rank_span, grade[order]
+    order = np.lexsort((rank, query))
+    return query[order].astype(np.int64), rank[order].astype(np.int64), grade[order]
+
+
+def trec_ranks(run: FlatTable, rows: np.ndarray) -> np.ndarray:
+    """0-based rank of each of ``rows`` within its query, in trec_eval's order.
+
+    trec_eval ranks by score descending, ties by doc id descending (byte order).
+    Runs written by a retriever usually list each query's documents together and
+    by descending score: then only tied rows need sorting. Otherwise the rows are
+    sorted first.
     """
-    same_query = query[1:] == query[:-1]
-    if not bool(np.all(~same_query | (scores[1:] < scores[:-1]))):
-        return None
-    starts = np.concatenate(([0], np.flatnonzero(~same_query) + 1))
-    group_query = query[starts]
-    if bool(np.all(group_query[1:] > group_query[:-1])):
-        return np.empty(0, dtype=np.int64)
-    if np.unique(group_query).size != group_query.size:
-        return None  # a query's rows are split into several groups
-    lengths = np.diff(np.concatenate((starts, [query.size])))
-    order = np.argsort(group_query, kind="stable")
-    new_starts = np.concatenate(([0], np.cumsum(lengths[order])[:-1]))
-    return np.repeat(starts[order] - new_starts, lengths[order]) + np.arange(query.size)
+    rows = np.asarray(rows, dtype=np.int64)
+    codes, scores = run.query_codes, run.values
+    if len(run) < 2 or rows.size == 0:
+        return np.zeros(rows.size, dtype=np.int64)
+    same = codes[1:] == codes[:-1]
+    in_order = bool(np.all(~same | (scores[1:] <= scores[:-1])))
+    if in_order:
+        starts = np.concatenate(([0], np.flatnonzero(~same) + 1))
+        group_codes = codes[starts]
+        if np.bincount(group_codes).max() <= 1:  # each query's rows are together
+            return _ranks_in_order(run, None, same, scores, codes, starts, rows)
+    # A real sort: query, then score descending (ties are ordered below).
+    order = np.lexsort((-scores, codes))
+    sorted_codes, sorted_scores = codes[order], scores[order]
+    same = sorted_codes[1:] == sorted_codes[:-1]
+    starts = np.concatenate(([0], np.flatnonzero(~same) + 1))
+    inverse = np.empty(order.size, dtype=np.int64)
+    inverse[order] = np.arange(order.size)
+    return _ranks_in_order(run, order, same, sorted_scores, sorted_codes, starts, inverse[rows])
+
+
+def _ranks_in_order(
+    run: FlatTable,
+    order: np.ndarray | None,
+    same: np.ndarray,
+    scores: np.ndarray,
+    codes: np.ndarray,
+    starts: np.ndarray,
+    at: np.ndarray,
+) -> np.ndarray:
+    """Ranks of positions ``at`` of a sequence grouped by query and by descending score.
+
+    ``codes`` are the queries along the sequence, ``starts`` where each query's
+    group begins; ``order`` maps positions of the sequence to rows of ``run``
+    (None: the same). Runs of equal scores within a query are put in descending
+    doc id order.
+    """
+    start_of = np.zeros(len(run.query_keys), dtype=np.int64)
+    start_of[codes[starts]] = starts
+    group_first = start_of[codes[at]]
+    place = at
+    tied_next = same & (scores[1:] == scores[:-1])
+    if tied_next.any():
+        tied = np.zeros(scores.size, dtype=bool)
+        tied[:-1] |= tied_next
+        tied[1:] |= tied_next
+        tied_at = np.flatnonzero(tied)
+        first = np.ones(tied_at.size, dtype=bool)
+        first[1:] = ~tied_next[tied_at[:-1]]
+        segment = np.cumsum(first) - 1
+        doc_rank = byte_order_keys(run, tied_at if order is None else order[tied_at])
+        within = np.lexsort((-doc_rank, segment))  # doc id descending inside each segment
+        new_place = np.empty(tied_at.size, dtype=np.int64)
+        new_place[within] = tied_at  # segments are runs of consecutive positions
+        moved = np.flatnonzero(tied[at])
+        place = at.copy()
+        place[moved] = new_place[np.searchsorted(tied_at, at[moved])]
+    return place - group_first
 
 
 def _recode(codes: np.ndarray, keys: list[str], index: Mapping[str, int]) -> np.ndarray:
     """Map per-row codes into ``keys`` onto positions in ``index`` (-1 if absent)."""
-    lookup = np.fromiter((index.get(k, -1) for k in keys), dtype=np.int64, count=len(keys))
+    lookup = np.fromiter(map(index.get, keys, repeat(-1)), dtype=np.int64, count=len(keys))
     return lookup[codes] if codes.size else codes.astype(np.int64)
 
 

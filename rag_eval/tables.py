@@ -4,33 +4,80 @@ Evaluation works on columns (query code, doc id, value) rather than nested dicts
 so that sorting and joining happen in numpy for all queries at once. Building the
 columns is also where input is checked: a NaN score, a non-numeric grade or the
 same document twice in one query is an error naming the query and the document.
+
+Doc ids are held either as Python strings (``docs``, from dicts and DataFrames)
+or, for tables read from files, packed into ``doc_words``: the UTF-8 bytes of
+each id in little-endian uint64 words, zero padded. Rows are matched on a
+64-bit hash of (query, doc id) and every match is then confirmed on the ids
+themselves, so a hash collision can cost time but never change a result.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping as AbcMapping
 from dataclasses import dataclass
-from itertools import chain
-from typing import Any, Mapping
+from itertools import chain, islice
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
 from rag_eval.errors import InputFormatError
 
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_M1 = np.uint64(0xFF51AFD7ED558CCD)
+_M2 = np.uint64(0xC4CEB9FE1A85EC53)
+_S33 = np.uint64(33)
 
-@dataclass(frozen=True)
+
 class FlatTable:
     """Rows of (query, doc id, value); ``query_codes`` index into ``query_keys``.
 
-    For a run the value is the retrieval score, for judgements the grade.
+    For a run the value is the retrieval score, for judgements the grade. Doc ids
+    are ``docs`` (object array of str) or ``doc_words`` (packed UTF-8, see the
+    module docstring); ``docs`` is decoded from the words on first use.
+    ``locate_error``, when given, re-reads the source and raises an error naming
+    the exact place of a problem found later (a duplicate pair).
     """
 
-    query_keys: list[str]
-    query_codes: np.ndarray  # int64, one per row
-    docs: np.ndarray  # object array of str, one per row
-    values: np.ndarray  # float64, one per row
+    __slots__ = ("query_keys", "query_codes", "values", "doc_words", "_docs", "_doc_source", "locate_error", "_cache")
+
+    def __init__(
+        self,
+        query_keys: list[str],
+        query_codes: np.ndarray,
+        docs: np.ndarray | None = None,
+        values: np.ndarray | None = None,
+        *,
+        doc_words: np.ndarray | None = None,
+        doc_hashes: np.ndarray | None = None,
+        doc_source: Callable[[], np.ndarray] | None = None,
+        locate_error: Callable[[], None] | None = None,
+    ) -> None:
+        if docs is None and doc_words is None and doc_source is None:
+            raise ValueError("FlatTable needs docs, doc_words or doc_source")
+        self.query_keys = query_keys
+        self.query_codes = query_codes
+        self.values = values if values is not None else np.empty(0)
+        self.doc_words = doc_words
+        self._docs = docs
+        self._doc_source = doc_source
+        self.locate_error = locate_error
+        self._cache: dict = {}
+        if doc_hashes is not None:  # hash_words(doc_words), computed while the words were at hand
+            self._cache[("hash", "words")] = doc_hashes
+
+    @property
+    def docs(self) -> np.ndarray:
+        """Doc ids as an object array of str."""
+        if self._docs is None:
+            self._docs = self._doc_source() if self.doc_words is None else unpack_ids(self.doc_words)
+        return self._docs
 
     def __len__(self) -> int:
         return int(self.values.size)
+
+    def __repr__(self) -> str:
+        return f"FlatTable({len(self)} rows, {len(self.query_keys)} queries)"
 
 
 def from_nested(data: Mapping[Any, Mapping[Any, Any]], what: str) -> FlatTable:
@@ -38,26 +85,36 @@ def from_nested(data: Mapping[Any, Mapping[Any, Any]], what: str) -> FlatTable:
 
     ``what`` is "run" or "judgements" and appears in error messages.
     """
-    if not isinstance(data, Mapping):
+    if not isinstance(data, AbcMapping):
         raise InputFormatError(f"{what}: expected a mapping {{query_id: {{doc_id: value}}}}, got {type(data).__name__}")
     inner = list(data.values())
     for qid, docs in zip(data, inner):
-        if not isinstance(docs, Mapping):
+        if type(docs) is not dict and not isinstance(docs, AbcMapping):
             raise InputFormatError(
                 f"{what}: query {qid!r}: expected a mapping {{doc_id: value}}, got {type(docs).__name__}"
             )
     query_keys = [_as_id(q) for q in data]
-    lengths = np.fromiter((len(d) for d in inner), dtype=np.int64, count=len(inner))
+    lengths = np.fromiter(map(len, inner), dtype=np.int64, count=len(inner))
     total = int(lengths.sum())
-    docs = np.fromiter(chain.from_iterable(inner), dtype=object, count=total)
-    if total and not all(type(d) is str for d in docs[: min(total, 64)]):
-        docs = np.array([_as_id(d) for d in docs], dtype=object) if total else docs
+    as_given = all(type(d) is str for d in islice(chain.from_iterable(inner), 64))
+    if as_given:
+        # Doc ids are only needed for a few rows (matches, ties, messages): build them on demand.
+        def docs_of_dicts() -> np.ndarray:
+            return np.fromiter(chain.from_iterable(inner), dtype=object, count=total)
+
+        docs, source = None, docs_of_dicts
+    else:
+        docs, source = np.array([_as_id(d) for d in chain.from_iterable(inner)], dtype=object), None
     try:
         values = np.fromiter(chain.from_iterable(d.values() for d in inner), dtype=np.float64, count=total)
     except (TypeError, ValueError):
         values = None
-    codes = np.repeat(np.arange(len(query_keys), dtype=np.int64), lengths)
-    table = FlatTable(query_keys, codes, docs, values if values is not None else np.empty(0))
+    codes = np.repeat(np.arange(len(query_keys), dtype=np.int32 if total < 2**31 else np.int64), lengths)
+    table = FlatTable(query_keys, codes, docs, values if values is not None else np.empty(0), doc_source=source)
+    table._cache["all_keys_have_rows"] = bool(lengths.all())
+    table._cache["lengths"] = lengths
+    if as_given:
+        table._cache["dicts"] = inner  # the inner dicts, as given, in the order of query_keys
     if values is None:
         _raise_first_non_numeric(data, what)
     check_values(table, what)
@@ -105,19 +162,239 @@ def check_values(table: FlatTable, what: str) -> None:
 
 def check_unique_pairs(table: FlatTable, what: str) -> None:
     """Reject the same document twice for one query (trec_eval refuses it too)."""
-    import pandas as pd
+    pair_index(table, "words" if table.doc_words is not None else "str", what)
 
-    if len(table) == 0:
+
+# ---- packed ids ------------------------------------------------------------------------
+
+
+def pack_ids(ids: Any) -> np.ndarray:
+    """Doc ids (str) -> (n, W) uint64 words of their UTF-8 bytes, zero padded."""
+    encoded = np.array([s.encode("utf-8") for s in ids], dtype=bytes)
+    n = encoded.size
+    width = max(1, -(-encoded.dtype.itemsize // 8))
+    out = np.zeros((n, width), dtype=np.uint64)
+    if n:
+        raw = out.view(np.uint8).reshape(n, width * 8)
+        raw[:, : encoded.dtype.itemsize] = encoded.view(np.uint8).reshape(n, encoded.dtype.itemsize)
+    return out
+
+
+def unpack_ids(words: np.ndarray) -> np.ndarray:
+    """Inverse of :func:`pack_ids`: an object array of str."""
+    n, width = words.shape
+    raw = np.ascontiguousarray(words).view(f"S{width * 8}").reshape(n)
+    return np.array([b.decode("utf-8") for b in raw.tolist()], dtype=object)
+
+
+def widen(words: np.ndarray, width: int) -> np.ndarray:
+    """``words`` with zero words appended up to ``width`` columns."""
+    if words.shape[1] >= width:
+        return words
+    out = np.zeros((words.shape[0], width), dtype=np.uint64)
+    out[:, : words.shape[1]] = words
+    return out
+
+
+def _mix(x: np.ndarray) -> np.ndarray:
+    """murmur3's 64-bit finaliser (a bijection with good avalanche), in place."""
+    x ^= x >> _S33
+    x *= _M1
+    x ^= x >> _S33
+    x *= _M2
+    x ^= x >> _S33
+    return x
+
+
+def hash_words(words: np.ndarray) -> np.ndarray:
+    """64-bit hash of packed ids, the same whatever zero padding follows an id."""
+    h = _mix(words[:, 0].copy())
+    for j in range(1, words.shape[1]):
+        column = words[:, j]
+        nonzero = column != 0
+        if nonzero.any():
+            h = np.where(nonzero, _mix(h ^ column), h)
+    return h
+
+
+def doc_hashes(table: FlatTable, kind: str, rows: np.ndarray | None = None) -> np.ndarray:
+    """64-bit hash of each row's doc id (``kind`` "words" or "str")."""
+    cached = table._cache.get(("hash", kind))
+    if cached is not None:
+        return cached if rows is None else cached[rows]
+    if kind == "words":
+        return hash_words(table.doc_words if rows is None else table.doc_words[rows])
+    dicts = table._cache.get("dicts")
+    if rows is None and dicts is not None and table._docs is None:
+        # str caches its hash; walking the dicts is faster than walking an object array.
+        return np.fromiter(map(hash, chain.from_iterable(dicts)), dtype=np.int64, count=len(table)).view(np.uint64)
+    docs = table.docs if rows is None else table.docs[rows]
+    return np.fromiter(map(hash, docs), dtype=np.int64, count=len(docs)).view(np.uint64)
+
+
+def pair_hashes(query_codes: np.ndarray, doc_hash: np.ndarray) -> np.ndarray:
+    """Hash of (query code, doc hash) per row (a new array); doc hashes are well mixed already."""
+    h = query_codes.astype(np.uint64)
+    h += np.uint64(1)
+    h *= _GOLDEN
+    h ^= doc_hash
+    return h
+
+
+@dataclass(frozen=True)
+class PairIndex:
+    """Sorted (pair hash, row) keys of a table: high bits hash, low ``shift`` bits row."""
+
+    kind: str
+    shift: int
+    keys: np.ndarray  # uint64, sorted
+
+
+def pair_index(table: FlatTable, kind: str, what: str = "run") -> PairIndex:
+    """The table's :class:`PairIndex` (cached); raises if a (query, doc) pair repeats."""
+    cached = table._cache.get(("pairs", kind))
+    if cached is not None:
+        return cached
+    n = len(table)
+    shift = max(1, (n - 1).bit_length())
+    keys = pair_hashes(table.query_codes, doc_hashes(table, kind))
+    keys >>= np.uint64(shift)
+    keys <<= np.uint64(shift)
+    keys |= np.arange(n, dtype=np.uint64)
+    keys.sort()
+    index = PairIndex(kind, shift, keys)
+    _check_repeats(table, index, what)
+    table._cache[("pairs", kind)] = index
+    table._cache.pop(("hash", kind), None)  # the index holds what matters; free the memory
+    return index
+
+
+def _check_repeats(table: FlatTable, index: PairIndex, what: str) -> None:
+    if index.keys.size < 2:
         return
-    doc_codes, _ = pd.factorize(table.docs)
-    keys = table.query_codes * (int(doc_codes.max()) + 1) + doc_codes
-    duplicated = pd.Series(keys).duplicated().to_numpy()
-    if duplicated.any():
-        row = int(np.flatnonzero(duplicated)[0])
+    high = index.keys >> np.uint64(index.shift)
+    same = np.flatnonzero(high[1:] == high[:-1])
+    if not same.size:
+        return
+    # Equal hashes: a repeated pair or a collision. Compare the ids themselves.
+    mask = np.uint64((1 << index.shift) - 1)
+    rows = np.unique(np.concatenate((index.keys[same], index.keys[same + 1])) & mask).astype(np.int64)
+    codes = table.query_codes[rows].tolist()
+    docs = table.docs[rows].tolist() if index.kind == "str" else [bytes(w) for w in table.doc_words[rows]]
+    seen: dict[tuple, int] = {}
+    repeated = []
+    for row, code, doc in zip(rows.tolist(), codes, docs):
+        if (code, doc) in seen:
+            repeated.append(row)
+        else:
+            seen[(code, doc)] = row
+    if repeated:
+        if table.locate_error is not None:
+            table.locate_error()
+        row = min(repeated)
         raise InputFormatError(
             f"{what}: query {table.query_keys[table.query_codes[row]]!r} lists doc {table.docs[row]!r} twice; "
             "each document may appear once per query"
         )
+
+
+def find_pairs(
+    index: PairIndex, table: FlatTable, query_codes: np.ndarray, other: FlatTable, other_rows: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """The (query, doc) pairs of ``other`` that ``table`` holds too.
+
+    ``other_rows`` selects rows of ``other`` (None: all) and ``query_codes`` gives
+    their queries as codes of ``table``. Returns (positions in ``other_rows``, rows of
+    ``table``) of the matches, in no particular order. Built to stay lean on memory:
+    millions of judgements can be looked up at once.
+    """
+    m = other.values.size if other_rows is None else other_rows.size
+    none = np.empty(0, dtype=np.int64)
+    if m == 0 or index.keys.size == 0:
+        return none, none
+    shift = np.uint64(index.shift)
+    low = np.uint64((1 << index.shift) - 1)
+    hashes = doc_hashes(other, index.kind, other_rows)
+    needles = hashes.copy() if other_rows is None else hashes
+    del hashes
+    mixed = query_codes.astype(np.uint64)
+    mixed += np.uint64(1)
+    mixed *= _GOLDEN
+    needles ^= mixed  # pair_hashes, in place
+    del mixed
+    needles >>= shift
+    if m <= 1 << index.shift:
+        # Sort (hash, position) keys rather than argsort the hashes: a plain sort is much faster.
+        needles <<= shift
+        needles |= np.arange(m, dtype=np.uint64)
+        needles.sort()
+        order = (needles & low).astype(np.int64)
+        needles >>= shift
+    else:
+        order = np.argsort(needles)
+        needles = needles[order]
+    at = np.searchsorted(index.keys, needles << shift)
+    inside = at < index.keys.size
+    np.minimum(at, index.keys.size - 1, out=at)
+    candidate = index.keys[at]
+    candidate >>= shift
+    inside &= candidate == needles
+    hit_at = np.flatnonzero(inside)
+    del inside, candidate
+    if not hit_at.size:
+        return none, none
+    mine = (index.keys[at[hit_at]] & low).astype(np.int64)
+    where = order[hit_at]
+    theirs = where if other_rows is None else other_rows[where]
+    same = table.query_codes[mine] == query_codes[where]
+    same &= same_ids(table, mine, other, theirs, index.kind)
+    if same.all():
+        return where, mine
+    # A hash shared by different pairs (a collision): look through all rows with that hash.
+    extra_where, extra_mine = [], []
+    for k in hit_at[~same].tolist():
+        j = int(at[k])
+        position = int(order[k])
+        theirs_row = np.array([position if other_rows is None else int(other_rows[position])])
+        while j < index.keys.size and (index.keys[j] >> shift) == needles[k]:
+            row = np.array([int(index.keys[j] & low)])
+            if table.query_codes[row[0]] == query_codes[position] and same_ids(table, row, other, theirs_row, index.kind)[0]:
+                extra_where.append(position)
+                extra_mine.append(int(row[0]))
+                break
+            j += 1
+    return (
+        np.concatenate((where[same], np.array(extra_where, dtype=np.int64))),
+        np.concatenate((mine[same], np.array(extra_mine, dtype=np.int64))),
+    )
+
+
+def same_ids(a: FlatTable, rows_a: np.ndarray, b: FlatTable, rows_b: np.ndarray, kind: str) -> np.ndarray:
+    """Whether doc ``a[rows_a]`` equals doc ``b[rows_b]``, elementwise."""
+    if kind == "str":
+        return np.asarray(a.docs[rows_a] == b.docs[rows_b], dtype=bool)
+    if a.doc_words.shape[1] == 1 and b.doc_words.shape[1] == 1:
+        return a.doc_words[rows_a, 0] == b.doc_words[rows_b, 0]
+    width = max(a.doc_words.shape[1], b.doc_words.shape[1])
+    wa, wb = widen(a.doc_words[rows_a], width), widen(b.doc_words[rows_b], width)
+    return (wa == wb).all(axis=1)
+
+
+def byte_order_keys(table: FlatTable, rows: np.ndarray) -> np.ndarray:
+    """Rank of each row's doc id in byte order (UTF-8, as C's strcmp) among ``rows``."""
+    if table.doc_words is not None:
+        words = table.doc_words[rows]
+        big_endian = words.byteswap()
+        order = np.lexsort(big_endian.T[::-1])
+        ranked = big_endian[order]
+        new = np.ones(order.size, dtype=bool)
+        new[1:] = (ranked[1:] != ranked[:-1]).any(axis=1)
+        rank = np.empty(order.size, dtype=np.int64)
+        rank[order] = np.cumsum(new) - 1
+        return rank
+    # Comparing str by code point is the same as comparing their UTF-8 bytes.
+    _, rank = np.unique(table.docs[rows].astype(str), return_inverse=True)
+    return rank.ravel().astype(np.int64)
 
 
 def _as_id(value: Any) -> str:

@@ -1,0 +1,208 @@
+"""The numpy TREC reader against a plain line-by-line reader, on random files.
+
+The fast reader cuts a file into chunks of lines and parses numbers eight bytes
+at a time; these tests force many small chunks (and so the two-thread path) and
+compare every query id, doc id and value with ``line.split()`` + ``float()``.
+"""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from rag_eval import trec
+from rag_eval.errors import InputFormatError
+from rag_eval.tables import pack_ids, unpack_ids
+
+
+def reference(path, value_index):
+    rows = []
+    with open(path, "rb") as handle:
+        for line in handle:
+            fields = line.split()
+            if fields:
+                rows.append((fields[0].decode(), fields[2].decode(), float(fields[value_index])))
+    return rows
+
+
+def as_rows(table):
+    return list(zip([table.query_keys[c] for c in table.query_codes.tolist()], table.docs.tolist(), table.values.tolist()))
+
+
+def same(a, b):
+    assert len(a) == len(b)
+    for (qa, da, va), (qb, db, vb) in zip(a, b):
+        assert (qa, da) == (qb, db)
+        assert va == vb and np.signbit(va) == np.signbit(vb), (qa, da, va, vb)
+
+
+def number_text(rng: random.Random, finite: bool = False) -> str:
+    kind = rng.random()
+    if kind < 0.35:
+        return f"{rng.uniform(-50, 50):.{rng.randint(0, 6)}f}"
+    if kind < 0.5:
+        return repr(rng.uniform(-1e3, 1e3))  # 17 significant digits: the slow path
+    if kind < 0.65:
+        return str(rng.randint(-(10**9), 10**9))
+    if kind < 0.75:
+        special = ["0", "-0", "-0.0", "+1.5", ".5", "5.", "-.25", "1e-3", "2.5E+2", "00012.50"]
+        return rng.choice(special if finite else special + ["inf", "-inf"])
+    if kind < 0.85:
+        return f"{rng.uniform(0, 1):.{rng.randint(7, 14)}f}"  # 9..16 characters
+    return f"{rng.uniform(-1e6, 1e6):.{rng.randint(0, 3)}f}"
+
+
+IDS = ["d1", "D1", "doc-7", "é", "naïve-ü", "x" * 17, "a" * 8, "b" * 9, "1234567", "q"]
+
+
+def random_id(rng: random.Random, prefix: str) -> str:
+    if rng.random() < 0.3:
+        return rng.choice(IDS) + str(rng.randint(0, 3))
+    return f"{prefix}{rng.randint(0, 10 ** rng.randint(1, 12))}"
+
+
+@pytest.fixture
+def small_chunks(monkeypatch):
+    monkeypatch.setattr(trec, "_CHUNK_BYTES", 257)
+
+
+@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize("sep", [" ", "\t"])
+def test_run_matches_line_reader(tmp_path, small_chunks, seed, sep):
+    rng = random.Random(seed)
+    lines = []
+    for q in range(rng.randint(1, 30)):
+        qid = random_id(rng, "q")
+        docs = {random_id(rng, "d") for _ in range(rng.randint(1, 12))}
+        for rank, doc in enumerate(sorted(docs), start=1):
+            lines.append(sep.join([qid, "Q0", doc, str(rank), number_text(rng), "tag"]))
+    # a query's lines may come back later (a second block of the same query)
+    path = tmp_path / "r.run"
+    path.write_text("\n".join(lines) + ("\n" if seed % 2 else ""), encoding="utf-8")
+    expected = reference(path, 4)
+    if len({(q, d) for q, d, _ in expected}) != len(expected):
+        pytest.skip("random ids repeated a pair")
+    same(as_rows(trec.read_run(path)), expected)
+
+
+@pytest.mark.parametrize("content", [
+    "q1 Q0 a 1 2.5 t\r\nq1 Q0 b 2 1.5 t\r\n",  # CRLF
+    "\nq1 Q0 a 1 2.5 t\n\nq1  Q0 b 2 1.5 t\n",  # blank lines, two spaces
+    "  q1 Q0 a 1 2.5 t\nq1 Q0 b 2 1.5 t extra fields\n",  # leading blanks, fields after the tag
+    "q1 Q0 a 1 2.5 t \nq1 Q0 b 2 1.5\tt\n",  # trailing blank
+])
+def test_irregular_layouts_read_like_trec_eval(tmp_path, content):
+    path = tmp_path / "r.run"
+    path.write_bytes(content.encode())
+    same(as_rows(trec.read_run(path)), [("q1", "a", 2.5), ("q1", "b", 1.5)])
+
+
+def test_qrels_and_numbers_at_chunk_edges(tmp_path, small_chunks):
+    rng = random.Random(3)
+    lines = [f"{random_id(rng, 'q')} 0 {random_id(rng, 'd')}{i} {number_text(rng, finite=True)}" for i in range(400)]
+    path = tmp_path / "q.qrels"
+    path.write_text("\n".join(lines) + "\n")
+    table = trec.read_qrels(path)
+    same(as_rows(table), reference(path, 3))
+
+
+def test_number_parser_is_exact_on_many_random_numbers(tmp_path):
+    rng = random.Random(11)
+    texts = [number_text(rng, finite=True) for _ in range(20000)]
+    texts += [f"{rng.randint(0, 10**k)}.{rng.randint(0, 10**j):0{j}d}" for k in range(9) for j in range(1, 9) for _ in range(20)]
+    path = tmp_path / "q.qrels"
+    path.write_text("".join(f"q 0 d{i} {t}\n" for i, t in enumerate(texts)))
+    values = trec.read_qrels(path).values
+    for text, value in zip(texts, values.tolist()):
+        want = float(text)
+        assert value == want and np.signbit(value) == np.signbit(want), text
+
+
+@pytest.mark.parametrize("bad, message", [
+    ("1_0", "cannot be read"),
+    ("0x1p3", "is not a number"),
+    ("1.2.3", "is not a number"),
+    ("--1", "is not a number"),
+    (".", "is not a number"),
+])
+def test_malformed_numbers_are_errors(tmp_path, bad, message):
+    path = tmp_path / "r.run"
+    path.write_text(f"q1 Q0 a 1 2.0 t\nq1 Q0 b 2 {bad} t\n")
+    with pytest.raises(InputFormatError, match=message):
+        trec.read_run(path)
+
+
+def test_duplicate_found_by_the_fast_reader_names_the_line(tmp_path, small_chunks):
+    lines = [f"q{i % 7} Q0 d{i} 1 {i}.5 t" for i in range(300)] + ["q3 Q0 d10 1 0.5 t"]
+    path = tmp_path / "r.run"
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(InputFormatError, match=r"r.run:301: query 'q3' lists doc 'd10' again \(first on line 11\)"):
+        trec.read_run(path)
+
+
+def test_pack_ids_round_trip():
+    ids = ["", "a", "abcdefgh", "abcdefghi", "naïve", "x" * 40]
+    words = pack_ids(ids)
+    assert words.shape == (6, 5)
+    assert unpack_ids(words).tolist() == ids
+
+
+def test_results_survive_hash_collisions(tmp_path, monkeypatch):
+    """Every match is confirmed on the ids, so even a hash that collides always is exact."""
+    from rag_eval import evaluate, tables
+    from rag_eval.evaluate import EvaluationOptions, evaluate_tables
+    from rag_eval.metrics.measures import parse_metrics
+
+    rng = random.Random(5)
+    qrels = {f"q{q}": {f"d{rng.randint(0, 40)}": rng.randint(0, 3) for _ in range(15)} for q in range(20)}
+    run = {f"q{q}": {f"d{d}": float(rng.randint(0, 9)) for d in rng.sample(range(40), 25)} for q in range(22)}
+    (tmp_path / "q").write_text("".join(f"{q} 0 {d} {g}\n" for q, docs in qrels.items() for d, g in docs.items()))
+    trec.write_run(run, tmp_path / "r")
+    metrics = ["ndcg@10", "map", "mrr", "recall@20", "precision@5"]
+    expected = evaluate(qrels, run, metrics)
+
+    def colliding(table, kind, rows=None):
+        n = table.values.size if rows is None else len(rows)
+        return np.zeros(n, dtype=np.uint64)
+
+    monkeypatch.setattr(tables, "doc_hashes", colliding)
+    monkeypatch.setattr(trec, "hash_words", lambda words: np.zeros(words.shape[0], dtype=np.uint64))
+    in_memory = evaluate(qrels, run, metrics)
+    from_files = evaluate_tables(
+        trec.read_qrels(tmp_path / "q"), trec.read_run(tmp_path / "r"), parse_metrics(metrics), EvaluationOptions()
+    )
+    for name in expected.aggregate:
+        assert in_memory.aggregate[name] == expected.aggregate[name]
+        assert from_files.aggregate[name] == expected.aggregate[name]
+        assert np.array_equal(from_files.values[name], expected.values[name], equal_nan=True)
+
+    (tmp_path / "dup").write_text("q1 Q0 a 1 2 t\nq1 Q0 b 2 1 t\nq1 Q0 a 3 0.5 t\n")
+    with pytest.raises(InputFormatError, match=r"dup:3: query 'q1' lists doc 'a' again"):
+        trec.read_run(tmp_path / "dup")
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_dict_runs_in_rank_order_take_the_fast_join_and_agree(tmp_path, seed):
+    """Runs given as dicts in descending score order (as retrievers return them) are joined
+    through the dicts themselves; ties, missing queries and unretrieved judgements included."""
+    from rag_eval import evaluate
+
+    rng = random.Random(seed)
+    docs = ["a", "b", "B", "d10", "d9", "é", "zz", "d1", "x", "y"]
+    qrels = {f"q{q}": {d: rng.randint(0, 3) for d in rng.sample(docs, rng.randint(1, 6))} for q in range(12)}
+    run = {}
+    for q in range(14):
+        if rng.random() < 0.15:
+            continue
+        chosen = rng.sample(docs, rng.randint(1, len(docs)))
+        scores = {d: float(rng.choice([3, 2, 2, 1, 1, 1, 0, -0.0])) for d in chosen}
+        run[f"q{q}"] = dict(sorted(scores.items(), key=lambda item: -item[1]))  # rank order, ties as they come
+    shuffled = {q: dict(rng.sample(list(r.items()), len(r))) for q, r in run.items()}  # forces the general join
+    metrics = ["ndcg@3", "ndcg", "map", "mrr", "precision@2", "recall@5", "r_precision"]
+    fast = evaluate(qrels, run, metrics, no_relevant="zero")
+    general = evaluate(qrels, shuffled, metrics, no_relevant="zero")
+    for name in fast.aggregate:
+        assert fast.aggregate[name] == general.aggregate[name], name
+        assert np.array_equal(fast.values[name], general.values[name], equal_nan=True), name
