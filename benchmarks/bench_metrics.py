@@ -405,7 +405,7 @@ def main() -> int:
     if args.cases:
         cases = [tuple(int(x) for x in c.split("x")) for c in args.cases.split(",")]
     tools = args.tools.split(",")
-    print(f"<!-- {versions()}; load average at start {os.getloadavg()} -->", flush=True)
+    print(f"<!-- {versions()}; niceness {os.nice(0)}; load average at start {os.getloadavg()} -->", flush=True)
     memory_rows, file_rows, failures = [], [], []
     for n, depth in cases:
         t0 = time.perf_counter()
