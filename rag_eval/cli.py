@@ -24,6 +24,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if handler is None:
         parser.print_help()
         return EXIT_BAD_INPUT
+    from rag_eval.allocator import keep_freed_memory
+
+    keep_freed_memory()  # this process is ours: numpy's temporaries reuse memory instead of faulting
     try:
         return handler(args)
     except RagEvalError as error:
@@ -82,16 +85,16 @@ def _add_semantics_options(p: argparse.ArgumentParser) -> None:
 
 
 def _cmd_evaluate(args: argparse.Namespace) -> int:
-    from rag_eval.evaluate import EvaluationOptions, evaluate_tables
+    from rag_eval.evaluate import EvaluationOptions, prepare, score
     from rag_eval.metrics.measures import parse_metrics
     from rag_eval.output import format_results
     from rag_eval.trec import read_qrels, read_run
 
     metrics = parse_metrics(args.metrics)
     options = EvaluationOptions(args.gain, args.aggregation, args.no_relevant, args.relevance_threshold)
-    judgements = read_qrels(args.qrels)
-    run = read_run(args.run)
-    results = evaluate_tables(judgements, run, metrics, options)
+    # No name holds the tables: once joined they are freed, before the metrics need memory.
+    joined = prepare(read_qrels(args.qrels), read_run(args.run))
+    results = score(joined, metrics, options)
     sys.stdout.write(format_results(results, args.format, per_query=args.per_query))
     return 0
 

@@ -88,12 +88,31 @@ def evaluate(
     return evaluate_tables(_table(judgements, "grade", "judgements"), _table(run, "score", "run"), parsed, options)
 
 
+@dataclass(frozen=True)
+class JoinedRun:
+    """A run ranked and joined with its judgements: everything the metrics need.
+
+    Once this exists the tables it came from can go, which is how the command line
+    keeps its peak memory down on large files.
+    """
+
+    ranked: RankedJudgedRun
+    query_ids: list[str]  # judged queries, in trec_eval's order
+    unjudged: list[str]  # the run's queries without judgements
+    unanswered: list[str]  # judged queries the run did not answer
+
+
 def evaluate_tables(
     judgements: FlatTable, run: FlatTable, metrics: tuple[Metric, ...], options: EvaluationOptions
 ) -> Results:
     """:func:`evaluate` on already flattened and checked tables."""
-    prepared, query_ids, unjudged, unanswered = prepare(judgements, run)
-    ctx = KernelContext(prepared, gain=options.gain, relevance_threshold=options.relevance_threshold)
+    return score(prepare(judgements, run), metrics, options)
+
+
+def score(joined: JoinedRun, metrics: tuple[Metric, ...], options: EvaluationOptions) -> Results:
+    """Every metric of a :class:`JoinedRun`, per query and over the dataset."""
+    query_ids, unjudged, unanswered = joined.query_ids, joined.unjudged, joined.unanswered
+    ctx = KernelContext(joined.ranked, gain=options.gain, relevance_threshold=options.relevance_threshold)
     values: dict[str, np.ndarray] = {}
     aggregate: dict[str, float] = {}
     left_out: dict[str, tuple[str, ...]] = {}
@@ -140,10 +159,10 @@ def _aggregate(
     return float(included.mean()) if included.size else float("nan")
 
 
-def prepare(judgements: FlatTable, run: FlatTable) -> tuple[RankedJudgedRun, list[str], list[str], list[str]]:
+def prepare(judgements: FlatTable, run: FlatTable) -> JoinedRun:
     """Rank the run in trec_eval order and join it with the judgements.
 
-    Returns the judged documents the run retrieved (query, rank, grade), the judged
+    Keeps the judged documents the run retrieved (query, rank, grade), the judged
     query ids (sorted as trec_eval sorts topics), the run's queries without
     judgements, and the judged queries the run did not answer. Documents without
     a judgement never change a metric, so they are ranked but not kept.
@@ -175,8 +194,8 @@ def prepare(judgements: FlatTable, run: FlatTable) -> tuple[RankedJudgedRun, lis
             candidates = np.flatnonzero(as_run_code >= 0)
             where, run_rows = find_pairs(index, run, as_run_code[candidates], judgements, candidates)
             judged_rows = candidates[where]
+        del as_run_code  # before ranking: it adds to the peak memory
         ranks = trec_ranks(run, run_rows)
-    del as_run_code
 
     n = len(judged_keys)
     query, pos, grade = _sort_by_query_and_rank(jq[judged_rows], ranks, judgements.values[judged_rows])
@@ -188,7 +207,7 @@ def prepare(judgements: FlatTable, run: FlatTable) -> tuple[RankedJudgedRun, lis
         judgement_query=jq,
         judgement_grade=judgements.values,
     )
-    return prepared, judged_keys, unjudged, unanswered
+    return JoinedRun(prepared, judged_keys, unjudged, unanswered)
 
 
 def _join_dicts(
@@ -276,11 +295,21 @@ def _sort_by_query_and_rank(query: np.ndarray, rank: np.ndarray, grade: np.ndarr
     rank_span = int(rank.max()) + 1
     row_span = query.size
     if (int(query.max()) + 1) * rank_span * row_span < 2**62:
-        key = (query.astype(np.int64) * rank_span + rank) * row_span + np.arange(row_span)
+        # One integer sort of (query, rank, row) keys, in place where possible: at this point
+        # of a large evaluation every temporary adds to the peak memory.
+        key = query.astype(np.int64)
+        key *= rank_span
+        key += rank
+        key *= row_span
+        key += np.arange(row_span)
         key.sort()
         order = key % row_span
-        query_rank = key // row_span
-        return query_rank // rank_span, query_rank % rank_span, grade[order]
+        sorted_grade = grade[order]
+        del order
+        key //= row_span
+        sorted_rank = key % rank_span
+        key //= rank_span
+        return key, sorted_rank, sorted_grade
     order = np.lexsort((rank, query))
     return query[order].astype(np.int64), rank[order].astype(np.int64), grade[order]
 
