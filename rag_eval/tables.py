@@ -27,6 +27,8 @@ _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _M1 = np.uint64(0xFF51AFD7ED558CCD)
 _M2 = np.uint64(0xC4CEB9FE1A85EC53)
 _S33 = np.uint64(33)
+_SCRATCH_ROWS = 1 << 16  # rows per step where a whole-length temporary would add to the peak memory
+_LOOKUP_BLOCK_ROWS = 1 << 20  # judgements looked up at once (sorted within a block for locality)
 
 
 class FlatTable:
@@ -234,10 +236,16 @@ def doc_hashes(table: FlatTable, kind: str, rows: np.ndarray | None = None) -> n
 
 def pair_hashes(query_codes: np.ndarray, doc_hash: np.ndarray) -> np.ndarray:
     """Hash of (query code, doc hash) per row (a new array); doc hashes are well mixed already."""
+    h = query_mix(query_codes)
+    h ^= doc_hash
+    return h
+
+
+def query_mix(query_codes: np.ndarray) -> np.ndarray:
+    """The query's part of a pair hash (a new array): code + 1 times the golden ratio."""
     h = query_codes.astype(np.uint64)
     h += np.uint64(1)
     h *= _GOLDEN
-    h ^= doc_hash
     return h
 
 
@@ -257,15 +265,23 @@ def pair_index(table: FlatTable, kind: str, what: str = "run") -> PairIndex:
         return cached
     n = len(table)
     shift = max(1, (n - 1).bit_length())
-    keys = pair_hashes(table.query_codes, doc_hashes(table, kind))
-    keys >>= np.uint64(shift)
-    keys <<= np.uint64(shift)
-    keys |= np.arange(n, dtype=np.uint64)
+    # The keys are built in the doc hashes' own memory (the cache lets go of them: the index
+    # holds what matters), a block at a time, so that no second array of the table's length
+    # exists at once: this is the peak of reading a large run.
+    keys = doc_hashes(table, kind)
+    table._cache.pop(("hash", kind), None)
+    step = np.uint64(shift)
+    for lo in range(0, n, _SCRATCH_ROWS):
+        hi = min(lo + _SCRATCH_ROWS, n)
+        part = keys[lo:hi]
+        part ^= query_mix(table.query_codes[lo:hi])
+        part >>= step
+        part <<= step
+        part |= np.arange(lo, hi, dtype=np.uint64)
     keys.sort()
     index = PairIndex(kind, shift, keys)
     _check_repeats(table, index, what)
     table._cache[("pairs", kind)] = index
-    table._cache.pop(("hash", kind), None)  # the index holds what matters; free the memory
     return index
 
 
@@ -306,45 +322,64 @@ def find_pairs(
     ``other_rows`` selects rows of ``other`` (None: all) and ``query_codes`` gives
     their queries as codes of ``table``. Returns (positions in ``other_rows``, rows of
     ``table``) of the matches, in no particular order. Built to stay lean on memory:
-    millions of judgements can be looked up at once.
+    millions of judgements are looked up a block at a time, so that the lookup's
+    temporaries stay small next to the tables.
     """
+    m = other.values.size if other_rows is None else other_rows.size
+    if m <= _LOOKUP_BLOCK_ROWS:
+        return _find_pairs_block(index, table, query_codes, other, other_rows)
+    found_where, found_mine = [], []
+    for lo in range(0, m, _LOOKUP_BLOCK_ROWS):
+        hi = min(lo + _LOOKUP_BLOCK_ROWS, m)
+        rows = np.arange(lo, hi, dtype=np.int64) if other_rows is None else other_rows[lo:hi]
+        where, mine = _find_pairs_block(index, table, query_codes[lo:hi], other, rows)
+        found_where.append(where + lo)
+        found_mine.append(mine)
+    return np.concatenate(found_where), np.concatenate(found_mine)
+
+
+def _find_pairs_block(
+    index: PairIndex, table: FlatTable, query_codes: np.ndarray, other: FlatTable, other_rows: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`find_pairs` for one block of rows."""
     m = other.values.size if other_rows is None else other_rows.size
     none = np.empty(0, dtype=np.int64)
     if m == 0 or index.keys.size == 0:
         return none, none
-    shift = np.uint64(index.shift)
     low = np.uint64((1 << index.shift) - 1)
     hashes = doc_hashes(other, index.kind, other_rows)
     needles = hashes.copy() if other_rows is None else hashes
     del hashes
-    mixed = query_codes.astype(np.uint64)
-    mixed += np.uint64(1)
-    mixed *= _GOLDEN
-    needles ^= mixed  # pair_hashes, in place
-    del mixed
-    needles >>= shift
+    for lo in range(0, m, _SCRATCH_ROWS):  # pair_hashes, in place
+        needles[lo : lo + _SCRATCH_ROWS] ^= query_mix(query_codes[lo : lo + _SCRATCH_ROWS])
+    high = ~low
+    needles &= high  # the pair hash's high bits, where the index keys hold them
+    # (Every step below works in place where it can: this runs on millions of judgements.)
     if m <= 1 << index.shift:
         # Sort (hash, position) keys rather than argsort the hashes: a plain sort is much faster.
-        needles <<= shift
-        needles |= np.arange(m, dtype=np.uint64)
+        for lo in range(0, m, _SCRATCH_ROWS):
+            needles[lo : lo + _SCRATCH_ROWS] |= np.arange(lo, min(lo + _SCRATCH_ROWS, m), dtype=np.uint64)
         needles.sort()
-        order = (needles & low).astype(np.int64)
-        needles >>= shift
+        order = (needles & low).view(np.int64)
+        needles &= high
     else:
         order = np.argsort(needles)
         needles = needles[order]
-    at = np.searchsorted(index.keys, needles << shift)
+    at = np.searchsorted(index.keys, needles)
     inside = at < index.keys.size
     np.minimum(at, index.keys.size - 1, out=at)
-    candidate = index.keys[at]
-    candidate >>= shift
-    inside &= candidate == needles
+    for lo in range(0, m, _SCRATCH_ROWS):
+        candidate = index.keys[at[lo : lo + _SCRATCH_ROWS]]
+        candidate &= high
+        inside[lo : lo + _SCRATCH_ROWS] &= candidate == needles[lo : lo + _SCRATCH_ROWS]
     hit_at = np.flatnonzero(inside)
-    del inside, candidate
+    del inside, candidate, needles
     if not hit_at.size:
         return none, none
-    mine = (index.keys[at[hit_at]] & low).astype(np.int64)
+    at = at[hit_at]  # from here on only the hits are kept
     where = order[hit_at]
+    del order, hit_at
+    mine = (index.keys[at] & low).view(np.int64)
     theirs = where if other_rows is None else other_rows[where]
     same = table.query_codes[mine] == query_codes[where]
     same &= same_ids(table, mine, other, theirs, index.kind)
@@ -352,11 +387,12 @@ def find_pairs(
         return where, mine
     # A hash shared by different pairs (a collision): look through all rows with that hash.
     extra_where, extra_mine = [], []
-    for k in hit_at[~same].tolist():
+    for k in np.flatnonzero(~same).tolist():
         j = int(at[k])
-        position = int(order[k])
+        needle = index.keys[j] & high
+        position = int(where[k])
         theirs_row = np.array([position if other_rows is None else int(other_rows[position])])
-        while j < index.keys.size and (index.keys[j] >> shift) == needles[k]:
+        while j < index.keys.size and (index.keys[j] & high) == needle:
             row = np.array([int(index.keys[j] & low)])
             if table.query_codes[row[0]] == query_codes[position] and same_ids(table, row, other, theirs_row, index.kind)[0]:
                 extra_where.append(position)

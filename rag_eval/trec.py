@@ -131,7 +131,8 @@ def _parse_fast(path: Path, ncols: int, value_index: int) -> tuple:
 
         # First the lines of each chunk, so that every chunk writes its values straight into
         # the table's columns (no second copy of them in memory).
-        counts = _map_chunks(lambda ab: int(np.count_nonzero(data[ab[0] : ab[1]] == 10)), bounds, None)
+        # Pages are let go as soon as counted: the file is never mapped whole.
+        counts = _map_chunks(lambda ab: int(np.count_nonzero(data[ab[0] : ab[1]] == 10)), bounds, release)
         counts[-1] += int(data[size - 1] != 10)
         offsets = np.cumsum([0] + counts).tolist()
         values = np.empty(offsets[-1], dtype=np.float64)

@@ -206,3 +206,45 @@ def test_dict_runs_in_rank_order_take_the_fast_join_and_agree(tmp_path, seed):
     for name in fast.aggregate:
         assert fast.aggregate[name] == general.aggregate[name], name
         assert np.array_equal(fast.values[name], general.values[name], equal_nan=True), name
+
+
+@pytest.mark.parametrize("block", [1, 3, 64])
+def test_files_joined_in_small_blocks_agree_with_the_dict_join(tmp_path, monkeypatch, block):
+    """Large inputs are hashed and looked up a block at a time; forcing tiny blocks (and
+    judged queries the run never answered) must give the same numbers as the dict join."""
+    from rag_eval import evaluate, tables
+    from rag_eval.evaluate import EvaluationOptions, evaluate_tables
+    from rag_eval.metrics.measures import parse_metrics
+
+    rng = random.Random(block)
+    qrels = {f"q{q}": {f"d{rng.randint(0, 60)}": rng.randint(0, 3) for _ in range(12)} for q in range(25)}
+    run = {}
+    for q in range(28):
+        if q % 7 == 3:
+            continue  # a judged query without a ranking
+        scores = {f"d{d}": float(rng.randint(0, 20)) for d in rng.sample(range(60), 30)}
+        run[f"q{q}"] = dict(sorted(scores.items(), key=lambda item: -item[1]))
+    (tmp_path / "q").write_text("".join(f"{q} 0 {d} {g}\n" for q, docs in qrels.items() for d, g in docs.items()))
+    trec.write_run(run, tmp_path / "r")
+    metrics = ["ndcg@10", "ndcg", "map", "mrr", "recall@20", "precision@5", "r_precision"]
+    expected = evaluate(qrels, run, metrics, no_relevant="zero")  # the dict join: no pair hashing at all
+
+    monkeypatch.setattr(tables, "_LOOKUP_BLOCK_ROWS", block)
+    monkeypatch.setattr(tables, "_SCRATCH_ROWS", block)
+    from_files = evaluate_tables(
+        trec.read_qrels(tmp_path / "q"), trec.read_run(tmp_path / "r"), parse_metrics(metrics),
+        EvaluationOptions(no_relevant="zero"),
+    )
+    for name in expected.aggregate:
+        assert from_files.aggregate[name] == expected.aggregate[name], name
+        assert np.array_equal(from_files.values[name], expected.values[name], equal_nan=True), name
+
+
+def test_allocator_tuning_takes_effect_on_glibc():
+    """The command line asks glibc's malloc to reuse freed memory; elsewhere it is a no-op."""
+    import platform
+
+    from rag_eval.allocator import keep_freed_memory
+
+    on_glibc = platform.system() == "Linux" and platform.libc_ver()[0] == "glibc"
+    assert keep_freed_memory() is on_glibc
