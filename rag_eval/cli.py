@@ -8,6 +8,7 @@ subcommands so that ``rag-eval --help`` stays fast and never imports torch.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Callable, Sequence
 
@@ -281,5 +282,29 @@ def _verdict_lines(verdict) -> list[str]:
 _COMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [_add_evaluate, _add_run, _add_validate, _add_compare]
 
 
+# Commands whose process has nothing left to do once main() returns: no atexit work, no
+# files open for writing, output on stdout/stderr only.
+_QUICK_EXIT_COMMANDS = frozenset({"evaluate"})
+
+
+def console_main() -> None:
+    """Entry point of the ``rag-eval`` script: :func:`main`, then exit.
+
+    After ``evaluate`` the interpreter's teardown (finalising numpy and every module,
+    freeing every array one by one) would take about 50 ms, a tenth of evaluating a
+    10,000-query run; the output is flushed and the process ends at once instead.
+    In-process callers use :func:`main`, which always returns.
+    """
+    code = main()
+    if len(sys.argv) > 1 and sys.argv[1] in _QUICK_EXIT_COMMANDS:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except (OSError, ValueError):  # a closed or broken pipe: let the normal exit report it
+            sys.exit(code)
+        os._exit(code)
+    sys.exit(code)
+
+
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    console_main()

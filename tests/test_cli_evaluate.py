@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import subprocess
 import sys
@@ -303,3 +304,21 @@ def test_console_script_end_to_end(tmp_path):
     assert done.stdout == ""
     assert "Traceback" not in done.stderr
     assert done.stderr.splitlines() == [f"rag-eval: error: {run}:2: score 'lots' is not a number"]
+
+
+def test_console_script_quick_exit_loses_no_output(tmp_path, capsys):
+    """After `evaluate` the script skips the interpreter's teardown: everything printed
+    (here several stdout buffers) must still arrive, byte for byte."""
+    script = console_script()
+    qrels, run = tmp_path / "many.qrels", tmp_path / "many.run"
+    qrels.write_text("".join(f"q{i} 0 d{i % 7} {i % 3}\n" for i in range(2000)))
+    run.write_text("".join(f"q{i} Q0 d{j} {j + 1} {10 - j} t\n" for i in range(2000) for j in range(5)))
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}  # stdout buffered, as usual
+    base = ["evaluate", "--qrels", str(qrels), "--run", str(run), "-m", "ndcg@10", "-m", "map"]
+    for argv in (base, [*base, "--per-query"]):  # one line per metric, then several buffers' worth
+        assert main(argv) == 0
+        expected = capsys.readouterr().out
+        done = subprocess.run([str(script), *argv], capture_output=True, text=True, timeout=120, env=env)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout == expected
+    assert len(expected.encode()) > 4 * 8192
