@@ -168,16 +168,17 @@ def prepare(judgements: FlatTable, run: FlatTable) -> JoinedRun:
     a judgement never change a metric, so they are ranked but not kept.
     """
     # Judged queries, in trec_eval's order (byte order of the id).
-    judged_keys = sorted({judgements.query_keys[c] for c in _present(judgements)})
-    judged_index = {q: i for i, q in enumerate(judged_keys)}
+    # (Built with C-level dict and set calls: there can be hundreds of thousands of queries.)
+    judged_keys = sorted(_present_keys(judgements))
+    judged_index = dict(zip(judged_keys, range(len(judged_keys))))
     jq = _recode(judgements.query_codes, judgements.query_keys, judged_index)
 
-    run_queries_present = {run.query_keys[c] for c in _present(run)}
-    unjudged = sorted(q for q in run_queries_present if q not in judged_index)
-    unanswered = sorted(set(judged_keys) - run_queries_present)
+    run_queries_present = _present_keys(run)
+    unjudged = sorted(run_queries_present.difference(judged_index))
+    unanswered = sorted(set(judged_keys).difference(run_queries_present))
 
     # Join on (query, doc): each judgement of an answered query looks for its run row.
-    run_code = {q: i for i, q in enumerate(run.query_keys)}
+    run_code = dict(zip(run.query_keys, range(len(run.query_keys))))
     query_run_code = np.fromiter(
         map(run_code.get, judgements.query_keys, repeat(-1)), dtype=np.int64, count=len(judgements.query_keys)
     )
@@ -279,13 +280,14 @@ def _doc_kind(judgements: FlatTable, run: FlatTable) -> str:
     return "words"
 
 
-def _present(table: FlatTable) -> list[int] | range:
-    """Codes of the queries that have at least one row."""
+def _present_keys(table: FlatTable) -> set[str]:
+    """Ids of the queries that have at least one row."""
     if not len(table):
-        return []
+        return set()
     if table._cache.get("all_keys_have_rows"):
-        return range(len(table.query_keys))
-    return np.flatnonzero(np.bincount(table.query_codes, minlength=len(table.query_keys))).tolist()
+        return set(table.query_keys)
+    keys = table.query_keys
+    return {keys[c] for c in np.flatnonzero(np.bincount(table.query_codes, minlength=len(keys))).tolist()}
 
 
 def _sort_by_query_and_rank(query: np.ndarray, rank: np.ndarray, grade: np.ndarray):

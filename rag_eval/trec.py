@@ -10,6 +10,7 @@ names the exact line and what is wrong with it.
 from __future__ import annotations
 
 import math
+from itertools import chain
 from pathlib import Path
 from typing import Mapping
 
@@ -209,13 +210,13 @@ def _assemble(chunks: list, narrow: np.ndarray) -> tuple[list[str], np.ndarray, 
     ``narrow`` holds the words of the chunks whose ids all fit in one word; a chunk
     with longer ids returned its own words (then all are copied into a wider array).
     """
-    keys: dict[str, int] = {}
-    group_codes: list[int] = []
-    group_lengths = []
-    for starts, names, rows, _ in chunks:
-        group_codes.extend(keys.setdefault(name, len(keys)) for name in names)
-        group_lengths.append(np.diff(starts, append=rows))
-    codes = np.repeat(np.array(group_codes, dtype=np.int32), np.concatenate(group_lengths))
+    # A query's lines may continue in the next chunk (or come back later): one code per id,
+    # numbered in order of first appearance (C-level dict calls: there can be many queries).
+    names = list(chain.from_iterable(chunk[1] for chunk in chunks))
+    keys = dict(zip(dict.fromkeys(names), range(len(names))))
+    group_codes = np.fromiter(map(keys.__getitem__, names), dtype=np.int32, count=len(names))
+    group_lengths = np.concatenate([np.diff(starts, append=rows) for starts, _, rows, _ in chunks])
+    codes = np.repeat(group_codes, group_lengths)
     width = max(1 if c[3] is None else c[3].shape[1] for c in chunks)
     if width == 1:
         return list(keys), codes, narrow
