@@ -322,3 +322,27 @@ def test_console_script_quick_exit_loses_no_output(tmp_path, capsys):
         assert done.returncode == 0, done.stderr
         assert done.stdout == expected
     assert len(expected.encode()) > 4 * 8192
+
+
+def test_help_and_evaluate_do_not_import_torch(tmp_path):
+    """`rag-eval --help`, `rag-eval evaluate --help` and a whole evaluation stay light:
+    no torch, sentence-transformers or pandas in the process."""
+    qrels, run = tmp_path / "judged.qrels", tmp_path / "ranked.run"
+    qrels.write_text(GOOD_QRELS)
+    run.write_text(GOOD_RUN)
+    probe = (
+        "import sys\n"
+        "argv = sys.argv[1:]\n"
+        "sys.argv = ['rag-eval', *argv]\n"
+        "from rag_eval.cli import main\n"
+        "try:\n"
+        "    code = main(argv)\n"
+        "except SystemExit as stop:\n"
+        "    code = stop.code\n"
+        "heavy = sorted(m for m in ('torch', 'sentence_transformers', 'transformers', 'pandas') if m in sys.modules)\n"
+        "print('HEAVY', code, heavy)\n"
+    )
+    for argv in (["--help"], ["evaluate", "--help"], ["evaluate", "--qrels", str(qrels), "--run", str(run), "-m", "ndcg"]):
+        done = subprocess.run([sys.executable, "-c", probe, *argv], capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.strip().splitlines()[-1] == "HEAVY 0 []", (argv, done.stdout)
