@@ -234,15 +234,9 @@ def doc_hashes(table: FlatTable, kind: str, rows: np.ndarray | None = None) -> n
     return np.fromiter(map(hash, docs), dtype=np.int64, count=len(docs)).view(np.uint64)
 
 
-def pair_hashes(query_codes: np.ndarray, doc_hash: np.ndarray) -> np.ndarray:
-    """Hash of (query code, doc hash) per row (a new array); doc hashes are well mixed already."""
-    h = query_mix(query_codes)
-    h ^= doc_hash
-    return h
-
-
 def query_mix(query_codes: np.ndarray) -> np.ndarray:
-    """The query's part of a pair hash (a new array): code + 1 times the golden ratio."""
+    """The query's part of a (query, doc) pair hash, which is this XOR the doc hash (doc
+    hashes are well mixed already); a new array: code + 1 times the golden ratio."""
     h = query_codes.astype(np.uint64)
     h += np.uint64(1)
     h *= _GOLDEN
@@ -350,7 +344,7 @@ def _find_pairs_block(
     hashes = doc_hashes(other, index.kind, other_rows)
     needles = hashes.copy() if other_rows is None else hashes
     del hashes
-    for lo in range(0, m, _SCRATCH_ROWS):  # pair_hashes, in place
+    for lo in range(0, m, _SCRATCH_ROWS):  # the pair hashes, in place
         needles[lo : lo + _SCRATCH_ROWS] ^= query_mix(query_codes[lo : lo + _SCRATCH_ROWS])
     high = ~low
     needles &= high  # the pair hash's high bits, where the index keys hold them
