@@ -7,7 +7,7 @@ new pages and takes a page fault on each one; the two threads of the TREC reader
 then also queue on the kernel's lock of the process' memory map. Asking malloc to
 keep up to 64 MiB of freed memory for reuse removes most of that: reading the
 benchmark's 35 MiB run file went from about 53,000 page faults to 5,500 and from
-0.24 s to 0.16 s (benchmarks/README.md).
+0.24 s to 0.17 s (benchmarks/README.md).
 """
 
 from __future__ import annotations
