@@ -64,10 +64,19 @@ def _as_deltas(deltas: np.ndarray, name: str = "deltas") -> np.ndarray:
     return array
 
 
+# Resampling limits shared by the CLI (--resamples), the config (regression.resamples) and
+# the functions below: past a million resamples the p-value and CI no longer move in their
+# printed digits, while memory and time grow linearly (10**12 resamples would need TiBs).
+MIN_RESAMPLES = 100
+MAX_RESAMPLES = 1_000_000
+
+
 def _check_n_resamples(n_resamples: int) -> int:
     # bool is an int subclass; True resamples is surely a mistake.
     if isinstance(n_resamples, bool) or not isinstance(n_resamples, (int, np.integer)) or n_resamples < 1:
         raise ValueError(f"n_resamples must be a positive integer, got {n_resamples!r}")
+    if n_resamples > MAX_RESAMPLES:
+        raise ValueError(f"n_resamples must be at most {MAX_RESAMPLES:,}, got {n_resamples:,}")
     return int(n_resamples)
 
 

@@ -1,0 +1,56 @@
+"""The ranking rule, in one place: score descending, ties by id descending (bytes).
+
+trec_eval orders a query's documents by score descending and breaks ties by doc id
+descending, comparing bytes. Every component that ranks (the TREC writer, the
+evaluator, static replay, dense top-k, hybrid fusion, re-ranking, reports) uses
+the functions here, so that a tie at a cut-off keeps the same document everywhere.
+
+Python compares ``str`` by code point, and UTF-8 preserves code-point order, so
+comparing the strings is comparing their UTF-8 bytes.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+import numpy as np
+
+
+def _key(item: tuple[str, float]) -> tuple[float, str]:
+    return (item[1], item[0])
+
+
+def ranked(scores: Mapping[str, float]) -> list[tuple[str, float]]:
+    """``[(id, score), ...]`` of one query, best first (score desc, id desc)."""
+    return sorted(((doc, float(score)) for doc, score in scores.items()), key=_key, reverse=True)
+
+
+def ranked_ids(scores: Mapping[str, float]) -> list[str]:
+    """The ids of one query, best first (score desc, id desc)."""
+    return [doc for doc, _ in ranked(scores)]
+
+
+def top_k(scores: Mapping[str, float], k: int) -> dict[str, float]:
+    """The best ``k`` of one query as ``{id: score}`` in rank order."""
+    return dict(ranked(scores)[:k])
+
+
+def id_rank(ids: "np.ndarray | list[str]") -> np.ndarray:
+    """Each id's position in ascending byte order (int64), for vectorised tie-breaking.
+
+    ``lexsort((-id_rank[cols], -scores))`` then orders columns by the rule above.
+    """
+    ids = np.asarray(ids, dtype=object)
+    order = np.array(sorted(range(len(ids)), key=ids.__getitem__), dtype=np.int64)
+    rank = np.empty(len(ids), dtype=np.int64)
+    rank[order] = np.arange(len(ids), dtype=np.int64)
+    return rank
+
+
+def order_rows(scores: np.ndarray, rank_of_ids: np.ndarray) -> np.ndarray:
+    """Column order of each row of ``scores`` by the rule (score desc, id desc).
+
+    ``rank_of_ids`` has the same shape as ``scores`` and holds each cell's id
+    position from :func:`id_rank`.
+    """
+    return np.lexsort((-rank_of_ids, -scores), axis=-1)
