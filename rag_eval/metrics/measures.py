@@ -1,4 +1,10 @@
-"""Metric names, parsed once into small frozen objects.
+"""Metrics: one record per metric family, and names parsed once into small frozen objects.
+
+Everything rag_eval knows about a metric family lives in its :class:`Family`
+record below: how it takes a cutoff, whether it is graded, whether it needs a
+relevant document to be defined, its direction, trec_eval's name for it, the
+other spellings accepted, and what it means. Parsers, reports, gates and results
+read these records; nothing else lists metric names.
 
 ``parse_metric("nDCG@10")`` returns ``Metric("ndcg", 10)`` whose ``str`` is the
 canonical ``"ndcg@10"``. That string keys results JSON, report columns and
@@ -10,47 +16,62 @@ trec_eval's own names (``ndcg_cut_10``, ``P_5``, ``recip_rank``, ``Rprec``,
 from __future__ import annotations
 
 import difflib
-import re
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Iterable, Literal
 
 from rag_eval.errors import MetricError
 
-# name -> (cutoff: "required" | "optional" | "none", depends on relevance?, description)
-_FAMILIES: dict[str, tuple[str, bool, str]] = {
-    "ndcg": ("optional", True, "normalised discounted cumulative gain (trec_eval ndcg / ndcg_cut.k)"),
-    "dcg": ("optional", False, "discounted cumulative gain of the ranking"),
-    "idcg": ("optional", False, "DCG of the ideal ranking of all judged relevant documents"),
-    "precision": ("required", True, "relevant in top k / k (trec_eval P_k)"),
-    "recall": ("required", True, "relevant in top k / all relevant (trec_eval recall_k)"),
-    "mrr": ("optional", True, "1 / rank of the first relevant document (trec_eval recip_rank)"),
-    "map": ("optional", True, "average precision (trec_eval map / map_cut_k)"),
-    "r_precision": ("none", True, "precision at rank R = number of relevant (trec_eval Rprec)"),
-    "hit_rate": ("required", True, "1 if any relevant document is in the top k (trec_eval success_k)"),
-    "judged": ("required", False, "share of the top k that has any judgement (ir_measures Judged@k)"),
+Cutoff = Literal["required", "optional", "none"]
+
+
+@dataclass(frozen=True)
+class Family:
+    """What defines one metric family (``ndcg``, ``precision``, ...)."""
+
+    name: str
+    cutoff: Cutoff  # whether ``@k`` is required, optional or refused
+    graded: bool  # uses gains (nDCG, DCG, IDCG) rather than relevant / not relevant
+    needs_relevant: bool  # undefined for a query with nothing relevant (the no_relevant policy applies)
+    higher_is_better: bool
+    trec_name: str | None  # trec_eval's measure without cutoff; None when trec_eval has no such measure
+    trec_cutoff_name: str | None  # trec_eval's measure with cutoff k: ``f"{trec_cutoff_name}_{k}"``
+    aliases: tuple[str, ...]  # other accepted spellings (lower case), with or without a cutoff
+    description: str
+
+
+FAMILIES: dict[str, Family] = {
+    f.name: f
+    for f in (
+        Family("ndcg", "optional", True, True, True, "ndcg", "ndcg_cut", ("ndcg_cut",),
+               "normalised discounted cumulative gain (trec_eval ndcg / ndcg_cut.k)"),
+        Family("dcg", "optional", True, False, True, None, None, (),
+               "discounted cumulative gain of the ranking"),
+        Family("idcg", "optional", True, False, True, None, None, (),
+               "DCG of the ideal ranking of all judged relevant documents"),
+        Family("precision", "required", False, True, True, None, "P", ("p", "prec"),
+               "relevant in top k / k (trec_eval P_k)"),
+        Family("recall", "required", False, True, True, None, "recall", ("r",),
+               "relevant in top k / all relevant (trec_eval recall_k)"),
+        Family("mrr", "optional", False, True, True, "recip_rank", None, ("recip_rank", "rr"),
+               "1 / rank of the first relevant document (trec_eval recip_rank)"),
+        Family("map", "optional", False, True, True, "map", "map_cut", ("ap", "map_cut"),
+               "average precision (trec_eval map / map_cut_k)"),
+        Family("r_precision", "none", False, True, True, "Rprec", None, ("rprec",),
+               "precision at rank R = number of relevant (trec_eval Rprec)"),
+        Family("hit_rate", "required", False, True, True, None, "success", ("success", "hits", "hit"),
+               "1 if any relevant document is in the top k (trec_eval success_k)"),
+        Family("judged", "required", False, False, True, None, None, (),
+               "share of the top k that has any judgement (ir_measures Judged@k)"),
+    )
 }
 
-_ALIASES = {
-    "ndcg_cut": "ndcg",
-    "p": "precision",
-    "prec": "precision",
-    "r": "recall",
-    "recip_rank": "mrr",
-    "rr": "mrr",
-    "ap": "map",
-    "map_cut": "map",
-    "rprec": "r_precision",
-    "success": "hit_rate",
-    "hits": "hit_rate",
-    "hit": "hit_rate",
-}
-
-# Higher is better for every metric rag_eval computes; kept as data so that
-# regression checks read the direction from the metric, never from the user.
-_HIGHER_IS_BETTER = {name: True for name in _FAMILIES}
-
-# trec_eval spellings with the cutoff after an underscore: P_5, ndcg_cut_10, ...
-_TREC_CUTOFF_RE = re.compile(r"^(p|recall|success|map_cut|ndcg_cut)_(.+)$")
+# Every accepted spelling (lower case) -> family name.
+_SPELLINGS: dict[str, str] = {}
+for _family in FAMILIES.values():
+    for _spelling in (_family.name, *_family.aliases):
+        _SPELLINGS[_spelling] = _family.name
+# trec_eval writes the cutoff after an underscore (P_5, ndcg_cut_10): these prefixes may take one.
+_UNDERSCORE_CUTOFF = {f.trec_cutoff_name.lower(): f.name for f in FAMILIES.values() if f.trec_cutoff_name}
 
 
 @dataclass(frozen=True, order=True)
@@ -64,36 +85,49 @@ class Metric:
         return self.name if self.k is None else f"{self.name}@{self.k}"
 
     @property
+    def family(self) -> Family:
+        """The family record this metric belongs to."""
+        return FAMILIES[self.name]
+
+    @property
     def uses_relevance(self) -> bool:
         """True when the metric is undefined for a query without relevant documents."""
-        return _FAMILIES[self.name][1]
+        return self.family.needs_relevant
 
     @property
     def higher_is_better(self) -> bool:
         """Direction of improvement, from the metric's definition."""
-        return _HIGHER_IS_BETTER[self.name]
+        return self.family.higher_is_better
 
     @property
     def is_graded(self) -> bool:
         """True for the gain-based family (nDCG, DCG, IDCG); False for binary metrics."""
-        return self.name in ("ndcg", "dcg", "idcg")
+        return self.family.graded
 
     @property
     def description(self) -> str:
         """One line saying what the metric measures."""
-        return _FAMILIES[self.name][2]
+        return self.family.description
+
+    @property
+    def trec_eval_name(self) -> str | None:
+        """trec_eval's name for this metric (``ndcg_cut_10``, ``P_5``), or None when it has none."""
+        family = self.family
+        if self.k is None:
+            return family.trec_name
+        return None if family.trec_cutoff_name is None else f"{family.trec_cutoff_name}_{self.k}"
 
 
 def valid_metric_names() -> list[str]:
     """Human-readable list of the accepted metric forms."""
     forms = []
-    for name, (cutoff, _, _) in _FAMILIES.items():
-        if cutoff == "required":
-            forms.append(f"{name}@k")
-        elif cutoff == "optional":
-            forms.extend([name, f"{name}@k"])
+    for family in FAMILIES.values():
+        if family.cutoff == "required":
+            forms.append(f"{family.name}@k")
+        elif family.cutoff == "optional":
+            forms.extend([family.name, f"{family.name}@k"])
         else:
-            forms.append(name)
+            forms.append(family.name)
     return forms
 
 
@@ -109,29 +143,29 @@ def parse_metric(text: str | Metric) -> Metric:
         raise MetricError(f"metric names are strings, got {text!r}; valid: {', '.join(valid_metric_names())}")
     raw = text
     lowered = text.strip().lower()
-    trec = _TREC_CUTOFF_RE.match(lowered)
-    if trec:
-        family_text, cutoff_text = trec.group(1), trec.group(2)
-    else:
-        family_text, at, cutoff_text = lowered.partition("@")
-        cutoff_text = cutoff_text if at else None
-    family = _ALIASES.get(family_text, family_text)
-    if family not in _FAMILIES:
+    family_text, at, cutoff_text = lowered.partition("@")
+    cutoff: str | None = cutoff_text if at else None
+    if not at:
+        prefix, underscore, suffix = lowered.rpartition("_")
+        if underscore and prefix in _UNDERSCORE_CUTOFF:
+            family_text, cutoff = prefix, suffix
+    name = _SPELLINGS.get(family_text)
+    if name is None:
         raise MetricError(_unknown(raw))
-    mode = _FAMILIES[family][0]
+    family = FAMILIES[name]
     k: int | None = None
-    if cutoff_text is not None:
-        if mode == "none":
-            raise MetricError(f"metric {raw!r}: {family} takes no cutoff; write {family!r}")
+    if cutoff is not None:
+        if family.cutoff == "none":
+            raise MetricError(f"metric {raw!r}: {name} takes no cutoff; write {name!r}")
         try:
-            k = int(cutoff_text)
+            k = int(cutoff)
         except ValueError:
-            raise MetricError(f"metric {raw!r}: cutoff {cutoff_text!r} is not an integer; write e.g. {family}@10") from None
+            raise MetricError(f"metric {raw!r}: cutoff {cutoff!r} is not an integer; write e.g. {name}@10") from None
         if k <= 0:
             raise MetricError(f"metric {raw!r}: cutoff must be a positive integer, got {k}")
-    elif mode == "required":
-        raise MetricError(f"metric {raw!r}: {family} needs a cutoff; write e.g. {family}@10")
-    return Metric(family, k)
+    elif family.cutoff == "required":
+        raise MetricError(f"metric {raw!r}: {name} needs a cutoff; write e.g. {name}@10")
+    return Metric(name, k)
 
 
 def parse_metrics(texts: Iterable[str | Metric]) -> tuple[Metric, ...]:
@@ -146,6 +180,6 @@ def parse_metrics(texts: Iterable[str | Metric]) -> tuple[Metric, ...]:
 
 def _unknown(raw: str) -> str:
     head = raw.strip().split("@")[0].lower()
-    guesses = difflib.get_close_matches(head, list(_FAMILIES) + list(_ALIASES), n=1)
-    hint = f" (did you mean {_ALIASES.get(guesses[0], guesses[0])!r}?)" if guesses else ""
+    guesses = difflib.get_close_matches(head, list(_SPELLINGS), n=1)
+    hint = f" (did you mean {_SPELLINGS[guesses[0]]!r}?)" if guesses else ""
     return f"unknown metric {raw!r}{hint}; valid: {', '.join(valid_metric_names())}"

@@ -122,7 +122,8 @@ def _summary(outcomes: Sequence["RetrieverOutcome"], metrics: Sequence[str], unj
             value = outcome.results.aggregate[name]
             text = fmt(value)
             # Compare the printed values: a tie at 4 decimals is a tie for the reader.
-            if name.startswith(("ndcg", "precision", "recall", "mrr", "map", "r_precision", "hit_rate")) and (
+            # Only quality metrics (those needing a relevant document) have a "best"; not dcg or judged.
+            if parse_metric(name).uses_relevance and (
                 best[name] is not None and len(outcomes) > 1 and text == fmt(best[name])
             ):
                 text = f"**{text}**"
