@@ -22,3 +22,13 @@ def shared_dataset(name: str) -> Path:
 @pytest.fixture
 def trec_eval_test() -> Path:
     return shared_dataset("trec_eval_test")
+
+
+# Hypothesis: in CI (CI=true) every run draws the same examples (a red build is reproducible
+# from its log) and a failing example is printed with the blob to replay it; locally, new
+# examples are explored each run.
+from hypothesis import settings  # noqa: E402
+
+settings.register_profile("ci", derandomize=True, print_blob=True, deadline=None)
+settings.register_profile("dev", deadline=None)
+settings.load_profile("ci" if os.environ.get("CI") else os.environ.get("HYPOTHESIS_PROFILE", "dev"))
