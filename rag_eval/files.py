@@ -13,9 +13,12 @@ Windows tools write one, and it would otherwise become part of the first id.
 from __future__ import annotations
 
 import errno
+import json
 import os
+import re
 import stat
 from pathlib import Path
+from typing import Any
 
 from rag_eval.errors import InputFormatError, RagEvalError
 
@@ -90,7 +93,7 @@ def read_bytes(
         data = path.read_bytes()
     except OSError as failure:  # a race with the checks above, or an I/O error
         raise error(f"{path}: cannot be read ({_reason(failure)})") from None
-    return data[len(BOM):] if data.startswith(BOM) else data
+    return data.removeprefix(BOM)
 
 
 def read_text(
@@ -108,6 +111,66 @@ def read_text(
         return data.decode("utf-8")
     except UnicodeDecodeError as failure:
         raise error(f"{Path(path)}: {not_utf8(data, failure)}") from None
+
+
+# json.loads recurses once per nesting level and gives out near Python's recursion limit
+# (about 1000); when it does, the first place nested deeper than this is named.
+JSON_NESTING_SHOWN = 500
+_JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+
+
+def parse_json(
+    text: str,
+    source: str | os.PathLike[str],
+    error: type[RagEvalError] = InputFormatError,
+    line: int | None = None,
+) -> Any:
+    """``json.loads(text)``, every failure one line: ``SOURCE: line L: invalid JSON: ... (column C)``.
+
+    Besides syntax errors this covers a document nested too deeply for Python's
+    stack (RecursionError, with the place it gets too deep) and an integer too long
+    to convert (ValueError). ``line``: ``text`` is that line of a JSON Lines file,
+    named ``SOURCE:LINE:`` as line formats are.
+    """
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as failure:
+        where = _json_place(source, line, failure.lineno)
+        raise error(f"{where}: invalid JSON: {failure.msg} (column {failure.colno})") from None
+    except RecursionError:
+        offset = _deeper_than(text, JSON_NESTING_SHOWN) or 0
+        text_line, column = _line_column(text, offset)
+        raise error(
+            f"{_json_place(source, line, text_line)}: invalid JSON: nested more than {JSON_NESTING_SHOWN} levels deep "
+            f"(column {column}); flatten the structure"
+        ) from None
+    except ValueError as failure:  # an integer of more than 4300 digits (sys.get_int_max_str_digits)
+        reason = " ".join(str(failure).split(";")[0].split())
+        where = f"{source}:{line}" if line is not None else str(source)
+        raise error(f"{where}: invalid JSON: a number is too long to read ({reason})") from None
+
+
+def _json_place(source: str | os.PathLike[str], line: int | None, text_line: int) -> str:
+    return f"{source}:{line + text_line - 1}" if line is not None else f"{source}: line {text_line}"
+
+
+def _deeper_than(text: str, limit: int) -> int | None:
+    """Offset of the first bracket nested more than ``limit`` deep, or None (strings skipped)."""
+    depth = 0
+    for token in _JSON_TOKEN.finditer(text):
+        kind = token.group()[0]
+        if kind in "[{":
+            depth += 1
+            if depth > limit:
+                return token.start()
+        elif kind in "]}":
+            depth -= 1
+    return None
+
+
+def _line_column(text: str, offset: int) -> tuple[int, int]:
+    line = text.count("\n", 0, offset) + 1
+    return line, offset - (text.rfind("\n", 0, offset) + 1) + 1
 
 
 def not_utf8(data: bytes, failure: UnicodeDecodeError) -> str:

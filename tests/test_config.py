@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pytest
 import yaml
 
 from rag_eval.cli import main
-from rag_eval.config.loader import load_yaml
-from rag_eval.config.schema import load_config
+from rag_eval.config.loader import MAX_ALIAS_NODES, MAX_NESTING, load_yaml
+from rag_eval.config.schema import LABEL_RULE, folder_name, load_config
 from rag_eval.errors import ConfigError
 from rag_eval.runner import build_retriever, load_config_dataset
+from rag_eval.stats import MAX_RESAMPLES, MIN_RESAMPLES
 
 QUERY_SET = {
     "name": "tiny",
@@ -102,8 +104,8 @@ def test_metric_names_are_canonical(project):
 def test_unknown_top_level_key_with_hint(project):
     path = write(project / "configs" / "run.yaml", valid(top_kk=5))
     assert problems(path) == [
-        f"{path}: top_kk: unknown key; did you mean 'top_k'? allowed: cache_dir, dataset, evaluation, main_metric, "
-        "metrics, name, output, regression, report, retrievers, top_k"
+        (f"{path}: top_kk: unknown key; did you mean 'top_k'? allowed: cache_dir, dataset, evaluation, main_metric, "
+        "metrics, name, output, regression, report, retrievers, top_k")
     ]
 
 
@@ -113,8 +115,8 @@ def test_unknown_nested_keys_name_their_field_path(project):
     path = write(project / "configs" / "run.yaml", config)
     assert problems(path) == [
         f"{path}: retrievers[0](bm25).parms: unknown key; did you mean 'params'? allowed: adapter, label, params",
-        f"{path}: evaluation.gian: unknown key; did you mean 'gain'? allowed: aggregation, gain, no_relevant, "
-        "relevance_threshold",
+        (f"{path}: evaluation.gian: unknown key; did you mean 'gain'? allowed: aggregation, gain, no_relevant, "
+        "relevance_threshold"),
     ]
 
 
@@ -159,7 +161,7 @@ def test_label_rules(project):
     retrievers = [{"label": "a b", "adapter": "bm25"}, {"label": "x", "adapter": "bm25"}, {"label": "x", "adapter": "static"}]
     path = write(project / "configs" / "run.yaml", valid(retrievers=retrievers))
     (problem,) = problems(path)
-    assert problem.startswith(f"{path}: retrievers[0](a b).label: String should match pattern")
+    assert problem == f"{path}: retrievers[0](a b).label: {LABEL_RULE} (got 'a b')"
     path = write(project / "configs" / "run2.yaml", valid(retrievers=retrievers[1:]))
     (problem,) = problems(path)
     assert "retriever labels must be unique; repeated: x" in problem
@@ -208,7 +210,7 @@ def test_config_must_be_a_mapping(tmp_path, text):
 def test_missing_config_file(tmp_path):
     with pytest.raises(ConfigError) as excinfo:
         load_config(tmp_path / "none.yaml")
-    assert str(excinfo.value) == f"{tmp_path / 'none.yaml'}: no such file"
+    assert str(excinfo.value) == f"{tmp_path / 'none.yaml'}: no such file; expected a YAML run config"
 
 
 # ---- rag-eval validate ------------------------------------------------------------------------------
@@ -240,9 +242,9 @@ def test_validate_checks_dataset_and_retriever_parameters_together(project, caps
     assert main(["validate", str(path)]) == 2
     lines = capsys.readouterr().err.splitlines()
     assert lines == [
-        f"{project / 'data' / 'missing.yaml'}: no such file (query set)",
-        f"{path}: retriever 'lexical': adapter 'bm25' has no parameter 'stemer' (did you mean 'stemmer'?); its parameters: "
-        "k1, b, delta, method, stemmer, stopwords, lowercase, include_title, show_progress",
+        f"{project / 'data' / 'missing.yaml'}: no such file; expected a YAML query set",
+        (f"{path}: retriever 'lexical': adapter 'bm25' has no parameter 'stemer' (did you mean 'stemmer'?); its parameters: "
+        "k1, b, delta, method, stemmer, stopwords, lowercase, include_title, show_progress"),
         f"{path}: retriever 'fixed': static: {project / 'configs' / 'nope.run'}: no such file",
         "rag-eval: 3 problems found",
     ]
@@ -269,9 +271,9 @@ def test_validate_lists_dataset_problems_even_when_the_config_is_invalid(project
     path = write(project / "configs" / "run.yaml", valid(dataset={"path": "../data/missing.yaml"}, top_kk=5))
     assert main(["validate", str(path)]) == 2
     assert capsys.readouterr().err.splitlines() == [
-        f"{path}: top_kk: unknown key; did you mean 'top_k'? allowed: cache_dir, dataset, evaluation, main_metric, "
-        "metrics, name, output, regression, report, retrievers, top_k",
-        f"{project / 'data' / 'missing.yaml'}: no such file (query set)",
+        (f"{path}: top_kk: unknown key; did you mean 'top_k'? allowed: cache_dir, dataset, evaluation, main_metric, "
+        "metrics, name, output, regression, report, retrievers, top_k"),
+        f"{project / 'data' / 'missing.yaml'}: no such file; expected a YAML query set",
         "rag-eval: 2 problems found",
     ]
     # A config that cannot be read at all gives its one problem, once.
@@ -291,3 +293,239 @@ def test_trec_dataset_with_grade_map_from_yaml(project):
     config = load_config(write(project / "configs" / "run.yaml", valid(dataset=dataset)))
     assert config.model.dataset.grade_map == {1.0: 4.0, 2.0: 3.0, 3.0: 2.0, 4.0: 1.0, -1.0: 0.0}
     assert load_config_dataset(config).judgements == {"q1": {"d1": 4.0, "d2": 0.0}}
+
+
+# ---- YAML that explodes: alias bombs, recursion, nesting (issue 10) --------------------------------------
+
+# The full "billion laughs": 9 aliases of 9 aliases ... nine levels deep, 10^9 leaves from 700 bytes.
+BILLION_LAUGHS = "a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n" + "".join(
+    f"{b}: &{b} [*{a}, *{a}, *{a}, *{a}, *{a}, *{a}, *{a}, *{a}, *{a}]\n" for a, b in zip("abcdefgh", "bcdefghi")
+)
+
+
+def test_billion_laughs_config_is_refused_at_the_alias_in_well_under_a_second(project):
+    # Before: PyYAML built the shared structure, and validating or dumping params expanded it
+    # (a 495-byte variant wrote a 407 MB results file; this one hung at 3.8 GB).
+    text = BILLION_LAUGHS + yaml.safe_dump(valid())
+    path = write(project / "configs" / "bomb.yaml", text)
+    started = time.perf_counter()
+    with pytest.raises(ConfigError) as excinfo:
+        load_config(path)
+    assert time.perf_counter() - started < 2.0
+    # Nodes added by aliases: b 90, c 819, d 7,380, e 66,429 (74,718); the first *e of line 6 adds 66,430 more.
+    assert str(excinfo.value) == (
+        f"{path}: line 6, column 8: invalid YAML: alias *e expands the document's aliases past "
+        f"{MAX_ALIAS_NODES:,} nodes (an alias bomb?); write the repeated parts out or repeat less"
+    )
+
+
+def test_alias_bomb_in_retriever_params_is_refused_before_anything_runs(project, capsys):
+    # The issue's case: the bomb sits in params, which the results file used to dump in full.
+    anchors = "".join(
+        f"      x{i}: &x{i} [*x{i - 1}, *x{i - 1}, *x{i - 1}, *x{i - 1}, *x{i - 1}, *x{i - 1}]\n" for i in range(1, 9)
+    )
+    text = (
+        "name: bomb\ndataset: {path: ../data/tiny.yaml}\nmetrics: [ndcg@10]\nretrievers:\n"
+        "  - label: fixed\n    adapter: static\n    params:\n      rankings: {q1: [d1]}\n"
+        "      x0: &x0 [lol, lol, lol, lol, lol, lol]\n" + anchors
+    )
+    path = write(project / "configs" / "bomb.yaml", text)
+    # x1..x5 add 67,170 nodes; the first *x5 of line x6 (55,987 more) passes the limit.
+    line = text.splitlines().index("      x6: &x6 [*x5, *x5, *x5, *x5, *x5, *x5]") + 1
+    assert main(["run", str(path), "--output", str(project / "out"), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert err == (
+        f"rag-eval: error: {path}: line {line}, column 16: invalid YAML: alias *x5 expands the document's aliases "
+        f"past {MAX_ALIAS_NODES:,} nodes (an alias bomb?); write the repeated parts out or repeat less\n"
+    )
+    assert not (project / "out").exists()
+
+
+def test_merge_key_bomb_is_refused(tmp_path):
+    # `<<: [*a, *a]` doubles at each level when PyYAML flattens the merges: 2^40 keys from 2 KB.
+    lines = ["l0: &l0 {k: 1}"] + [f"l{i}: &l{i} {{<<: [*l{i - 1}, *l{i - 1}], k{i}: 1}}" for i in range(1, 40)]
+    path = write(tmp_path / "merge.yaml", "\n".join(lines) + "\n")
+    with pytest.raises(ConfigError, match=r"line \d+, column \d+: invalid YAML: alias \*l\d+ expands"):
+        load_yaml(path)
+
+
+@pytest.mark.parametrize("text", ["a: &a [1, *a]\n", "a: &a {b: *a}\n"])
+def test_recursive_alias_is_refused(tmp_path, text):
+    path = write(tmp_path / "loop.yaml", text)
+    with pytest.raises(ConfigError) as excinfo:
+        load_yaml(path)
+    assert str(excinfo.value).startswith(
+        f"{path}: line 1, column 11: invalid YAML: alias *a refers to a collection that contains it"
+    )
+
+
+@pytest.mark.parametrize("text", ["[" * 20_000 + "]" * 20_000, "a: " + "{b: " * 20_000 + "1" + "}" * 20_000])
+def test_yaml_nested_20000_deep_is_one_line_not_recursion_error(tmp_path, text):
+    path = write(tmp_path / "deep.yaml", text)
+    with pytest.raises(ConfigError) as excinfo:
+        load_config(path)
+    assert f"{path}: line 1, column " in str(excinfo.value)
+    assert str(excinfo.value).endswith(f"invalid YAML: nested more than {MAX_NESTING} levels deep; flatten the structure")
+
+
+def test_nesting_through_aliases_counts(tmp_path):
+    deep = "[" * 60 + "]" * 60
+    path = write(tmp_path / "deep.yaml", f"a: &a {deep}\nb: &b [[[[*a]]]]\nc: {'[' * 40}*b{']' * 40}\n")
+    with pytest.raises(ConfigError, match=r"line 3, column 44: invalid YAML: alias \*b nests the document more than"):
+        load_yaml(path)
+
+
+def test_ordinary_anchors_still_load(tmp_path):
+    text = "base: &b {k1: 1.2, b: 0.75}\nretrievers:\n  - {label: a, params: *b}\n  - {label: b, params: {<<: *b, b: 0.5}}\n"
+    assert load_yaml(write(tmp_path / "ok.yaml", text))["retrievers"] == [
+        {"label": "a", "params": {"k1": 1.2, "b": 0.75}},
+        {"label": "b", "params": {"k1": 1.2, "b": 0.5}},
+    ]
+
+
+@pytest.mark.parametrize(
+    "value, expected",
+    [
+        ("1" * 5000, "invalid YAML: cannot read '" + "1" * 56 + "... as an integer (Exceeds the limit (4300 digits)"),
+        ("2024-02-30", "invalid YAML: cannot read '2024-02-30' as a date (day is out of range for month)"),
+    ],
+)
+def test_scalars_python_cannot_build_are_located(tmp_path, value, expected):
+    path = write(tmp_path / "c.yaml", f"name: x\ntop_k: {value}\n")
+    with pytest.raises(ConfigError) as excinfo:
+        load_yaml(path)
+    assert str(excinfo.value).startswith(f"{path}: line 2, column 8: {expected}")
+
+
+# ---- the config file itself ---------------------------------------------------------------------------------
+
+
+def test_config_that_is_a_fifo_is_refused_without_opening_it(tmp_path):
+    fifo = tmp_path / "run.yaml"
+    os.mkfifo(fifo)
+    with pytest.raises(ConfigError) as excinfo:
+        load_config(fifo)  # before: blocked forever in open()
+    assert str(excinfo.value) == f"{fifo}: is a FIFO (named pipe), expected a YAML run config (a regular file)"
+
+
+def test_dev_zero_as_config_is_refused():
+    with pytest.raises(ConfigError) as excinfo:
+        load_config("/dev/zero")  # before: read until MemoryError
+    assert str(excinfo.value) == "/dev/zero: is a character device, expected a YAML run config (a regular file)"
+
+
+def test_unreadable_config(project, monkeypatch):
+    path = write(project / "configs" / "run.yaml", valid())
+    # Tests run as root, which reads anything: make the permission check answer as for a user.
+    monkeypatch.setattr("rag_eval.files.os.access", lambda p, mode: os.fspath(p) != os.fspath(path))
+    with pytest.raises(ConfigError) as excinfo:
+        load_config(path)
+    assert str(excinfo.value) == f"{path}: permission denied; make the YAML run config readable"
+
+
+def test_config_over_the_size_limit(project, monkeypatch):
+    path = write(project / "configs" / "run.yaml", valid())
+    monkeypatch.setattr("rag_eval.config.schema.MAX_CONFIG_BYTES", 100)
+    with pytest.raises(ConfigError) as excinfo:
+        load_config(path)
+    assert str(excinfo.value).startswith(f"{path}: is {path.stat().st_size} bytes, over the 100 bytes limit for a YAML")
+
+
+def test_config_with_a_byte_order_mark_loads(project):
+    path = project / "configs" / "run.yaml"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b"\xef\xbb\xbf" + yaml.safe_dump(valid()).encode())
+    assert load_config(path).model.name == "tiny-run"
+
+
+def test_config_not_utf8_names_line_and_column(tmp_path):
+    path = tmp_path / "run.yaml"
+    path.write_bytes(b"name: ok\nmetrics: [ndcg@10]\ntitle: caf\xe9\n")
+    with pytest.raises(ConfigError) as excinfo:
+        load_config(path)
+    assert str(excinfo.value) == (
+        f"{path}: line 3, column 11: not UTF-8 text (byte 0xe9: invalid continuation byte); save the file as UTF-8"
+    )
+
+
+# ---- names are labels, labels are file names ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "name, folder",
+    [
+        ("../../../x", "x"),
+        ("/etc/cron.d/evil", "etc-cron.d-evil"),
+        ("..", "run"),
+        ("Ocean facts: v2/BM25", "Ocean-facts-v2-BM25"),
+        ("a..b", "a.b"),
+        (".hidden", "hidden"),
+        ("küste", "küste"),
+    ],
+)
+def test_default_output_folder_is_a_safe_name_under_reports(project, name, folder):
+    # Before: reports/<name> with the name as a path: ../../../x wrote outside the project.
+    config = load_config(write(project / "configs" / "run.yaml", valid(name=name)))
+    assert config.output_dir == project / "reports" / folder
+    assert config.output_dir.parent == project / "reports"
+    assert folder_name(name) == folder
+    assert config.name == name  # the report still shows the name as written
+
+
+def test_explicit_output_chooses_any_folder(project, tmp_path):
+    config = load_config(write(project / "configs" / "run.yaml", valid(name="../x", output=str(tmp_path / "elsewhere"))))
+    assert config.output_dir == tmp_path / "elsewhere"
+
+
+@pytest.mark.parametrize("name", ["two\nlines", "tab\there", "nul\x00", "   "])
+def test_name_must_be_one_printable_line(project, name):
+    path = write(project / "configs" / "run.yaml", valid(name=name))
+    (problem,) = problems(path)
+    assert problem == f"{path}: name: a name is one line of printable text (it titles the report) (got {name!r})"
+
+
+@pytest.mark.parametrize("label", ["../x", "a/b", "a\\b", "..", ".hidden", "a\nb", "nul\x00", "/abs", "x" * 81, ""])
+def test_labels_that_are_not_safe_file_names_are_refused(project, label):
+    path = write(project / "configs" / "run.yaml", valid(retrievers=[{"label": label, "adapter": "bm25"}]))
+    (problem,) = problems(path)
+    shown_label = label if label.isprintable() and 0 < len(label) <= 40 else None
+    prefix = f"retrievers[0]({shown_label})" if shown_label else "retrievers[0]"
+    assert problem.startswith(f"{path}: {prefix}")
+    assert problem.split(": ", 2)[2].startswith(f"{LABEL_RULE} (got ")
+    assert "\n" not in problem and "\x00" not in problem
+
+
+def test_a_label_with_a_newline_keeps_validate_one_line_per_problem(project, capsys):
+    path = write(project / "configs" / "run.yaml", valid(retrievers=[{"label": "a\nb", "adapter": "bm25"}]))
+    assert main(["validate", str(path)]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"{path}: retrievers[0]('a\\nb').label: {LABEL_RULE} (got 'a\\nb')",
+        "rag-eval: 1 problem found",
+    ]
+
+
+# ---- regression limits ------------------------------------------------------------------------------------------
+
+
+def regression(**overrides) -> dict:
+    return {"baseline": "base.json", "gates": {"ndcg@10": {"max_drop": 0.01}}, **overrides}
+
+
+@pytest.mark.parametrize(
+    "field, value, expected",
+    [
+        ("seed", -1, "regression.seed: Input should be greater than or equal to 0 (got -1)"),
+        ("resamples", 10**12, f"regression.resamples: Input should be less than or equal to {MAX_RESAMPLES} "
+                              "(got 1000000000000)"),
+        ("resamples", 99, f"regression.resamples: Input should be greater than or equal to {MIN_RESAMPLES} (got 99)"),
+    ],
+)
+def test_regression_seed_and_resamples_are_bounded(project, field, value, expected):
+    path = write(project / "configs" / "run.yaml", valid(regression=regression(**{field: value})))
+    assert problems(path) == [f"{path}: {expected}"]
+
+
+def test_regression_limits_are_those_of_the_statistics(project):
+    for resamples in (MIN_RESAMPLES, MAX_RESAMPLES):
+        path = write(project / "configs" / "run.yaml", valid(regression=regression(resamples=resamples, seed=2**40)))
+        assert load_config(path).model.regression.resamples == resamples

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import subprocess
 import sys
 from collections import Counter
@@ -16,10 +17,11 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from conftest import REPO, shared_dataset
+
 from rag_eval.cli import main
 from rag_eval.dataset import Dataset, load_beir, load_cranfield, load_dataset, load_trec, load_yaml_query_set
+from rag_eval.datasets.values import GRADE_FORM as GRADE
 from rag_eval.errors import DatasetError, RagEvalError
 
 # ---- helpers -----------------------------------------------------------------------------------
@@ -124,7 +126,7 @@ def test_corpus_mapping_with_a_passage_without_text_is_reported(tmp_path):
     with pytest.raises(DatasetError) as excinfo:
         load_yaml_query_set(path)
     corpus = tmp_path / "corpus.yaml"
-    assert problems_of(excinfo) == [f"{corpus}: corpus[2]: passage 'd2' has no text", f"{corpus}: corpus[3]: passage 'd3' has no text"]
+    assert problems_of(excinfo) == [f"{corpus}: corpus[1]: passage 'd2' has no text", f"{corpus}: corpus[2]: passage 'd3' has no text"]
 
 
 def test_load_dataset_spec_resolves_against_base_and_renames(tmp_path):
@@ -326,7 +328,7 @@ def test_duplicate_query_id(tmp_path):
     path = query_set(tmp_path, queries=QUERIES + [{"id": "q1", "text": "again", "judgements": {"p1": 1}}])
     with pytest.raises(DatasetError) as excinfo:
         load_yaml_query_set(path)
-    assert problems_of(excinfo) == [f"{path}: query 'q1': duplicate query id"]
+    assert problems_of(excinfo) == [f"{path}: queries[2](q1).id: duplicate query id 'q1' (first at queries[0])"]
 
 
 def test_duplicate_passage_id(tmp_path):
@@ -334,7 +336,7 @@ def test_duplicate_passage_id(tmp_path):
     path = query_set(tmp_path, corpus=corpus)
     with pytest.raises(DatasetError) as excinfo:
         load_yaml_query_set(path)
-    assert problems_of(excinfo) == [f"{path}: corpus[4]: duplicate passage id 'p2'"]
+    assert problems_of(excinfo) == [f"{path}: corpus[3](p2).id: duplicate passage id 'p2' (first at corpus[1])"]
 
 
 def test_duplicate_passage_id_in_jsonl_names_the_line(tmp_path):
@@ -360,7 +362,9 @@ def test_judgement_of_a_doc_not_in_the_corpus(tmp_path):
     path = query_set(tmp_path, queries=queries)
     with pytest.raises(DatasetError) as excinfo:
         load_yaml_query_set(path)
-    assert problems_of(excinfo) == [f"{path}: query 'q1' judges doc 'p404', which is not in the corpus {path} (corpus)"]
+    assert problems_of(excinfo) == [
+        f"{path}: queries[0](q1).judgements.p404: passage 'p404' is not in the corpus {path} (corpus)"
+    ]
 
 
 def test_judgement_of_a_doc_not_in_a_corpus_file(tmp_path):
@@ -368,7 +372,9 @@ def test_judgement_of_a_doc_not_in_a_corpus_file(tmp_path):
     path = write_yaml(tmp_path / "set.yaml", {"corpus": "corpus.jsonl", "queries": [{"id": "q1", "text": "x", "judgements": {"d9": 1}}]})
     with pytest.raises(DatasetError) as excinfo:
         load_yaml_query_set(path)
-    assert str(excinfo.value) == f"{path}: query 'q1' judges doc 'd9', which is not in the corpus {tmp_path / 'corpus.jsonl'}"
+    assert str(excinfo.value) == (
+        f"{path}: queries[0](q1).judgements.d9: passage 'd9' is not in the corpus {tmp_path / 'corpus.jsonl'}"
+    )
 
 
 def test_judgement_of_a_doc_not_in_a_trec_corpus(tmp_path):
@@ -385,11 +391,15 @@ def test_non_numeric_grade(tmp_path):
     path = query_set(tmp_path, queries=queries)
     with pytest.raises(DatasetError) as excinfo:
         load_yaml_query_set(path)
-    assert problems_of(excinfo) == [f"{path}: query 'q1': doc 'p1': grade 'high' is not a number"]
+    assert problems_of(excinfo) == [f"{path}: queries[0](q1).judgements.p1: {GRADE} (got 'high')"]
 
 
-@pytest.mark.parametrize("bad", [".nan", ".inf", "true", "null"])
-def test_grade_must_be_a_finite_number(tmp_path, bad):
+@pytest.mark.parametrize(
+    "bad, got",
+    [(".nan", " (got nan)"), (".inf", " (got inf)"), ("true", " (got True)"), ("null", ""),
+     ('"2"', ", written without quotes (got '2')"), ("1" + "0" * 400, "; this one is too large for a float (got 1000")],
+)
+def test_grade_must_be_a_finite_number(tmp_path, bad, got):
     path = tmp_path / "set.yaml"
     path.write_text(
         "corpus: [{id: p1, text: a}, {id: p2, text: b}]\n"
@@ -397,14 +407,14 @@ def test_grade_must_be_a_finite_number(tmp_path, bad):
     )
     with pytest.raises(DatasetError) as excinfo:
         load_yaml_query_set(path)
-    assert problems_of(excinfo)[0].startswith(f"{path}: query 'q1': doc 'p1': grade ")
+    assert problems_of(excinfo)[0].startswith(f"{path}: queries[0](q1).judgements.p1: {GRADE}{got}")
 
 
 def test_non_numeric_grade_in_trec_qrels_names_line(tmp_path):
     spec = make_trec(tmp_path, ["q1 0 p1 1", "q2 0 p2 high"])
     with pytest.raises(DatasetError) as excinfo:
         load_dataset(spec, base=tmp_path)
-    assert str(excinfo.value) == f"{tmp_path / 'qrels.txt'}:2: query 'q2': doc 'p2': grade 'high' is not a number"
+    assert str(excinfo.value) == f"{tmp_path / 'qrels.txt'}:2: query 'q2': doc 'p2': grade 'high': {GRADE}"
 
 
 @pytest.mark.parametrize("text", ["", "   ", None])
@@ -413,7 +423,8 @@ def test_empty_query_text(tmp_path, text):
     path = query_set(tmp_path, queries=queries)
     with pytest.raises(DatasetError) as excinfo:
         load_yaml_query_set(path)
-    assert problems_of(excinfo) == [f"{path}: query 'q1': empty query text; give each query a 'text'"]
+    got = "" if text is None else f" (got {text!r})"
+    assert problems_of(excinfo) == [f"{path}: queries[0](q1).text: empty query text; give each query a 'text'{got}"]
 
 
 def test_empty_query_text_in_queries_file(tmp_path):
@@ -475,11 +486,11 @@ ALL_PROBLEMS_QUERIES = [
 
 def expected_all_problems(path: Path) -> list[str]:
     return [
-        f"{path}: corpus[3]: duplicate passage id 'p1'",
-        f"{path}: query 'q1': duplicate query id",
-        f"{path}: query 'q2': empty query text; give each query a 'text'",
-        f"{path}: query 'q3': doc 'p2': grade 'very' is not a number",
-        f"{path}: query 'q1' judges doc 'ghost', which is not in the corpus {path} (corpus)",
+        f"{path}: corpus[2](p1).id: duplicate passage id 'p1' (first at corpus[0])",
+        f"{path}: queries[0](q1).judgements.ghost: passage 'ghost' is not in the corpus {path} (corpus)",
+        f"{path}: queries[1](q1).id: duplicate query id 'q1' (first at queries[0])",
+        f"{path}: queries[2](q2).text: empty query text; give each query a 'text' (got '')",
+        f"{path}: queries[3](q3).judgements.p2: {GRADE} (got 'very')",
     ]
 
 
@@ -489,7 +500,7 @@ def test_every_problem_is_collected(tmp_path):
         load_yaml_query_set(path)
     assert problems_of(excinfo) == expected_all_problems(path)
     # The message names the first problem and counts the others.
-    assert str(excinfo.value).startswith(f"{path}: corpus[3]: duplicate passage id 'p1' (and 4 more problems")
+    assert str(excinfo.value).startswith(f"{path}: corpus[2](p1).id: duplicate passage id 'p1' (first at corpus[0]) (and 4 more")
 
 
 def test_validate_lists_every_dataset_problem(tmp_path, capsys):
@@ -510,8 +521,8 @@ def test_no_judgements_and_other_problems_together(tmp_path):
     with pytest.raises(DatasetError) as excinfo:
         load_yaml_query_set(path)
     assert problems_of(excinfo) == [
-        f"{path}: query 'q1': empty query text; give each query a 'text'",
-        f"{path}: query 'q1': duplicate query id",
+        f"{path}: queries[0](q1).text: empty query text; give each query a 'text' (got '')",
+        f"{path}: queries[1](q1).id: duplicate query id 'q1' (first at queries[0])",
         f"{path}: no query has any judgement; judge at least one passage per query",
     ]
 
@@ -519,7 +530,7 @@ def test_no_judgements_and_other_problems_together(tmp_path):
 def test_missing_query_set_file(tmp_path):
     with pytest.raises(DatasetError) as excinfo:
         load_dataset({"path": "nowhere.yaml"}, base=tmp_path)
-    assert str(excinfo.value) == f"{tmp_path / 'nowhere.yaml'}: no such file (query set)"
+    assert str(excinfo.value) == f"{tmp_path / 'nowhere.yaml'}: no such file; expected a YAML query set"
 
 
 # ---- fingerprint ------------------------------------------------------------------------------------
@@ -537,8 +548,8 @@ def test_fingerprint_is_stable_across_loads_and_processes(tmp_path):
     assert load_yaml_query_set(path).fingerprint == first
     # Another interpreter (other hash seed, other dict history) computes the same value.
     code = "import sys; from pathlib import Path; from rag_eval.dataset import load_yaml_query_set; print(load_yaml_query_set(Path(sys.argv[1])).fingerprint)"
-    out = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, timeout=60, cwd=REPO,
-                         env={"PYTHONHASHSEED": "123", "PATH": ""})
+    out = subprocess.run([sys.executable, "-c", code, str(path)], check=False, capture_output=True, text=True,
+                         timeout=60, cwd=REPO, env={"PYTHONHASHSEED": "123", "PATH": ""})
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == first
 
@@ -572,3 +583,342 @@ def test_fingerprint_changes_with_content(tmp_path):
     }
     assert base not in prints.values()
     assert len(set(prints.values())) == len(prints)
+
+
+# ---- every input file read safely (issue 10) ----------------------------------------------------------
+
+BOM = b"\xef\xbb\xbf"
+
+
+def deny_read(monkeypatch, path: Path) -> None:
+    """Tests run as root, which reads anything: make the permission check answer as for a user."""
+    real = os.access
+    monkeypatch.setattr("rag_eval.files.os.access", lambda p, mode: os.fspath(p) != os.fspath(path) and real(p, mode))
+
+
+def raises(call, *args, **kwargs) -> str:
+    with pytest.raises(DatasetError) as excinfo:
+        call(*args, **kwargs)
+    message = str(excinfo.value)
+    assert "\n" not in message
+    return message
+
+
+def test_unreadable_query_set_and_corpus(tmp_path, monkeypatch):
+    path = query_set(tmp_path)
+    deny_read(monkeypatch, path)
+    assert raises(load_yaml_query_set, path) == f"{path}: permission denied; make the YAML query set readable"
+    spec = make_trec(tmp_path / "trec", ["q1 0 p1 1"])
+    corpus = tmp_path / "trec" / "docs.tsv"
+    deny_read(monkeypatch, corpus)
+    assert raises(load_dataset, spec, base=tmp_path / "trec") == f"{corpus}: permission denied; make the corpus file readable"
+
+
+def test_unreadable_when_opening_fails_anyway(tmp_path, monkeypatch):
+    # The permission check passed but open() fails (a race, an ACL): still one line.
+    spec = make_trec(tmp_path, ["q1 0 p1 1"])
+    qrels = tmp_path / "qrels.txt"
+    real_open = Path.open
+
+    def failing_open(self, *args, **kwargs):
+        if self == qrels:
+            raise PermissionError(13, "Permission denied", str(self))
+        return real_open(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "open", failing_open)
+    assert raises(load_dataset, spec, base=tmp_path) == f"{qrels}: cannot be read (Permission denied)"
+
+
+def test_folder_where_a_file_is_expected(tmp_path):
+    root = make_beir(tmp_path / "b")
+    (root / "qrels" / "test.tsv").unlink()
+    (root / "qrels" / "test.tsv").mkdir()
+    qrels = root / "qrels" / "test.tsv"
+    assert raises(load_beir, root) == f"{qrels}: is a folder, expected a BEIR qrels file of split 'test' (a regular file)"
+    spec = make_trec(tmp_path / "t", ["q1 0 p1 1"])
+    (tmp_path / "t" / "docs.tsv").unlink()
+    (tmp_path / "t" / "docs.tsv").mkdir()
+    assert raises(load_dataset, spec, base=tmp_path / "t") == (
+        f"{tmp_path / 't' / 'docs.tsv'}: is a folder, expected a corpus file (a regular file)"
+    )
+
+
+def test_fifo_and_dev_zero_as_query_set_or_corpus(tmp_path):
+    fifo = tmp_path / "set.yaml"
+    os.mkfifo(fifo)
+    # Before: open() blocked forever on the FIFO, /dev/zero was read until MemoryError.
+    assert raises(load_yaml_query_set, fifo) == f"{fifo}: is a FIFO (named pipe), expected a YAML query set (a regular file)"
+    path = write_yaml(tmp_path / "s2.yaml", {"corpus": "/dev/zero", "queries": QUERIES})
+    assert raises(load_yaml_query_set, path) == "/dev/zero: is a character device, expected a corpus file (a regular file)"
+    os.mkfifo(tmp_path / "corpus.jsonl")
+    path = write_yaml(tmp_path / "s3.yaml", {"corpus": "corpus.jsonl", "queries": QUERIES})
+    assert raises(load_yaml_query_set, path) == (
+        f"{tmp_path / 'corpus.jsonl'}: is a FIFO (named pipe), expected a corpus file (a regular file)"
+    )
+
+
+@pytest.mark.parametrize(
+    "name, content, place",
+    [
+        ("corpus.jsonl", b'{"_id": "p1", "text": "ok"}\n{"_id": "p2", "text": "caf\xe9"}\n', "line 2, column 27"),
+        ("corpus.tsv", b"p1\tok\np2\tcaf\xe9 au lait\n", "line 2, column 7"),
+        ("corpus.json", b'[\n  {"id": "p1", "text": "ok"},\n  {"id": "p2", "text": "\xff"}\n]\n', "line 3, column 25"),
+        ("corpus.csv", b"id,text\np1,ok\np2,\xc3\n", "line 3, column 4"),
+    ],
+)
+def test_corpus_not_utf8_names_line_and_column(tmp_path, name, content, place):
+    (tmp_path / name).write_bytes(content)
+    path = write_yaml(tmp_path / "set.yaml", {"corpus": name, "queries": [{"id": "q", "text": "x", "judgements": {"p1": 1}}]})
+    message = raises(load_yaml_query_set, path)
+    assert message.startswith(f"{tmp_path / name}: {place}: not UTF-8 text (byte 0x")
+    assert message.endswith("; save the file as UTF-8")
+
+
+def test_beir_corpus_not_utf8_far_into_the_file(tmp_path):
+    root = make_beir(tmp_path / "b")
+    lines = [json.dumps({"_id": f"x{i}", "text": "word " * 50}) for i in range(20_000)]  # past the 8 KiB decode chunks
+    (root / "corpus.jsonl").write_bytes(("\n".join(lines) + "\n").encode() + b'{"_id": "bad", "text": "\x80"}\n')
+    message = raises(load_beir, root)
+    assert message.startswith(f"{root / 'corpus.jsonl'}: line 20001, column 25: not UTF-8 text (byte 0x80: invalid start byte)")
+
+
+def test_gzip_corpus_loads_and_a_gz_that_is_not_gzip_is_one_line(tmp_path):
+    import gzip
+
+    good = tmp_path / "corpus.jsonl.gz"
+    with gzip.open(good, "wt", encoding="utf-8") as handle:
+        handle.write("".join(json.dumps({"_id": p["id"], "title": p["title"], "text": p["text"]}) + "\n" for p in PASSAGES))
+    assert_tiny(load_yaml_query_set(write_yaml(tmp_path / "good.yaml", {"corpus": good.name, "queries": QUERIES})))
+    bad = tmp_path / "bad.jsonl.gz"
+    bad.write_text('{"_id": "p1", "text": "plain text"}\n')
+    path = write_yaml(tmp_path / "bad.yaml", {"corpus": bad.name, "queries": QUERIES})
+    assert raises(load_yaml_query_set, path) == (
+        f"{bad}: not a valid gzip file (Not a gzipped file (b'{{\"')); a .gz name needs gzip content"
+    )
+    truncated = tmp_path / "cut.jsonl.gz"
+    truncated.write_bytes(good.read_bytes()[:-12])
+    path = write_yaml(tmp_path / "cut.yaml", {"corpus": truncated.name, "queries": QUERIES})
+    assert raises(load_yaml_query_set, path).startswith(f"{truncated}: not a valid gzip file (")
+
+
+def test_gzip_content_under_a_plain_name_says_so(tmp_path):
+    import gzip
+
+    (tmp_path / "corpus.jsonl").write_bytes(gzip.compress(b'{"_id": "p1", "text": "x"}\n'))
+    path = write_yaml(tmp_path / "set.yaml", {"corpus": "corpus.jsonl", "queries": QUERIES})
+    assert "(the file is gzip-compressed: name it .gz)" in raises(load_yaml_query_set, path)
+
+
+def test_csv_passage_over_128_kib_loads(tmp_path):
+    # Before: _csv.Error "field larger than field limit (131072)" as a traceback.
+    long_text = "ocean " * 40_000  # 240,000 characters
+    with (tmp_path / "corpus.csv").open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerows([["id", "title", "text"], ["p1", "Long", long_text], ["p2", "", "short"]])
+    path = write_yaml(tmp_path / "set.yaml", {"corpus": "corpus.csv", "queries": [{"id": "q", "text": "x", "judgements": {"p1": 1}}]})
+    dataset = load_yaml_query_set(path)
+    assert dataset.corpus["p1"] == {"text": long_text, "title": "Long"}
+    assert dataset.corpus["p2"]["text"] == "short"
+    assert csv.field_size_limit() == 131072  # the process-wide limit is put back
+
+
+def test_csv_without_id_and_text_columns(tmp_path):
+    (tmp_path / "corpus.csv").write_text("doc,body\np1,x\n")
+    path = write_yaml(tmp_path / "set.yaml", {"corpus": "corpus.csv", "queries": QUERIES})
+    assert raises(load_yaml_query_set, path) == (
+        f"{tmp_path / 'corpus.csv'}:1: a CSV corpus needs a header row with columns id and text (title optional)"
+    )
+
+
+@pytest.mark.parametrize("line, got", [("[1, 2]", "[1, 2]"), ('"q9 a string"', "'q9 a string'"), ("42", "42")])
+def test_beir_queries_line_that_is_not_an_object(tmp_path, line, got):
+    # Before: AttributeError: 'list' object has no attribute 'get'.
+    root = make_beir(tmp_path / "b")
+    with (root / "queries.jsonl").open("a") as f:
+        f.write(line + "\n")
+    shown = "list" if line.startswith("[") else got
+    assert problems_of_call(load_beir, root) == [
+        f"{root / 'queries.jsonl'}:4: expected a JSON object with _id and text, got {shown}"
+    ]
+
+
+def problems_of_call(call, *args, **kwargs) -> list[str]:
+    with pytest.raises(DatasetError) as excinfo:
+        call(*args, **kwargs)
+    return list(excinfo.value.problems)
+
+
+@pytest.mark.parametrize(
+    "grade, reason",
+    [
+        ("1_0", GRADE),  # float() reads "1_0" as 10; trec_eval's atof as 1
+        ("1e999", f"{GRADE}; this one is too large for a float"),
+        ("9" * 400, f"{GRADE}; this one is too large for a float"),
+        ("nan", GRADE),
+        ("inf", GRADE),
+        ("٣", GRADE),  # an Arabic-Indic digit: float() takes it
+    ],
+)
+def test_qrels_grade_must_be_a_plain_number_with_its_line(tmp_path, grade, reason):
+    spec = make_trec(tmp_path, ["q1 0 p1 1", f"q2 0 p2 {grade}"])
+    assert raises(load_dataset, spec, base=tmp_path) == f"{tmp_path / 'qrels.txt'}:2: query 'q2': doc 'p2': grade {grade!r}: {reason}"
+
+
+def test_yaml_grade_too_large_for_a_float(tmp_path):
+    # Before: OverflowError: int too large to convert to float.
+    path = tmp_path / "set.yaml"
+    path.write_text("corpus: [{id: p1, text: a}]\nqueries:\n  - {id: q1, text: x, judgements: {p1: 1" + "0" * 400 + "}}\n")
+    (problem,) = problems_of_call(load_yaml_query_set, path)
+    assert problem.startswith(f"{path}: queries[0](q1).judgements.p1: {GRADE}; this one is too large for a float (got 1000")
+
+
+def test_cr_only_line_endings_load_with_line_numbers(tmp_path):
+    # Files from old Mac tools end lines with a lone CR: each CR is a line end, as in an editor.
+    (tmp_path / "qrels.txt").write_bytes(b"q1 0 p1 3\rq1 0 p2 0.5\rq2 0 p2 2\rq2 0 p3 0\r")
+    (tmp_path / "topics.tsv").write_bytes("".join(f"{q['id']}\t{q['text']}\r" for q in QUERIES).encode())
+    (tmp_path / "docs.tsv").write_bytes("".join(f"{p['id']}\t{p['text']}\r" for p in PASSAGES).encode())
+    spec = {"format": "trec", "qrels": "qrels.txt", "queries": "topics.tsv", "corpus": "docs.tsv"}
+    dataset = load_dataset(spec, base=tmp_path)
+    assert dataset.judgements == {"q1": {"p1": 3.0, "p2": 0.5}, "q2": {"p2": 2.0, "p3": 0.0}}
+    assert dataset.queries["q2"].text == "What separates Europe and America?"
+    assert dataset.corpus["p3"]["text"] == 'Text with "quotes", a comma and a | pipe.'
+    (tmp_path / "qrels.txt").write_bytes(b"q1 0 p1 3\rq1 0 p2 0.5\rq2 0 p2 1_0\r")
+    assert raises(load_dataset, spec, base=tmp_path) == f"{tmp_path / 'qrels.txt'}:3: query 'q2': doc 'p2': grade '1_0': {GRADE}"
+
+
+def test_cr_only_file_not_utf8_counts_cr_lines(tmp_path):
+    (tmp_path / "docs.tsv").write_bytes(b"p1\ta\rp2\tb\rp3\t\xff\r")
+    path = write_yaml(tmp_path / "set.yaml", {"corpus": "docs.tsv", "queries": QUERIES})
+    assert raises(load_yaml_query_set, path).startswith(f"{tmp_path / 'docs.tsv'}: line 3, column 4: not UTF-8 text")
+
+
+@pytest.mark.parametrize(
+    "value, expected",
+    [
+        ("2024-01-15", "an id must be text; YAML read this unquoted value as a date: quote it (got the date 2024-01-15)"),
+        ("1.10", ("an id must be text; this one was read as a decimal number, which loses how it was written "
+                 "(1.10 reads as 1.1): quote it (got 1.1)")),
+        ("yes", "an id must be text; YAML read this unquoted value as true/false (yes, no, on, off): quote it (got True)"),
+        ("[a, b]", "an id must be text, not a list"),
+        ('"q\\0x"', ("an id holds the control character U+0000 at position 2; ids are one line of text without tabs "
+                    "or control characters (got 'q\\x00x')")),
+        ('"q\\tx"', ("an id holds the control character U+0009 at position 2; ids are one line of text without tabs "
+                    "or control characters (got 'q\\tx')")),
+        ('""', "an id is empty; ids are one line of text without tabs or control characters (got '')"),
+    ],
+)
+def test_query_id_must_be_text_without_control_characters(tmp_path, value, expected):
+    # Before: a date or float id gave "missing 'id'", a NUL was kept inside the id.
+    path = tmp_path / "set.yaml"
+    path.write_text(f"corpus: [{{id: p1, text: a}}]\nqueries:\n  - {{id: {value}, text: x, judgements: {{p1: 1}}}}\n")
+    (problem,) = problems_of_call(load_yaml_query_set, path)
+    assert problem.startswith(f"{path}: queries[0")
+    assert problem.split(".id: ", 1)[1] == expected
+
+
+def test_integer_ids_are_kept_as_their_digits(tmp_path):
+    path = tmp_path / "set.yaml"
+    path.write_text("corpus: [{id: 7, text: a}]\nqueries:\n  - {id: 12, text: x, judgements: {7: 1}}\n")
+    dataset = load_yaml_query_set(path)
+    assert list(dataset.queries) == ["12"] and dataset.judgements == {"12": {"7": 1.0}}
+
+
+@pytest.mark.parametrize(
+    "name, content, expected",
+    [
+        ("docs.tsv", "p1\tok\np\x01x\tbad\n", ":2: an id holds the control character U+0001 at position 2"),
+        ("docs.jsonl", '{"_id": "p1", "text": "ok"}\n{"_id": "p\\u0000", "text": "x"}\n',
+         ":2: passage id: an id holds the control character U+0000 at position 2"),
+    ],
+)
+def test_control_characters_in_corpus_ids(tmp_path, name, content, expected):
+    (tmp_path / name).write_text(content)
+    path = write_yaml(tmp_path / "set.yaml", {"corpus": name, "queries": [{"id": "q", "text": "x", "judgements": {"p1": 1}}]})
+    (problem,) = problems_of_call(load_yaml_query_set, path)
+    assert problem.startswith(f"{tmp_path / name}{expected}")
+
+
+def test_nul_in_a_qrels_id_is_refused(tmp_path):
+    # Before: 'p1\0' was a different id from 'p1' here, and the same one in C tools.
+    spec = make_trec(tmp_path, ["q1 0 p1 1", "q2 0 p2\x00 1"])
+    assert raises(load_dataset, spec, base=tmp_path) == (
+        f"{tmp_path / 'qrels.txt'}:2: an id holds the control character U+0000 at position 3; ids are one line of text "
+        "without tabs or control characters"
+    )
+
+
+def test_non_breaking_space_stays_inside_a_qrels_id(tmp_path):
+    # trec_eval splits fields on ASCII whitespace only; str.split() would cut the id in two ("found 5 fields").
+    spec = make_trec(tmp_path, ["q1 0 p1 1", "q2 0 p\u00a0two 2"])
+    (tmp_path / "docs.tsv").write_text("p1\tone\np\u00a0two\ttwo\n")
+    assert load_dataset(spec, base=tmp_path).judgements == {"q1": {"p1": 1.0}, "q2": {"p\u00a0two": 2.0}}
+
+
+def test_byte_order_mark_is_stripped_in_every_text_format(tmp_path):
+    # Before (qrels, TSV, YAML): the BOM became part of the first id, silently.
+    (tmp_path / "qrels.txt").write_bytes(BOM + b"q1 0 p1 3\nq2 0 p2 2\n")
+    (tmp_path / "topics.tsv").write_bytes(BOM + b"q1\tfirst\nq2\tsecond\n")
+    (tmp_path / "docs.tsv").write_bytes(BOM + b"p1\tone\np2\ttwo\n")
+    spec = {"format": "trec", "qrels": "qrels.txt", "queries": "topics.tsv", "corpus": "docs.tsv"}
+    dataset = load_dataset(spec, base=tmp_path)
+    assert list(dataset.queries) == ["q1", "q2"] and list(dataset.corpus) == ["p1", "p2"]
+    assert dataset.judgements == {"q1": {"p1": 3.0}, "q2": {"p2": 2.0}}
+    (tmp_path / "set.yaml").write_bytes(BOM + yaml.safe_dump({"corpus": "docs.json", "queries": QUERIES[:1]}).encode())
+    (tmp_path / "docs.json").write_bytes(BOM + json.dumps(PASSAGES).encode())
+    assert list(load_yaml_query_set(tmp_path / "set.yaml").corpus) == ["p1", "p2", "p3"]
+    root = make_beir(tmp_path / "b")
+    for name in ("corpus.jsonl", "queries.jsonl", "qrels/test.tsv"):
+        (root / name).write_bytes(BOM + (root / name).read_bytes())
+    beir = load_beir(root)
+    assert list(beir.queries) == ["q1", "q2"] and next(iter(beir.corpus)) == "p1"
+    assert beir.judgements["q1"] == {"p1": 3.0, "p2": 0.5}
+
+
+@pytest.mark.parametrize("name", ["corpus.json", "corpus.jsonl"])
+def test_json_nested_20000_deep_is_one_line(tmp_path, name):
+    # Before: RecursionError.
+    (tmp_path / name).write_text("[" * 20_000 + "]" * 20_000 + "\n")
+    path = write_yaml(tmp_path / "set.yaml", {"corpus": name, "queries": QUERIES})
+    message = raises(load_yaml_query_set, path)
+    place = f"{tmp_path / name}:1" if name.endswith("jsonl") else f"{tmp_path / name}: line 1"
+    assert message == f"{place}: invalid JSON: nested more than 500 levels deep (column 501); flatten the structure"
+
+
+def test_query_set_alias_bomb_is_refused_fast(tmp_path):
+    # Before: an 820-byte query set hung `run`.
+    bomb = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{b}: &{b} [*{a}, *{a}, *{a}, *{a}, *{a}, *{a}, *{a}, *{a}, *{a}]\n" for a, b in zip("abcdefgh", "bcdefghi")
+    )
+    path = tmp_path / "set.yaml"
+    path.write_text(bomb + "corpus: [{id: p1, text: a}]\nqueries:\n  - {id: q1, text: x, judgements: {p1: 1}, tags: *i}\n")
+    assert raises(load_yaml_query_set, path).startswith(f"{path}: line 6, column 8: invalid YAML: alias *e expands")
+
+
+def test_query_set_over_the_size_limit(tmp_path, monkeypatch):
+    path = query_set(tmp_path)
+    monkeypatch.setattr("rag_eval.datasets.query_set.MAX_DOCUMENT_BYTES", 64)
+    assert raises(load_yaml_query_set, path).startswith(f"{path}: is {path.stat().st_size} bytes, over the 64 bytes limit")
+
+
+def test_query_set_schema_unknown_keys_with_hint(tmp_path):
+    path = write_yaml(tmp_path / "set.yaml", {"corpus": [{"id": "p1", "txt": "a"}], "querys": QUERIES})
+    assert problems_of_call(load_yaml_query_set, path) == [
+        f"{path}: querys: unknown key; did you mean 'queries'? allowed: corpus, description, name, queries",
+        f"{path}: corpus[0](p1).text: required field is missing",
+        f"{path}: corpus[0](p1).txt: unknown key; did you mean 'text'? allowed: id, metadata, text, title",
+        f"{path}: queries: required field is missing",
+    ]
+
+
+def test_query_set_corpus_of_the_wrong_kind(tmp_path):
+    path = write_yaml(tmp_path / "set.yaml", {"corpus": {"p1": "a"}, "queries": QUERIES})
+    assert problems_of_call(load_yaml_query_set, path) == [f"{path}: corpus: Input should be a valid list"]
+
+
+def test_a_judged_id_with_a_newline_keeps_the_message_on_one_line(tmp_path):
+    path = tmp_path / "set.yaml"
+    path.write_text('corpus: [{id: d1, text: a}]\nqueries:\n  - {id: q1, text: x, judgements: {"a\\nb": 1, d1: 1}}\n')
+    assert problems_of_call(load_yaml_query_set, path) == [
+        (f"{path}: queries[0](q1).judgements['a\\nb']: an id holds the control character U+000A at position 2; "
+        "ids are one line of text without tabs or control characters (got 'a\\nb')")
+    ]

@@ -6,16 +6,29 @@ fix ("did you mean bm25?"). Paths in the config resolve against its folder.
 
 from __future__ import annotations
 
-import difflib
 import os
+import re
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from rag_eval.errors import ConfigError, MetricError, RagEvalError, RetrieverError
+from rag_eval.errors import ConfigError, MetricError, RetrieverError
+from rag_eval.files import MAX_CONFIG_BYTES
+from rag_eval.stats import MAX_RESAMPLES, MIN_RESAMPLES
 
+# A retriever label names its output files (<label>.json, <label>.run): no separators, no
+# "..", no spaces or control characters, nothing a file system could read differently.
 LABEL_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._+-]*$"
+LABEL_MAX = 80
+LABEL_RULE = (
+    f"a label names the files <label>.json and <label>.run: use letters, digits and . _ + - "
+    f"(starting with a letter or digit), at most {LABEL_MAX} characters"
+)
+_LABEL = re.compile(LABEL_PATTERN)
+# The default output folder's name, derived from the config's name (a label, not a path).
+_UNSAFE_IN_FOLDER_NAME = re.compile(r"[^\w.+-]+")
+FOLDER_NAME_MAX = 100
 
 
 class _Strict(BaseModel):
@@ -36,7 +49,7 @@ class DatasetSpec(_Strict):
     name: str | None = None
 
     @model_validator(mode="after")
-    def _needs_location(self) -> "DatasetSpec":
+    def _needs_location(self) -> DatasetSpec:
         if self.format == "trec" or (self.format is None and self.qrels):
             missing = [k for k in ("qrels", "queries", "corpus") if not getattr(self, k)]
             if missing:
@@ -49,9 +62,16 @@ class DatasetSpec(_Strict):
 class RetrieverSpec(_Strict):
     """One retriever to evaluate: a label, an adapter name or import string, parameters."""
 
-    label: str = Field(pattern=LABEL_PATTERN, max_length=80)
+    label: str = Field(description=LABEL_RULE)
     adapter: str
     params: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("label")
+    @classmethod
+    def _safe_label(cls, value: str) -> str:
+        if len(value) > LABEL_MAX or not _LABEL.match(value):
+            raise ValueError(LABEL_RULE)
+        return value
 
     @field_validator("adapter")
     @classmethod
@@ -93,14 +113,18 @@ class RegressionSpec(_Strict):
     gates: dict[str, GateSpec]
     retriever: str | None = None
     confidence: float = Field(default=0.95, gt=0, lt=1)
-    resamples: int = Field(default=10_000, ge=100)
-    seed: int = 0
+    # The limits of the statistics themselves, shared with the CLI's --resamples (rag_eval.stats
+    # loads scipy only when a function runs, so importing the limits is cheap).
+    resamples: int = Field(
+        default=10_000, ge=MIN_RESAMPLES, le=MAX_RESAMPLES, description="bootstrap / permutation resamples"
+    )
+    seed: int = Field(default=0, ge=0, description="random seed of the resampling (numpy needs it >= 0)")
 
 
 class RunConfig(_Strict):
     """A whole run config."""
 
-    name: str | None = None
+    name: str | None = Field(default=None, description="a label for reports; not a path (see output)")
     dataset: DatasetSpec
     retrievers: list[RetrieverSpec] = Field(min_length=1)
     metrics: list[str] = Field(min_length=1)
@@ -111,6 +135,13 @@ class RunConfig(_Strict):
     output: str | None = None
     cache_dir: str | None = None
     regression: RegressionSpec | None = None
+
+    @field_validator("name")
+    @classmethod
+    def _one_line_name(cls, value: str | None) -> str | None:
+        if value is not None and (not value.strip() or not value.isprintable()):
+            raise ValueError("a name is one line of printable text (it titles the report)")
+        return value
 
     @field_validator("metrics")
     @classmethod
@@ -127,7 +158,7 @@ class RunConfig(_Strict):
         return None if value is None else str(parse_metric(value))
 
     @model_validator(mode="after")
-    def _consistent(self) -> "RunConfig":
+    def _consistent(self) -> RunConfig:
         labels = [r.label for r in self.retrievers]
         duplicates = sorted({label for label in labels if labels.count(label) > 1})
         if duplicates:
@@ -169,95 +200,46 @@ class LoadedConfig:
 
     @property
     def name(self) -> str:
+        """The run's name: the config's ``name``, else the config file's stem."""
         return self.model.name or self.path.stem
 
     @property
     def output_dir(self) -> Path:
-        """Where report.md and results go (default: reports/<name> beside configs/)."""
+        """Where report.md and results go: ``output`` when given, else reports/<name> beside configs/.
+
+        The name is a label, never a path: the default folder is named by
+        :func:`folder_name` (``name: ../../x`` writes to reports/x).
+        """
         if self.model.output:
             return self.resolve(self.model.output)
-        return Path(os.path.normpath(self.base.parent / "reports" / self.name))
+        return Path(os.path.normpath(self.base.parent / "reports" / folder_name(self.name)))
+
+
+def folder_name(name: str) -> str:
+    """A folder name derived from a run's name: no separators, no ``..``, no leading dot.
+
+    Runs of characters other than letters, digits and ``. _ + -`` become one ``-``;
+    ``Ocean facts: v2/BM25`` becomes ``Ocean-facts-v2-BM25``.
+    """
+    slug = _UNSAFE_IN_FOLDER_NAME.sub("-", name)
+    slug = re.sub(r"\.{2,}", ".", slug).strip("-.")[:FOLDER_NAME_MAX].strip("-.")
+    return slug or "run"
 
 
 def load_config(path: str | Path) -> LoadedConfig:
     """Read and validate a run config; every problem is named in one ConfigError."""
     from rag_eval.config.loader import load_yaml
+    from rag_eval.config.messages import raise_invalid
 
     path = Path(path)
-    raw = load_yaml(path)
+    raw = load_yaml(path, "YAML run config", MAX_CONFIG_BYTES, ConfigError)
     if not isinstance(raw, dict):
         raise ConfigError(f"{path}: a run config is a mapping with keys dataset, retrievers, metrics, ...")
     try:
         model = RunConfig.model_validate(raw)
     except ValidationError as error:
-        problems = [_describe(path, item, raw) for item in error.errors()]
-        first = problems[0]
-        more = f" (and {len(problems) - 1} more; `rag-eval validate` lists all)" if len(problems) > 1 else ""
-        raise ConfigError(first + more, problems=problems) from None
+        raise_invalid(path, error, raw, RunConfig, ConfigError)
     return LoadedConfig(path, raw, model)
 
 
-def _describe(path: Path, item: dict[str, Any], raw: Any) -> str:
-    loc = [p for p in item["loc"] if p not in ("function-after[_needs_location(), DatasetSpec]",)]
-    field = _field_path(raw, loc)
-    kind = item["type"]
-    if kind == "extra_forbidden":
-        name = loc[-1]
-        parent_model = _model_at(loc[:-1])
-        allowed = sorted(parent_model.model_fields) if parent_model else []
-        guess = difflib.get_close_matches(str(name), allowed, n=1)
-        hint = f"did you mean {guess[0]!r}? " if guess else ""
-        return f"{path}: {field}: unknown key; {hint}allowed: {', '.join(allowed)}"
-    if kind == "missing":
-        return f"{path}: {field}: required field is missing"
-    error = item.get("ctx", {}).get("error")
-    if isinstance(error, RagEvalError):
-        message = str(error)
-    else:
-        message = item["msg"].removeprefix("Value error, ")
-    value = item.get("input")
-    shown = "" if isinstance(value, (dict, list)) or value is None else f" (got {value!r})"
-    return f"{path}: {field}: {message}{shown}"
-
-
-def _field_path(raw: Any, loc: list[Any]) -> str:
-    parts: list[str] = []
-    node = raw
-    for part in loc:
-        if isinstance(part, int):
-            label = None
-            if isinstance(node, list) and part < len(node) and isinstance(node[part], dict):
-                label = node[part].get("label")
-            parts.append(f"[{part}]" + (f"({label})" if label else ""))
-            node = node[part] if isinstance(node, list) and part < len(node) else None
-        else:
-            if not isinstance(part, str) or part.startswith(("function-", "literal[")):
-                continue
-            parts.append(("." if parts else "") + part)
-            node = node.get(part) if isinstance(node, dict) else None
-    return "".join(parts) or "(top level)"
-
-
-def _model_at(loc: list[Any]) -> type[BaseModel] | None:
-    model: type[BaseModel] | None = RunConfig
-    for part in loc:
-        if isinstance(part, int) or model is None:
-            continue
-        field = model.model_fields.get(part)
-        if field is None:
-            return None
-        annotation = field.annotation
-        candidates = [annotation, *getattr(annotation, "__args__", ())]
-        model = next(
-            (c for c in candidates if isinstance(c, type) and issubclass(c, BaseModel)),
-            None,
-        )
-        if model is None:
-            for c in candidates:
-                for inner in getattr(c, "__args__", ()):
-                    if isinstance(inner, type) and issubclass(inner, BaseModel):
-                        model = inner
-    return model
-
-
-__all__ = ["RunConfig", "LoadedConfig", "load_config", "ConfigError", "MetricError", "RetrieverError"]
+__all__ = ["ConfigError", "LoadedConfig", "MetricError", "RetrieverError", "RunConfig", "load_config"]

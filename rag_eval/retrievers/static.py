@@ -8,11 +8,38 @@ CI run fast with no model at all.
 
 from __future__ import annotations
 
-import json
+import math
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
+
+from pydantic import Field, model_validator
 
 from rag_eval.errors import RetrieverError
+from rag_eval.retrievers.params import AdapterParams
+
+
+class StaticParams(AdapterParams):
+    """The static adapter's parameters: exactly one of ``rankings`` and ``path``.
+
+    Checked by ``rag-eval validate`` without reading anything: the file must be a
+    readable regular file (not a folder, FIFO or device); its content is checked
+    when the retriever is built.
+    """
+
+    rankings: dict[Any, Any] | None = Field(default=None, description="inline {qid: [doc, ...]} or {qid: {doc: score}}")
+    path: str | Path | None = Field(default=None, description="a TREC run file or a JSON file of the same shapes")
+
+    @model_validator(mode="after")
+    def _one_source(self) -> StaticParams:
+        if (self.rankings is None) == (self.path is None):
+            raise RetrieverError(_ONE_SOURCE)
+        if self.path is not None:
+            _check_file(Path(self.path))
+        return self
+
+
+_ONE_SOURCE = "static: give exactly one of 'rankings' (inline) or 'path' (a TREC run or JSON file)"
 
 
 class StaticRetriever:
@@ -23,13 +50,14 @@ class StaticRetriever:
     """
 
     PATH_PARAMS = ("path",)
+    Params = StaticParams
 
     def __init__(self, rankings: Mapping[str, Any] | None = None, path: str | None = None) -> None:
         if (rankings is None) == (path is None):
-            raise RetrieverError("static: give exactly one of 'rankings' (inline) or 'path' (a TREC run or JSON file)")
-        self.path = path
+            raise RetrieverError(_ONE_SOURCE)
+        self.path = None if path is None else str(path)
         source = _load(Path(path)) if path is not None else rankings
-        self.rankings = _normalise(source, path or "rankings")
+        self.rankings = _normalise(source, self.path or "rankings")
         self._corpus: Mapping[str, Any] | None = None
         self._not_asked = 0
 
@@ -75,41 +103,94 @@ class StaticRetriever:
         return description
 
 
-def _load(path: Path) -> Any:
-    if not path.is_file():
-        raise RetrieverError(f"static: {path}: no such file")
-    if path.suffix == ".json":
-        try:
-            return json.loads(path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as error:
-            raise RetrieverError(f"static: {path}: line {error.lineno}: invalid JSON ({error.msg})") from None
-    from rag_eval.errors import InputFormatError
-    from rag_eval.trec import read_run, table_to_nested
+def _check_file(path: Path) -> None:
+    """A stored-ranking file is a readable regular file (stat only: a FIFO is never opened)."""
+    from rag_eval.files import MAX_DOCUMENT_BYTES, check_input_file
 
+    if not path.exists() and not path.is_symlink():
+        raise RetrieverError(f"static: {path}: no such file")
     try:
+        if path.suffix == ".json":
+            check_input_file(path, "JSON ranking file", MAX_DOCUMENT_BYTES, RetrieverError)
+        else:  # a TREC run is streamed: no size limit
+            check_input_file(path, "TREC run file", None, RetrieverError)
+    except RetrieverError as error:
+        raise RetrieverError(f"static: {error}") from None
+
+
+def _load(path: Path) -> Any:
+    """The stored rankings of a JSON or TREC run file, every problem as one ``static: PATH: ...`` line."""
+    from rag_eval.errors import InputFormatError
+    from rag_eval.files import MAX_DOCUMENT_BYTES, parse_json, read_text
+
+    _check_file(path)
+    try:
+        if path.suffix == ".json":
+            return parse_json(read_text(path, "JSON ranking file", MAX_DOCUMENT_BYTES, RetrieverError), path, RetrieverError)
+        from rag_eval.trec import read_run, table_to_nested
+
         return table_to_nested(read_run(path))
-    except InputFormatError as error:
+    except (RetrieverError, InputFormatError) as error:
         raise RetrieverError(f"static: {error}") from None
 
 
 def _normalise(source: Any, where: str) -> dict[str, dict[str, float]]:
+    """``{qid: {doc: score}}`` from stored rankings; ids follow the id rule, scores are finite numbers."""
     if not isinstance(source, Mapping):
         raise RetrieverError(f"static: {where}: expected a mapping of query id to a list of doc ids or {{doc: score}}")
     out: dict[str, dict[str, float]] = {}
-    for qid, ranking in source.items():
-        qid = str(qid)
+    for raw_qid, ranking in source.items():
+        qid = _id(raw_qid, where, "query id")
+        if qid in out:
+            raise RetrieverError(f"static: {where}: query {qid!r} appears twice")
         if isinstance(ranking, list):
-            docs = [str(d) for d in ranking]
+            docs = [_id(d, where, f"query {qid!r}: doc id") for d in ranking]
             if len(set(docs)) != len(docs):
-                dup = next(d for d in docs if docs.count(d) > 1)
+                seen: set[str] = set()
+                dup = next(d for d in docs if d in seen or seen.add(d))  # type: ignore[func-returns-value]
                 raise RetrieverError(f"static: {where}: query {qid!r} lists doc {dup!r} twice")
             # The first document gets the highest score: ranks are kept exactly.
             out[qid] = {doc: float(len(docs) - i) for i, doc in enumerate(docs)}
         elif isinstance(ranking, Mapping):
-            try:
-                out[qid] = {str(d): float(s) for d, s in ranking.items()}
-            except (TypeError, ValueError):
-                raise RetrieverError(f"static: {where}: query {qid!r}: scores must be numbers") from None
+            scored: dict[str, float] = {}
+            for raw_doc, score in ranking.items():
+                doc = _id(raw_doc, where, f"query {qid!r}: doc id")
+                if doc in scored:
+                    raise RetrieverError(f"static: {where}: query {qid!r} scores doc {doc!r} twice")
+                scored[doc] = _score(score, where, qid, doc)
+            out[qid] = scored
         else:
             raise RetrieverError(f"static: {where}: query {qid!r}: expected a list of doc ids or {{doc: score}}")
     return out
+
+
+def _id(value: Any, where: str, what: str) -> str:
+    from rag_eval.config.messages import shown
+    from rag_eval.datasets.values import id_from_value
+
+    try:
+        return id_from_value(value)
+    except ValueError as failure:
+        raise RetrieverError(f"static: {where}: {what}: {failure} (got {shown(value)})") from None
+
+
+def _score(value: Any, where: str, qid: str, doc: str) -> float:
+    """A stored score: a finite number (a numeric string, as some tools write JSON, is read too)."""
+    from rag_eval.datasets.values import is_plain_number
+
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)) or (
+        isinstance(value, str) and not is_plain_number(value.strip())
+    ):
+        raise RetrieverError(f"static: {where}: query {qid!r}: scores must be numbers")
+    try:
+        number = float(value)
+    except ValueError:
+        raise RetrieverError(f"static: {where}: query {qid!r}: scores must be numbers") from None
+    except OverflowError:  # an int past 1.8e308
+        number = math.inf
+    if not math.isfinite(number):
+        raise RetrieverError(
+            f"static: {where}: query {qid!r}, doc {doc!r}: score {value!r:.40} is not a finite number; "
+            "scores must be finite (NaN and infinity cannot be ranked)"
+        )
+    return number

@@ -1,0 +1,136 @@
+"""Pydantic validation errors as one-line messages: file, field path, problem, bad value, fix.
+
+One formatter for every validated input file (the run config, the YAML query
+set), so that each says ``configs/run.yaml: retrievers[0](bm25).parms: unknown
+key; did you mean 'params'? allowed: adapter, label, params`` in the same style.
+Values are shown short and on one line: a label holding a newline, or a 1 MB
+string, must not break the CLI's one-line error.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import difflib
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, NoReturn, get_args
+
+from pydantic import BaseModel, ValidationError
+
+from rag_eval.errors import RagEvalError
+
+# Keys whose value names an item of a list in a field path: retrievers[0](bm25), queries[3](q17).
+LABEL_KEYS = ("label", "id", "_id")
+SHOWN_CHARS = 60
+
+
+def raise_invalid(
+    source: str | Path, error: ValidationError, raw: Any, root: type[BaseModel], kind: type[RagEvalError]
+) -> NoReturn:
+    """Raise ``kind`` naming the first problem and counting the others (all kept in ``problems``)."""
+    problems = validation_problems(source, error, raw, root)
+    raise kind(summarise(problems), problems=problems) from None
+
+
+def summarise(problems: Sequence[str]) -> str:
+    """The first problem, and how many more `rag-eval validate` would list."""
+    more = f" (and {len(problems) - 1} more; `rag-eval validate` lists all)" if len(problems) > 1 else ""
+    return problems[0] + more
+
+
+def validation_problems(source: str | Path, error: ValidationError, raw: Any, root: type[BaseModel]) -> list[str]:
+    """Every error of ``error`` (raised validating ``raw`` as ``root``) as a one-line message."""
+    return [describe(source, item, raw, root) for item in error.errors()]
+
+
+def describe(source: str | Path, item: Any, raw: Any, root: type[BaseModel]) -> str:
+    """One pydantic error item as ``SOURCE: field.path: problem (got VALUE)``."""
+    loc = list(item["loc"])
+    field = field_path(raw, loc)
+    kind = item["type"]
+    if kind == "extra_forbidden":
+        name = loc[-1]
+        parent_model = _model_at(root, loc[:-1])
+        allowed = sorted(parent_model.model_fields) if parent_model else []
+        guess = difflib.get_close_matches(str(name), allowed, n=1)
+        hint = f"did you mean {guess[0]!r}? " if guess else ""
+        return f"{source}: {field}: unknown key; {hint}allowed: {', '.join(allowed)}"
+    if kind == "missing":
+        return f"{source}: {field}: required field is missing"
+    cause = item.get("ctx", {}).get("error")
+    message = str(cause) if isinstance(cause, RagEvalError) else item["msg"].removeprefix("Value error, ")
+    value = item.get("input")
+    got = "" if isinstance(value, (dict, list)) or value is None else f" (got {shown(value)})"
+    return f"{source}: {field}: {' '.join(message.split())}{got}"
+
+
+def shown(value: Any) -> str:
+    """``value`` for a message: short, on one line, dates as YAML wrote them."""
+    if isinstance(value, _dt.datetime):
+        return f"the date and time {value.isoformat(sep=' ')}"
+    if isinstance(value, _dt.date):
+        return f"the date {value.isoformat()}"
+    if isinstance(value, (str, int, float, bool, bytes)) or value is None:
+        text = repr(value)  # repr escapes newlines and control characters
+    else:
+        text = type(value).__name__
+    return text if len(text) <= SHOWN_CHARS else text[: SHOWN_CHARS - 3] + "..."
+
+
+def field_path(raw: Any, loc: Sequence[Any]) -> str:
+    """``retrievers[0](bm25).params`` for the location ``("retrievers", 0, "params")`` in ``raw``.
+
+    Parts that pydantic adds for its own bookkeeping (validator names, union
+    tags) are left out: they are not keys of the user's file.
+    """
+    parts: list[str] = []
+    node = raw
+    for part in loc:
+        if isinstance(part, int):
+            label = _label(node[part]) if isinstance(node, list) and part < len(node) else None
+            parts.append(f"[{part}]" + (f"({label})" if label else ""))
+            node = node[part] if isinstance(node, list) and part < len(node) else None
+            continue
+        if not isinstance(part, str) or part.startswith(("function-", "literal[", "<")) or part == "[key]":
+            continue  # pydantic's own parts: validator names, union tags, "this dict key"
+        if isinstance(node, list):
+            continue
+        # A key that is not short printable text (a doc id with a newline) is shown quoted.
+        simple = part.isprintable() and " " not in part and 0 < len(part) <= SHOWN_CHARS
+        parts.append((("." if parts else "") + part) if simple else f"[{shown(part)}]")
+        node = node.get(part) if isinstance(node, dict) else None
+    return "".join(parts) or "(top level)"
+
+
+def _label(item: Any) -> str | None:
+    if not isinstance(item, dict):
+        return None
+    for key in LABEL_KEYS:
+        value = item.get(key)
+        if isinstance(value, str) and value.isprintable() and 0 < len(value) <= 40:
+            return value
+        if isinstance(value, (str, int)) and not isinstance(value, bool):
+            return shown(value)
+    return None
+
+
+def _model_at(root: type[BaseModel], loc: Sequence[Any]) -> type[BaseModel] | None:
+    """The model whose keys are allowed at ``loc`` (for "allowed: ..." in unknown-key errors)."""
+    model: type[BaseModel] | None = root
+    for part in loc:
+        if model is None:
+            return None
+        field = model.model_fields.get(part) if isinstance(part, str) else None
+        if field is not None:
+            model = _first_model(field.annotation)
+    return model
+
+
+def _first_model(annotation: Any) -> type[BaseModel] | None:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for argument in get_args(annotation):
+        found = _first_model(argument)
+        if found is not None:
+            return found
+    return None
