@@ -2,6 +2,8 @@
 
     python benchmarks/bench_metrics.py            # full sizes (about 20 minutes, ~6 GiB RAM at most)
     python benchmarks/bench_metrics.py --quick    # small sizes, a smoke test (well under a minute)
+    python benchmarks/bench_metrics.py --cases 10000x300 --only files --tools rag_eval \
+        --line-orders sorted,shuffled,reversed --repeats 3   # does the order of a run's lines matter?
 
 Synthetic data (deterministic from --seed) is generated once under
 benchmarks/.data/: per query a ranked list of documents drawn from a shared
@@ -39,7 +41,6 @@ import gc
 import json
 import os
 import platform
-import resource
 import shutil
 import subprocess
 import sys
@@ -55,6 +56,10 @@ CORPUS_SIZE = 8_841_823  # MS MARCO passage ids; doc ids are "d%07d"
 
 FULL_CASES = [(10_000, 100), (10_000, 1_000), (100_000, 100), (10_000, 300)]
 QUICK_CASES = [(1_000, 100), (1_000, 300)]
+# How a run file's lines are ordered: as retrievers write them (each query's documents together,
+# best first), all lines shuffled (queries interleaved, scores in no order), or the whole file
+# reversed (each query's documents worst first). trec_eval ignores the order; so must the speed.
+LINE_ORDERS = ("sorted", "shuffled", "reversed")
 
 # (label, rag_eval names, pytrec_eval measures, pytrec_eval keys, ranx names)
 METRIC_SETS = {
@@ -103,7 +108,7 @@ def generate(n: int, depth: int, seed: int) -> dict[str, np.ndarray]:
     q_parts, d_parts, g_parts = [], [], []
     for q in range(n):
         m = int(counts[q])
-        m_ret = int(round(m * 0.6))
+        m_ret = round(m * 0.6)
         ranks = np.unique((depth * rng.random(m_ret * 2) ** 2.5).astype(np.int64))[:m_ret]
         other = rng.integers(0, CORPUS_SIZE, size=m - ranks.size)
         judged = np.concatenate((docs[q, ranks], other))
@@ -167,6 +172,42 @@ def write_files(n: int, depth: int, seed: int, data: dict[str, np.ndarray]) -> t
                 )
         tmp.rename(run_path)
     return qrels_path, run_path
+
+
+def reorder_lines(run_path: Path, order: str, seed: int) -> Path:
+    """The run file with its lines in ``order`` (a copy next to it; "sorted" is the file itself).
+
+    Written by a child process: a parent grown by the whole file would pass its peak RSS on
+    to every process it starts afterwards (Linux keeps the larger max RSS across exec).
+    """
+    if order == "sorted":
+        return run_path
+    path = run_path.with_name(f"{run_path.stem}-{order}.run")
+    if not path.exists():
+        job = json.dumps([str(run_path), order, seed, str(path)])
+        subprocess.run([sys.executable, __file__, "--reorder", job], check=True)
+    return path
+
+
+def write_reordered(run_path: Path, order: str, seed: int, path: Path) -> None:
+    """Write ``path``: the lines of ``run_path`` in ``order``."""
+    data = np.fromfile(run_path, dtype=np.uint8)
+    ends = np.flatnonzero(data == 10) + 1
+    starts = np.concatenate(([0], ends[:-1]))
+    lines = np.arange(ends.size)
+    if order == "shuffled":
+        lines = np.random.default_rng([seed, 7]).permutation(ends.size)
+    elif order == "reversed":
+        lines = lines[::-1]
+    else:
+        raise ValueError(f"unknown line order {order!r}; one of {', '.join(LINE_ORDERS)}")
+    tmp = path.with_suffix(".tmp")
+    with tmp.open("wb") as out:
+        raw = data.tobytes()
+        for block in range(0, lines.size, 100_000):
+            chosen = lines[block : block + 100_000].tolist()
+            out.write(b"".join(raw[starts[i] : ends[i]] for i in chosen))
+    tmp.rename(path)
 
 
 def build_dicts(data: dict[str, np.ndarray]) -> tuple[dict, dict]:
@@ -375,12 +416,12 @@ def max_diff(a: dict, b: dict) -> float:
 
 
 def versions() -> str:
-    from importlib.metadata import version
+    from importlib.metadata import PackageNotFoundError, version
 
     def v(name: str) -> str:
         try:
             return version(name)
-        except Exception:
+        except PackageNotFoundError:
             return "n/a"
 
     return (
@@ -403,18 +444,28 @@ def main() -> int:
     parser.add_argument("--cases", help="comma-separated n x depth, e.g. 10000x100,100000x100")
     parser.add_argument("--only", choices=("memory", "files"), help="run only one of the two tables")
     parser.add_argument("--tools", default="rag_eval,ranx,pytrec_eval")
+    parser.add_argument("--line-orders", default="sorted",
+                        help=f"comma-separated orders of the run file's lines for the files table: {', '.join(LINE_ORDERS)}")
+    parser.add_argument("--repeats", type=int, help="whole-process runs per tool in the files table (best is kept)")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
+    parser.add_argument("--reorder", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
         print(json.dumps(worker_memory(*json.loads(args.worker))))
+        return 0
+    if args.reorder:
+        run_path, order, seed, path = json.loads(args.reorder)
+        write_reordered(Path(run_path), order, seed, Path(path))
         return 0
 
     cases = QUICK_CASES if args.quick else FULL_CASES
     if args.cases:
         cases = [tuple(int(x) for x in c.split("x")) for c in args.cases.split(",")]
     tools = args.tools.split(",")
+    line_orders = args.line_orders.split(",")
     print(f"<!-- {versions()}; niceness {os.nice(0)}; load average at start {os.getloadavg()} -->", flush=True)
     memory_rows, file_rows, failures = [], [], []
+    order_walls: dict[str, dict[str, float]] = {}  # "case | metrics" -> line order -> rag_eval seconds
     for n, depth in cases:
         t0 = time.perf_counter()
         data = generate(n, depth, args.seed)
@@ -437,10 +488,16 @@ def main() -> int:
                 # run takes up to a minute.
                 small = size_mib < 150
                 repeats = {t: 5 if t == "rag_eval" or (small and t == "pytrec_eval") else 3 if small else 2 for t in tools}
-                res = file_measures(tools, qrels_path, run_path, metric_set, repeats)
-                check = _check(label + " (files)", res, failures)
-                file_rows.append((label, size_mib, res, check))
-                print(f"<!-- {label} files: {json.dumps(res)} -->", flush=True)
+                if args.repeats:
+                    repeats = dict.fromkeys(tools, args.repeats)
+                for order in line_orders:
+                    ordered_label = label if line_orders == ["sorted"] else f"{case_name(n, depth)}, {order} | {metric_set}"
+                    res = file_measures(tools, qrels_path, reorder_lines(run_path, order, args.seed), metric_set, repeats)
+                    check = _check(ordered_label + " (files)", res, failures)
+                    file_rows.append((ordered_label, size_mib, res, check))
+                    if "rag_eval" in res:
+                        order_walls.setdefault(label, {})[order] = res["rag_eval"]["wall"]
+                    print(f"<!-- {ordered_label} files: {json.dumps(res)} -->", flush=True)
         gc.collect()
 
     print()
@@ -481,6 +538,17 @@ def main() -> int:
                 f"| {label} | {size:.0f} | {fmt_s(r['wall']) if r else '-'} | {fmt_s(x['wall']) if x else '-'} | "
                 f"{fmt_s(p['wall']) if p else '-'} | {vs_ranx} | {vs_pytrec} | {rss} | {ratio} | {check} |"
             )
+    if len(line_orders) > 1:
+        print()
+        print("Line order of the run file (rag_eval, whole process, seconds; ratio to the sorted file):")
+        print()
+        print("| case | metrics | " + " | ".join(line_orders) + " |")
+        print("|---|---|" + "---:|" * len(line_orders))
+        for label, walls in order_walls.items():
+            base = walls.get("sorted")
+            cells = [f"{fmt_s(walls[o])}" + (f" ({walls[o] / base:.2f}x)" if base and o != "sorted" else "")
+                     for o in line_orders]
+            print(f"| {label} | " + " | ".join(cells) + " |")
     if failures:
         print()
         for line in failures:

@@ -1,4 +1,4 @@
-"""Allocator tuning for the ``rag-eval`` process (the command line only, never on import).
+"""Allocator tuning for ``rag-eval evaluate`` (called by that command only, never on import).
 
 numpy allocates and frees a temporary array for nearly every operation. With
 glibc's defaults, blocks from about 128 KiB up are mapped fresh from the kernel

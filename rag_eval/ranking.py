@@ -11,13 +11,20 @@ comparing the strings is comparing their UTF-8 bytes.
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 import numpy as np
+
+RULE = "score descending, then id descending (UTF-8 bytes), as trec_eval"
 
 
 def _key(item: tuple[str, float]) -> tuple[float, str]:
     return (item[1], item[0])
+
+
+def outranks(doc: str, score: float, other: str, other_score: float) -> bool:
+    """Whether ``doc`` with ``score`` comes before ``other`` with ``other_score`` (the rule above)."""
+    return _key((doc, score)) > _key((other, other_score))
 
 
 def ranked(scores: Mapping[str, float]) -> list[tuple[str, float]]:
@@ -35,7 +42,7 @@ def top_k(scores: Mapping[str, float], k: int) -> dict[str, float]:
     return dict(ranked(scores)[:k])
 
 
-def id_rank(ids: "np.ndarray | list[str]") -> np.ndarray:
+def id_rank(ids: np.ndarray | list[str]) -> np.ndarray:
     """Each id's position in ascending byte order (int64), for vectorised tie-breaking.
 
     ``lexsort((-id_rank[cols], -scores))`` then orders columns by the rule above.

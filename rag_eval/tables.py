@@ -6,42 +6,44 @@ columns is also where input is checked: a NaN score, a non-numeric grade or the
 same document twice in one query is an error naming the query and the document.
 
 Doc ids are held either as Python strings (``docs``, from dicts and DataFrames)
-or, for tables read from files, packed into ``doc_words``: the UTF-8 bytes of
-each id in little-endian uint64 words, zero padded. Rows are matched on a
-64-bit hash of (query, doc id) and every match is then confirmed on the ids
-themselves, so a hash collision can cost time but never change a result.
+or, for tables read from files, as :class:`~rag_eval.packed_ids.PackedIds`
+(``packed_docs``: the UTF-8 bytes of each id in uint64 words, ids of any length).
+Rows are matched on a 64-bit hash of (query, doc id) and every match is then
+confirmed on the ids themselves, so a hash collision can cost time but never
+change a result.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from collections.abc import Mapping as AbcMapping
 from dataclasses import dataclass
 from itertools import chain, islice
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import numpy as np
 
 from rag_eval.errors import InputFormatError
+from rag_eval.packed_ids import PackedIds
+from rag_eval.ranking import id_rank
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-_M1 = np.uint64(0xFF51AFD7ED558CCD)
-_M2 = np.uint64(0xC4CEB9FE1A85EC53)
-_S33 = np.uint64(33)
 _SCRATCH_ROWS = 1 << 16  # rows per step where a whole-length temporary would add to the peak memory
 _LOOKUP_BLOCK_ROWS = 1 << 20  # judgements looked up at once (sorted within a block for locality)
+_FIXED_WIDTH_CHARS = 1 << 22  # byte_order_keys copies str ids to one fixed width up to this many characters
 
 
 class FlatTable:
     """Rows of (query, doc id, value); ``query_codes`` index into ``query_keys``.
 
     For a run the value is the retrieval score, for judgements the grade. Doc ids
-    are ``docs`` (object array of str) or ``doc_words`` (packed UTF-8, see the
-    module docstring); ``docs`` is decoded from the words on first use.
+    are ``docs`` (object array of str) or ``packed_docs`` (packed UTF-8, see the
+    module docstring); ``docs`` is decoded from the packed ids on first use.
     ``locate_error``, when given, re-reads the source and raises an error naming
     the exact place of a problem found later (a duplicate pair).
     """
 
-    __slots__ = ("query_keys", "query_codes", "values", "doc_words", "_docs", "_doc_source", "locate_error", "_cache")
+    __slots__ = ("_cache", "_doc_source", "_docs", "locate_error", "packed_docs", "query_codes", "query_keys", "values")
 
     def __init__(
         self,
@@ -50,29 +52,37 @@ class FlatTable:
         docs: np.ndarray | None = None,
         values: np.ndarray | None = None,
         *,
-        doc_words: np.ndarray | None = None,
+        packed_docs: PackedIds | None = None,
         doc_hashes: np.ndarray | None = None,
         doc_source: Callable[[], np.ndarray] | None = None,
         locate_error: Callable[[], None] | None = None,
+        all_keys_have_rows: bool = False,
     ) -> None:
-        if docs is None and doc_words is None and doc_source is None:
-            raise ValueError("FlatTable needs docs, doc_words or doc_source")
+        if docs is None and packed_docs is None and doc_source is None:
+            raise ValueError("FlatTable needs docs, packed_docs or doc_source")
         self.query_keys = query_keys
         self.query_codes = query_codes
         self.values = values if values is not None else np.empty(0)
-        self.doc_words = doc_words
+        self.packed_docs = packed_docs
         self._docs = docs
         self._doc_source = doc_source
         self.locate_error = locate_error
         self._cache: dict = {}
-        if doc_hashes is not None:  # hash_words(doc_words), computed while the words were at hand
-            self._cache[("hash", "words")] = doc_hashes
+        if doc_hashes is not None:  # packed_docs.hashes(), computed while the words were at hand
+            self._cache[("hash", "packed")] = doc_hashes
+        if all_keys_have_rows:  # every query key has a row (the keys came from the rows)
+            self._cache["all_keys_have_rows"] = True
 
     @property
     def docs(self) -> np.ndarray:
         """Doc ids as an object array of str."""
         if self._docs is None:
-            self._docs = self._doc_source() if self.doc_words is None else unpack_ids(self.doc_words)
+            if self.packed_docs is not None:
+                self._docs = self.packed_docs.decode()
+            elif self._doc_source is not None:
+                self._docs = self._doc_source()
+            else:  # pragma: no cover - the constructor requires one of the three
+                raise ValueError("FlatTable has no doc ids")
         return self._docs
 
     def __len__(self) -> int:
@@ -90,10 +100,10 @@ def from_nested(data: Mapping[Any, Mapping[Any, Any]], what: str) -> FlatTable:
     if not isinstance(data, AbcMapping):
         raise InputFormatError(f"{what}: expected a mapping {{query_id: {{doc_id: value}}}}, got {type(data).__name__}")
     inner = list(data.values())
-    for qid, docs in zip(data, inner):
-        if type(docs) is not dict and not isinstance(docs, AbcMapping):
+    for qid, per_query in zip(data, inner):
+        if type(per_query) is not dict and not isinstance(per_query, AbcMapping):
             raise InputFormatError(
-                f"{what}: query {qid!r}: expected a mapping {{doc_id: value}}, got {type(docs).__name__}"
+                f"{what}: query {qid!r}: expected a mapping {{doc_id: value}}, got {type(per_query).__name__}"
             )
     query_keys = [_as_id(q) for q in data]
     lengths = np.fromiter(map(len, inner), dtype=np.int64, count=len(inner))
@@ -164,68 +174,19 @@ def check_values(table: FlatTable, what: str) -> None:
 
 def check_unique_pairs(table: FlatTable, what: str) -> None:
     """Reject the same document twice for one query (trec_eval refuses it too)."""
-    pair_index(table, "words" if table.doc_words is not None else "str", what)
+    pair_index(table, "packed" if table.packed_docs is not None else "str", what)
 
 
-# ---- packed ids ------------------------------------------------------------------------
-
-
-def pack_ids(ids: Any) -> np.ndarray:
-    """Doc ids (str) -> (n, W) uint64 words of their UTF-8 bytes, zero padded."""
-    encoded = np.array([s.encode("utf-8") for s in ids], dtype=bytes)
-    n = encoded.size
-    width = max(1, -(-encoded.dtype.itemsize // 8))
-    out = np.zeros((n, width), dtype=np.uint64)
-    if n:
-        raw = out.view(np.uint8).reshape(n, width * 8)
-        raw[:, : encoded.dtype.itemsize] = encoded.view(np.uint8).reshape(n, encoded.dtype.itemsize)
-    return out
-
-
-def unpack_ids(words: np.ndarray) -> np.ndarray:
-    """Inverse of :func:`pack_ids`: an object array of str."""
-    n, width = words.shape
-    raw = np.ascontiguousarray(words).view(f"S{width * 8}").reshape(n)
-    return np.array([b.decode("utf-8") for b in raw.tolist()], dtype=object)
-
-
-def widen(words: np.ndarray, width: int) -> np.ndarray:
-    """``words`` with zero words appended up to ``width`` columns."""
-    if words.shape[1] >= width:
-        return words
-    out = np.zeros((words.shape[0], width), dtype=np.uint64)
-    out[:, : words.shape[1]] = words
-    return out
-
-
-def _mix(x: np.ndarray) -> np.ndarray:
-    """murmur3's 64-bit finaliser (a bijection with good avalanche), in place."""
-    x ^= x >> _S33
-    x *= _M1
-    x ^= x >> _S33
-    x *= _M2
-    x ^= x >> _S33
-    return x
-
-
-def hash_words(words: np.ndarray) -> np.ndarray:
-    """64-bit hash of packed ids, the same whatever zero padding follows an id."""
-    h = _mix(words[:, 0].copy())
-    for j in range(1, words.shape[1]):
-        column = words[:, j]
-        nonzero = column != 0
-        if nonzero.any():
-            h = np.where(nonzero, _mix(h ^ column), h)
-    return h
+# ---- hashing and matching (query, doc) pairs -------------------------------------------
 
 
 def doc_hashes(table: FlatTable, kind: str, rows: np.ndarray | None = None) -> np.ndarray:
-    """64-bit hash of each row's doc id (``kind`` "words" or "str")."""
+    """64-bit hash of each row's doc id (``kind`` "packed" or "str")."""
     cached = table._cache.get(("hash", kind))
     if cached is not None:
         return cached if rows is None else cached[rows]
-    if kind == "words":
-        return hash_words(table.doc_words if rows is None else table.doc_words[rows])
+    if kind == "packed":
+        return _packed(table).hashes(rows)
     dicts = table._cache.get("dicts")
     if rows is None and dicts is not None and table._docs is None:
         # str caches its hash; walking the dicts is faster than walking an object array.
@@ -290,7 +251,7 @@ def _check_repeats(table: FlatTable, index: PairIndex, what: str) -> None:
     mask = np.uint64((1 << index.shift) - 1)
     rows = np.unique(np.concatenate((index.keys[same], index.keys[same + 1])) & mask).astype(np.int64)
     codes = table.query_codes[rows].tolist()
-    docs = table.docs[rows].tolist() if index.kind == "str" else [bytes(w) for w in table.doc_words[rows]]
+    docs = table.docs[rows].tolist() if index.kind == "str" else _packed(table).to_bytes(rows)
     seen: dict[tuple, int] = {}
     repeated = []
     for row, code, doc in zip(rows.tolist(), codes, docs):
@@ -388,7 +349,8 @@ def _find_pairs_block(
         theirs_row = np.array([position if other_rows is None else int(other_rows[position])])
         while j < index.keys.size and (index.keys[j] & high) == needle:
             row = np.array([int(index.keys[j] & low)])
-            if table.query_codes[row[0]] == query_codes[position] and same_ids(table, row, other, theirs_row, index.kind)[0]:
+            same_query = table.query_codes[row[0]] == query_codes[position]
+            if same_query and same_ids(table, row, other, theirs_row, index.kind)[0]:
                 extra_where.append(position)
                 extra_mine.append(int(row[0]))
                 break
@@ -403,27 +365,29 @@ def same_ids(a: FlatTable, rows_a: np.ndarray, b: FlatTable, rows_b: np.ndarray,
     """Whether doc ``a[rows_a]`` equals doc ``b[rows_b]``, elementwise."""
     if kind == "str":
         return np.asarray(a.docs[rows_a] == b.docs[rows_b], dtype=bool)
-    if a.doc_words.shape[1] == 1 and b.doc_words.shape[1] == 1:
-        return a.doc_words[rows_a, 0] == b.doc_words[rows_b, 0]
-    width = max(a.doc_words.shape[1], b.doc_words.shape[1])
-    wa, wb = widen(a.doc_words[rows_a], width), widen(b.doc_words[rows_b], width)
-    return (wa == wb).all(axis=1)
+    return _packed(a).equal(rows_a, _packed(b), rows_b)
+
+
+def _packed(table: FlatTable) -> PackedIds:
+    """The table's packed doc ids (the join packs both sides before it compares them packed)."""
+    if table.packed_docs is None:  # pragma: no cover - a caller's mistake, not the user's
+        raise ValueError("this table's doc ids are not packed")
+    return table.packed_docs
 
 
 def byte_order_keys(table: FlatTable, rows: np.ndarray) -> np.ndarray:
-    """Rank of each row's doc id in byte order (UTF-8, as C's strcmp) among ``rows``."""
-    if table.doc_words is not None:
-        words = table.doc_words[rows]
-        big_endian = words.byteswap()
-        order = np.lexsort(big_endian.T[::-1])
-        ranked = big_endian[order]
-        new = np.ones(order.size, dtype=bool)
-        new[1:] = (ranked[1:] != ranked[:-1]).any(axis=1)
-        rank = np.empty(order.size, dtype=np.int64)
-        rank[order] = np.cumsum(new) - 1
-        return rank
+    """Rank of each row's doc id in ascending byte order (UTF-8, as C's strcmp) among ``rows``.
+
+    This is the tie-break of rag_eval.ranking (equal scores: id descending), done on
+    many rows at once; tests/test_kernels.py checks it against ``ranking.ranked_ids``.
+    """
+    if table.packed_docs is not None:
+        return table.packed_docs.byte_rank(rows)
     # Comparing str by code point is the same as comparing their UTF-8 bytes.
-    _, rank = np.unique(table.docs[rows].astype(str), return_inverse=True)
+    ids = table.docs[rows]
+    if ids.size and ids.size * max(map(len, ids)) > _FIXED_WIDTH_CHARS:
+        return id_rank(ids)  # long ids: no fixed-width copy of them all at the longest's width
+    _, rank = np.unique(ids.astype(str), return_inverse=True)
     return rank.ravel().astype(np.int64)
 
 

@@ -1,66 +1,131 @@
-"""TREC qrels and run files: fast reading, exact error locations, atomic writing.
+"""TREC qrels and run files (and BEIR qrels): fast reading, exact error locations, writing.
 
-qrels: ``qid iter doc_id grade``; run: ``qid Q0 doc_id rank score tag``, fields
-separated by any whitespace (fields after a run's tag are ignored, as trec_eval
-does). Files are parsed with numpy, without pandas (see the fast reader below);
-when a check fails, the file is scanned again line by line so that the error
+qrels: ``qid iter doc_id grade``; run: ``qid Q0 doc_id rank score tag``; BEIR
+qrels: a header ``query-id corpus-id score``, then ``qid doc_id grade``. As in
+trec_eval, fields are separated by ASCII whitespace only (space, tab, \\v, \\f): a
+non-breaking space or any other character is part of an id; fields after a run's
+tag are ignored. Ids may be of any length and hold any UTF-8 text except control
+characters (rag_eval.ids). Lines end with \\n or \\r\\n; a carriage return anywhere
+else is an error, because trec_eval reads a file with CR-only line endings as one
+line. A leading UTF-8 byte-order mark is not part of the content.
+
+Files are parsed with numpy (see the fast reader below); a file the fast reader
+cannot take, or in which it finds a problem, is read line by line, and that reader
 names the exact line and what is wrong with it.
 """
 
 from __future__ import annotations
 
 import math
-from itertools import chain
+import mmap
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping
 
 import numpy as np
 
 from rag_eval.errors import InputFormatError
-from rag_eval.tables import FlatTable, check_unique_pairs, check_values, hash_words
+from rag_eval.fast_numbers import NotANumber, is_overflow, number_or_none, parse_numbers
+from rag_eval.files import BOM, check_input_file
+from rag_eval.ids import id_problem
+from rag_eval.packed_ids import PackedIds
+from rag_eval.ranking import ranked, ranked_ids
+from rag_eval.tables import FlatTable, check_unique_pairs, check_values
 
-QRELS_COLUMNS = ("qid", "iter", "doc_id", "grade")
-RUN_COLUMNS = ("qid", "q0", "doc_id", "rank", "score", "tag")
+# ``trec.ranked_doc_ids`` is ranking.ranked_ids (kept here for the modules that import it from trec).
+ranked_doc_ids = ranked_ids
+
+
+@dataclass(frozen=True)
+class Layout:
+    """One line format: its columns, where the doc id and the value are, what it holds."""
+
+    name: str  # "TREC qrels", "TREC run", "BEIR qrels"
+    what: str  # "judgements" or "run" (the checks of rag_eval.tables)
+    columns: tuple[str, ...]
+    doc_index: int
+    value_index: int
+    header: tuple[bytes, ...] = ()  # a first line that must be exactly these fields
+    extra_fields: bool = False  # fields after the last column are ignored (a run's tag)
+
+    @property
+    def value_label(self) -> str:
+        return "grade" if self.what == "judgements" else "score"
+
+
+TREC_QRELS = Layout("TREC qrels", "judgements", ("qid", "iter", "doc_id", "grade"), 2, 3)
+TREC_RUN = Layout("TREC run", "run", ("qid", "Q0", "doc_id", "rank", "score", "tag"), 2, 4, extra_fields=True)
+BEIR_QRELS = Layout(
+    "BEIR qrels", "judgements", ("query-id", "corpus-id", "score"), 1, 2, header=(b"query-id", b"corpus-id", b"score")
+)
 
 
 def read_qrels(path: str | Path) -> FlatTable:
     """Read a TREC qrels file into judgement columns."""
-    return _read(Path(path), QRELS_COLUMNS, value_index=3, what="judgements")
+    return read_table(path, TREC_QRELS)
 
 
 def read_run(path: str | Path) -> FlatTable:
     """Read a TREC run file into run columns (the rank column is ignored)."""
-    return _read(Path(path), RUN_COLUMNS, value_index=4, what="run")
+    return read_table(path, TREC_RUN)
 
 
-def _read(path: Path, columns: tuple[str, ...], value_index: int, what: str) -> FlatTable:
-    if not path.is_file():
-        raise InputFormatError(f"{path}: no such file")
+def read_beir_qrels(path: str | Path) -> FlatTable:
+    """Read BEIR qrels (a ``query-id corpus-id score`` header, then ``qid doc_id grade`` lines)."""
+    return read_table(path, BEIR_QRELS)
 
-    def locate_error() -> None:
-        _scan_for_error(path, columns, value_index, what)
 
+def qrels_layout(path: str | Path) -> Layout:
+    """BEIR_QRELS when the file's first line is the BEIR header ``query-id corpus-id score``, else TREC_QRELS."""
+    path = check_input_file(path, "qrels file")
+    fields: list[bytes] = []
     try:
-        try:
-            keys, codes, words, values, hashes = _parse_fast(path, len(columns), value_index)
-        except _Irregular:
-            keys, codes, words, values = _parse_lines(path, columns, value_index, what)
-            hashes = None
-    except (UnicodeDecodeError, _Irregular):
-        locate_error()
-        raise InputFormatError(f"{path}: cannot be read as a TREC {what} file") from None
-    if values.size == 0:
-        if what == "judgements":
-            raise InputFormatError(f"{path}: holds no judgements; expected lines 'qid iter doc_id grade'")
-        return FlatTable([], np.empty(0, np.int64), np.empty(0, object), np.empty(0))
-    table = FlatTable(keys, codes, values=values, doc_words=words, doc_hashes=hashes, locate_error=locate_error)
-    table._cache["all_keys_have_rows"] = True  # the keys come from the rows
+        with path.open("rb") as handle:
+            for _ in range(100):  # the first line that is not blank
+                fields = handle.readline(4096).removeprefix(BOM).split()
+                if fields or handle.peek(1) == b"":
+                    break
+    except OSError as failure:
+        raise InputFormatError(f"{path}: cannot be read ({failure.strerror or failure})") from None
+    return BEIR_QRELS if fields[:1] == [b"query-id"] else TREC_QRELS
+
+
+def read_judgements(path: str | Path) -> tuple[FlatTable, Layout]:
+    """Read TREC or BEIR qrels, whichever the content is (see :func:`qrels_layout`)."""
+    layout = qrels_layout(path)
+    return read_table(path, layout), layout
+
+
+def read_table(path: str | Path, layout: Layout) -> FlatTable:
+    """Read a file of ``layout`` into a checked :class:`FlatTable`.
+
+    Every problem is an :class:`InputFormatError` of one line naming the file and,
+    where there is one, the line.
+    """
+    path = check_input_file(path, f"{layout.name} file")
     try:
-        check_values(table, what)
-        check_unique_pairs(table, what)
+        table = _read_fast(path, layout)
+    except _Irregular:
+        table = _read_lines(path, layout)  # raises a located error, or reads the irregular layout
+    if not len(table):
+        if layout.what == "judgements":
+            raise InputFormatError(
+                f"{path}: holds no judgements; expected lines '{' '.join(layout.columns)}'"
+                + (" after the header" if layout.header else "")
+            )
+        return table
+    try:
+        check_values(table, layout.what)
+        check_unique_pairs(table, layout.what)
     except InputFormatError as error:
-        locate_error()
+        _read_lines(path, layout)  # names the line
         raise InputFormatError(f"{path}: {error}") from None
+
+    # A problem found later (a repeated pair, when the run is hashed another way) is named too.
+    def locate_error() -> None:
+        _read_lines(path, layout)
+
+    table.locate_error = locate_error
     return table
 
 
@@ -69,100 +134,132 @@ def _read(path: Path, columns: tuple[str, ...], value_index: int, what: str) -> 
 # The file is mapped into memory and cut into chunks of whole lines. A chunk in the
 # usual layout (one space or tab between fields, one newline after each line) is
 # parsed with a few numpy passes: the positions of all separators give every field's
-# start and end; ids are packed into uint64 words and numbers are parsed eight
-# characters at a time (SWAR) exactly as strtod would. Anything else (blank lines,
-# runs of spaces, carriage returns, extra fields, exotic numbers) is handed to the
-# line-by-line reader, which is slower but follows the same rules.
+# start and end; ids are packed into uint64 words (rag_eval.packed_ids: an id takes
+# as many words as it needs) and numbers are parsed eight characters at a time
+# (rag_eval.fast_numbers) exactly as strtod would. Anything else (blank lines, runs
+# of spaces, control characters, extra fields, a bad number, a value to refuse) is
+# handed to the line-by-line reader, which is slower but follows the same rules and
+# names the line of a problem.
 
 _CHUNK_BYTES = 1 << 21  # the largest chunk
 _FRONT = 16  # readable bytes before a chunk (numbers are read as the 8 bytes that end them)
-_PAD = 32  # readable bytes after a chunk, so that 16-byte windows never run off its end
-
-_U64 = np.uint64
-_ONE = _U64(1)
-_ALL = _U64(2**64 - 1)
-_BYTE_INDEX = _U64(0x0001020304050607)  # (1 << 8k) * this >> 56 == k
-_ONES = _U64(0x0101010101010101)
-_HIGHS = _U64(0x8080808080808080)
-_DOTS = _U64(0x2E2E2E2E2E2E2E2E)
-_ZEROS = _U64(0x3030303030303030)
-_SEVENS = _U64(0x7676767676767676)
-_LANES = (_U64(0x00FF00FF00FF00FF), _U64(0x0000FFFF0000FFFF), _U64(0x00000000FFFFFFFF))
-_KEEP_LOW = np.array([(1 << (8 * k)) - 1 for k in range(8)] + [2**64 - 1], dtype=_U64)  # low k bytes
-_POW10_INT = np.array([10**k for k in range(17)], dtype=_U64)
-_POW10 = np.array([10.0**k for k in range(23)])  # exact in float64
-_EXACT = _U64(2**53)  # integers below this are exact in float64
+_PAD = 32  # readable bytes after a chunk: a word read at a token's last byte stays inside
 
 
 class _Irregular(Exception):
-    """The file is not in the layout the fast reader handles."""
+    """The file is not in the layout the fast reader handles (or holds a problem to locate)."""
 
 
-def _parse_fast(path: Path, ncols: int, value_index: int) -> tuple:
-    """(query keys, query codes, doc words, values, doc hashes) of a TREC file, or :class:`_Irregular`."""
-    import mmap
+@dataclass
+class _Chunk:
+    """What one chunk of lines gives: its query groups and (when wide) its doc ids."""
 
+    group_starts: np.ndarray  # first line of each run of lines with the same query id
+    group_codes: np.ndarray  # code of each group's query among ``queries``
+    queries: PackedIds  # the chunk's distinct query ids, in order of first appearance
+    rows: int
+    docs: PackedIds | None  # None: every doc id fits one word (written to the shared array)
+
+
+def _read_fast(path: Path, layout: Layout) -> FlatTable:
+    """The table of a file in the usual layout, or :class:`_Irregular`."""
     size = path.stat().st_size
     if size == 0:
-        return [], np.empty(0, np.int32), np.zeros((0, 1), np.uint64), np.empty(0), np.empty(0, np.uint64)
-    with path.open("rb") as handle:
-        mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+        return _empty_table()
     try:
-        data = np.frombuffer(mapped, dtype=np.uint8)
-        # Chunks of about 1/32 of the file (within limits): their temporary arrays then
-        # stay small next to the columns, however large or small the file is.
-        chunk_bytes = min(max(size // 32, _CHUNK_BYTES // 8), _CHUNK_BYTES)
-        bounds = []
-        start = 0
-        while start < size:
-            end = min(start + chunk_bytes, size)
-            if end < size:
-                newline = mapped.find(b"\n", end - 1)
-                end = size if newline < 0 else newline + 1
-            bounds.append((start, end))
-            start = end
-        page = mmap.PAGESIZE
-
-        def release(ab: tuple[int, int]) -> None:
-            # Parsed lines are not needed again: drop their pages from this process (they stay
-            # in the page cache), so that memory holds the columns, not the whole file too.
-            lo, hi = -(-ab[0] // page) * page, ab[1] // page * page  # whole pages inside
-            if hi > lo and hasattr(mapped, "madvise"):
-                mapped.madvise(mmap.MADV_DONTNEED, lo, hi - lo)
-
-        # First the lines of each chunk, so that every chunk writes its values straight into
-        # the table's columns (no second copy of them in memory).
-        # Pages are let go as soon as counted: the file is never mapped whole.
-        counts = _map_chunks(lambda ab: int(np.count_nonzero(data[ab[0] : ab[1]] == 10)), bounds, release)
-        counts[-1] += int(data[size - 1] != 10)
-        offsets = np.cumsum([0] + counts).tolist()
-        values = np.empty(offsets[-1], dtype=np.float64)
-        hashes = np.empty(offsets[-1], dtype=np.uint64)
-        words = np.empty((offsets[-1], 1), dtype=np.uint64)  # ids of up to 8 bytes go straight here
-        tasks = [(a, b, offsets[i], offsets[i + 1]) for i, (a, b) in enumerate(bounds)]
-
-        def parse(task: tuple[int, int, int, int]):
-            a, b, lo, hi = task
-            return _parse_chunk(data, a, b, ncols, value_index, values[lo:hi], hashes[lo:hi], words[lo:hi])
-
-        chunks = _map_chunks(parse, tasks, release)
-        del data
+        with path.open("rb") as handle:
+            mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+    except (OSError, ValueError):  # a file that cannot be mapped: the line reader says why
+        raise _Irregular from None
+    try:
+        start = _content_start(mapped, layout)
+        if start >= size:
+            return _empty_table()
+        chunks, values, hashes, words = _parse_mapped(mapped, start, size, layout)
     finally:
         try:
             mapped.close()
         except BufferError:  # pragma: no cover - a view still alive (an exception's traceback)
             pass
-    keys, codes, words = _assemble(chunks, words)
-    return keys, codes, words, values, hashes
+    if np.isnan(values).any() or (layout.what == "judgements" and np.isinf(values).any()):
+        raise _Irregular  # a value to refuse: the line reader names its line
+    keys, codes = _query_codes(chunks)
+    docs = _doc_ids(chunks, words)
+    return FlatTable(keys, codes, values=values, packed_docs=docs, doc_hashes=hashes, all_keys_have_rows=True)
 
 
-def _map_chunks(parse, bounds: list, release) -> list:
+def _parse_mapped(mapped: mmap.mmap, start: int, size: int, layout: Layout) -> tuple:
+    """(chunks, values, doc hashes, one-word doc ids) of mapped[start:size], parsed in chunks.
+
+    Every view of the mapping is local here, so that it can be closed on return.
+    """
+    data = np.frombuffer(mapped, dtype=np.uint8)
+    bounds = _chunk_bounds(mapped, start, size)
+    page = mmap.PAGESIZE
+
+    def release(ab: tuple[int, int]) -> None:
+        # Parsed lines are not needed again: drop their pages from this process (they stay
+        # in the page cache), so that memory holds the columns, not the whole file too.
+        lo, hi = -(-ab[0] // page) * page, ab[1] // page * page  # whole pages inside
+        if hi > lo and hasattr(mapped, "madvise"):
+            mapped.madvise(mmap.MADV_DONTNEED, lo, hi - lo)
+
+    # First the lines of each chunk, so that every chunk writes its values straight into
+    # the table's columns (no second copy of them in memory).
+    counts = _map_chunks(lambda ab: int(np.count_nonzero(data[ab[0] : ab[1]] == 10)), bounds, release)
+    counts[-1] += int(data[size - 1] != 10)
+    offsets = np.cumsum([0, *counts]).tolist()
+    values = np.empty(offsets[-1], dtype=np.float64)
+    hashes = np.empty(offsets[-1], dtype=np.uint64)
+    words = np.empty(offsets[-1], dtype=np.uint64)  # doc ids of up to 8 bytes go straight here
+    tasks = [(a, b, offsets[i], offsets[i + 1]) for i, (a, b) in enumerate(bounds)]
+
+    def parse(task: tuple[int, int, int, int]) -> _Chunk:
+        a, b, lo, hi = task
+        return _parse_chunk(data, a, b, layout, values[lo:hi], hashes[lo:hi], words[lo:hi])
+
+    return _map_chunks(parse, tasks, release), values, hashes, words
+
+
+def _empty_table() -> FlatTable:
+    return FlatTable([], np.empty(0, np.int32), values=np.empty(0), packed_docs=PackedIds(np.empty(0, np.uint64)))
+
+
+def _content_start(mapped: mmap.mmap, layout: Layout) -> int:
+    """Offset of the first line to parse: after a BOM and after the header, if the layout has one."""
+    start = len(BOM) if mapped[: len(BOM)] == BOM else 0
+    if layout.header:
+        end = mapped.find(b"\n", start)
+        end = len(mapped) if end < 0 else end + 1
+        if tuple(mapped[start:end].split()) != layout.header:
+            raise _Irregular  # the line reader names what the first line holds
+        start = end
+    return start
+
+
+def _chunk_bounds(mapped: mmap.mmap, start: int, size: int) -> list[tuple[int, int]]:
+    """[a, b) byte ranges of whole lines covering mapped[start:size]."""
+    # Chunks of about 1/32 of the file (within limits): their temporary arrays then
+    # stay small next to the columns, however large or small the file is.
+    chunk_bytes = min(max(size // 32, _CHUNK_BYTES // 8), _CHUNK_BYTES)
+    bounds = []
+    while start < size:
+        end = min(start + chunk_bytes, size)
+        if end < size:
+            newline = mapped.find(b"\n", end - 1)
+            end = size if newline < 0 else newline + 1
+        bounds.append((start, end))
+        start = end
+    return bounds
+
+
+def _map_chunks(parse: Callable, bounds: list, release: Callable | None) -> list:
     """``parse`` over the chunks, on two threads when there are several (numpy releases the GIL).
 
     ``release(bounds[i])``, unless None, is called once chunk i and all before it are parsed.
     """
+    results: list = []
     if len(bounds) < 4:
-        results = []
         for ab in bounds:
             results.append(parse(ab))
             if release is not None:
@@ -170,7 +267,7 @@ def _map_chunks(parse, bounds: list, release) -> list:
         return results
     import threading
 
-    results: list = [None] * len(bounds)
+    results = [None] * len(bounds)
     done = [False] * len(bounds)
     failure: list = []
     lock = threading.Lock()
@@ -186,7 +283,7 @@ def _map_chunks(parse, bounds: list, release) -> list:
                 return
             try:
                 results[i] = parse(bounds[i])
-            except BaseException as error:  # re-raised in the caller's thread
+            except BaseException as error:  # noqa: BLE001 - re-raised in the caller's thread
                 failure.append(error)
                 return
             with lock:
@@ -204,43 +301,45 @@ def _map_chunks(parse, bounds: list, release) -> list:
     return results
 
 
-def _assemble(chunks: list, narrow: np.ndarray) -> tuple[list[str], np.ndarray, np.ndarray]:
-    """Query keys, query codes and doc words of the whole file.
+def _query_codes(chunks: list[_Chunk]) -> tuple[list[str], np.ndarray]:
+    """Query keys (in order of first appearance) and each row's query code."""
+    # A query's lines may continue in the next chunk (or come back later): the chunks'
+    # distinct ids are numbered once more over the whole file.
+    distinct = PackedIds.concat([c.queries for c in chunks])
+    codes_of_distinct, first = distinct.factorize()
+    keys = distinct.decode(first).tolist()
+    codes = np.empty(sum(c.rows for c in chunks), dtype=np.int32 if len(keys) < 2**31 else np.int64)
+    offsets = np.cumsum([0] + [len(c.queries) for c in chunks]).tolist()
+    rows = np.cumsum([0] + [c.rows for c in chunks]).tolist()
 
-    ``narrow`` holds the words of the chunks whose ids all fit in one word; a chunk
-    with longer ids returned its own words (then all are copied into a wider array).
-    """
-    # A query's lines may continue in the next chunk (or come back later): one code per id,
-    # numbered in order of first appearance (C-level dict calls: there can be many queries).
-    names = list(chain.from_iterable(chunk[1] for chunk in chunks))
-    keys = dict(zip(dict.fromkeys(names), range(len(names))))
-    group_codes = np.fromiter(map(keys.__getitem__, names), dtype=np.int32, count=len(names))
-    group_lengths = np.concatenate([np.diff(starts, append=rows) for starts, _, rows, _ in chunks])
-    codes = np.repeat(group_codes, group_lengths)
-    width = max(1 if c[3] is None else c[3].shape[1] for c in chunks)
-    if width == 1:
-        return list(keys), codes, narrow
-    words = np.zeros((narrow.shape[0], width), dtype=np.uint64)
-    row = 0
-    for i in range(len(chunks)):
-        rows, wide = chunks[i][2], chunks[i][3]
-        chunks[i] = None
-        if wide is None:
-            words[row : row + rows, :1] = narrow[row : row + rows]
+    def fill(i: int) -> None:
+        c = chunks[i]
+        group_codes = codes_of_distinct[offsets[i] + c.group_codes]
+        if c.group_starts.size == c.rows:  # every line a group of its own (queries interleaved)
+            codes[rows[i] : rows[i + 1]] = group_codes
         else:
-            words[row : row + rows, : wide.shape[1]] = wide
-        row += rows
-    return list(keys), codes, words
+            codes[rows[i] : rows[i + 1]] = np.repeat(group_codes, np.diff(c.group_starts, append=c.rows))
+
+    _map_chunks(fill, list(range(len(chunks))), None)
+    return keys, codes
+
+
+def _doc_ids(chunks: list[_Chunk], words: np.ndarray) -> PackedIds:
+    """The doc ids of the whole file: ``words`` when every id fits one word, else packed anew."""
+    if all(c.docs is None for c in chunks):
+        return PackedIds(words)
+    parts = []
+    row = 0
+    for c in chunks:
+        parts.append(PackedIds(words[row : row + c.rows]) if c.docs is None else c.docs)
+        row += c.rows
+    return PackedIds.concat(parts)
 
 
 def _parse_chunk(
-    data: np.ndarray, a: int, b: int, ncols: int, value_index: int, values: np.ndarray, hashes: np.ndarray,
-    words: np.ndarray,
-):
-    """The lines in data[a:b]: fills values, hashes and (ids of one word) words.
-
-    Returns (group starts, group query ids, rows, doc words if any id needs more than one word).
-    """
+    data: np.ndarray, a: int, b: int, layout: Layout, values: np.ndarray, hashes: np.ndarray, words: np.ndarray
+) -> _Chunk:
+    """The lines in data[a:b]: fills values, hashes and (ids of one word) words."""
     if a >= _FRONT and b + _PAD <= data.size and data[b - 1] == 10:
         base = data[a - _FRONT : b + _PAD]
         length = b - a
@@ -250,7 +349,7 @@ def _parse_chunk(
         base[_FRONT : _FRONT + b - a] = data[a:b]
         base[_FRONT + length - 1] = 10
     try:
-        return _parse_text(base, length, ncols, value_index, values, hashes, words)
+        return _parse_text(base, length, layout, values, hashes, words)
     except _Irregular:
         text = base[_FRONT : _FRONT + length]
         crlf = np.flatnonzero((text[:-1] == 13) & (text[1:] == 10))
@@ -262,14 +361,14 @@ def _parse_chunk(
     stripped = text[keep]
     base = np.zeros(_FRONT + stripped.size + _PAD, dtype=np.uint8)
     base[_FRONT : _FRONT + stripped.size] = stripped
-    return _parse_text(base, stripped.size, ncols, value_index, values, hashes, words)
+    return _parse_text(base, stripped.size, layout, values, hashes, words)
 
 
 def _parse_text(
-    base: np.ndarray, length: int, ncols: int, value_index: int, values: np.ndarray, hashes: np.ndarray,
-    words: np.ndarray,
-):
+    base: np.ndarray, length: int, layout: Layout, values: np.ndarray, hashes: np.ndarray, words: np.ndarray
+) -> _Chunk:
     """:func:`_parse_chunk` on base[_FRONT:_FRONT + length] (whole lines, readable padding around)."""
+    ncols = len(layout.columns)
     text = base[_FRONT : _FRONT + length]
     sep = text <= 32
     if sep[0] or (sep[1:] & sep[:-1]).any():
@@ -284,286 +383,148 @@ def _parse_text(
     controls = int(np.count_nonzero(text < 32))
     if controls != n and controls != n + int(np.count_nonzero(text == 9)):
         raise _Irregular  # \r, \v, \f or other control bytes
-    if int(text.max()) >= 128:
-        text.tobytes().decode("utf-8")  # raises UnicodeDecodeError
+    if int(text.max()) >= 127:
+        if (text == 127).any():
+            raise _Irregular  # DEL, a control character
+        try:
+            text.tobytes().decode("utf-8")
+        except UnicodeDecodeError:
+            raise _Irregular from None
     fields += _FRONT  # offsets into base
     u64 = np.ndarray((base.size - 7,), dtype="<u8", buffer=base, offset=0, strides=(1,))
     line_start = np.empty(n, dtype=np.int64)
     line_start[0] = _FRONT
     line_start[1:] = fields[:-1, -1] + 1
-    query = _pack(u64, line_start, fields[:, 0] - line_start)
-    if query.shape[1] == 1:
-        change = np.flatnonzero(query[1:, 0] != query[:-1, 0]) + 1
-    else:
-        change = np.flatnonzero((query[1:] != query[:-1]).any(axis=1)) + 1
+    # Query ids: runs of lines with the same id form groups; the groups' ids are numbered
+    # here (in this thread) and once more over the whole file.
+    query = PackedIds.from_text(u64, line_start, fields[:, 0] - line_start)
+    change = np.flatnonzero(~query.same_as_previous()) + 1
     starts = np.concatenate(([0], change))
-    names = [raw.decode("utf-8") for raw in query[starts].view(f"S{query.shape[1] * 8}").ravel().tolist()]
-    doc_start = fields[:, 1] + 1
-    docs = _pack(u64, doc_start, fields[:, 2] - doc_start)
-    value_start = fields[:, value_index - 1] + 1
-    value_end = fields[:, value_index]
-    values[:] = _parse_numbers(u64, base, value_start, value_end)
-    hashes[:] = hash_words(docs)
-    if docs.shape[1] == 1:
-        words[:] = docs
-        docs = None
-    return starts, names, n, docs
-
-
-def _pack(u64: np.ndarray, start: np.ndarray, length: np.ndarray) -> np.ndarray:
-    """Tokens as (n, W) little-endian uint64 words, zero padded (the layout of pack_ids)."""
-    longest, shortest = int(length.max()), int(length.min())
-    width = max(1, (longest + 7) // 8)
-    out = np.empty((start.size, width), dtype=np.uint64)
-    for j in range(width):
-        word = u64[start + 8 * j] if j else u64[start]
-        if shortest < 8 * (j + 1):
-            # keep the token's bytes of this word: (1 << 8 * bytes) - 1; numpy shifts by 64 give 0
-            shift = (np.minimum(np.maximum(length - 8 * j, 0), 8) << 3).astype(np.uint64)
-            word &= (_ONE << shift) - _ONE
-        out[:, j] = word
-    return out
-
-
-def _swar8(v: np.ndarray) -> np.ndarray:
-    """Eight digit values, one per byte (first digit in the lowest byte) -> their number."""
-    v = v * _U64(10) + (v >> _U64(8))
-    v &= _LANES[0]
-    v = v * _U64(100) + (v >> _U64(16))
-    v &= _LANES[1]
-    v = v * _U64(10000) + (v >> _U64(32))
-    v &= _LANES[2]
-    return v
-
-
-def _first_flagged_byte(flags: np.ndarray) -> np.ndarray:
-    """Index of the lowest byte whose high bit is set (flags != 0)."""
-    lowest = flags & (~flags + _U64(1))
-    _, exponent = np.frexp(lowest.astype(np.float64))
-    return (exponent - 1) >> 3
-
-
-def _parse_numbers(u64: np.ndarray, base: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
-    """The numbers in base[start:end], exactly as strtod reads them (or :class:`_Irregular`)."""
-    length = end - start
-    if int(length.max()) <= 8:
-        values, ok = _parse_short_numbers(u64, end, length)
-    else:
-        short = np.flatnonzero(length <= 8)
-        values, ok = _parse_long_numbers(u64, base, start, end)
-        if short.size:
-            values[short], ok[short] = _parse_short_numbers(u64, end[short], length[short])
-    if not ok.all():
-        for i in np.flatnonzero(~ok).tolist():
-            values[i] = _number(base[start[i] : end[i]].tobytes())
-    return values
-
-
-def _parse_short_numbers(u64: np.ndarray, end: np.ndarray, length: np.ndarray):
-    """Numbers of 1..8 characters ``[sign][digits][.][digits]``: (values, ok).
-
-    Each token is loaded right-aligned into one word (its last character in the
-    top byte), the bytes before it set to '0', the dot taken out; the eight
-    digits then give an integer M < 10**8 and M / 10**F is one correctly rounded
-    division: the double strtod returns.
-    """
-    r = u64[end - 8]
-    junk = ((8 - length) << 3).astype(np.uint64)  # bits below the token
-    r >>= junk
-    r <<= junk
-    r |= _ZEROS >> (_U64(64) - junk)  # the bytes below the token become '0'
-    first = (r >> junk) & _U64(0xFF)
-    negative = first == _U64(45)
-    signed = negative | (first == _U64(43))
-    any_sign = bool(signed.any())
-    if any_sign:
-        r ^= np.where(signed, first ^ _U64(0x30), _U64(0)) << junk  # the sign becomes '0'
-    x = r ^ _DOTS
-    dots = (x - _ONES) & ~x & _HIGHS  # the high bit of a '.' byte (digits never borrow)
-    first_dots = dots[0]
-    if bool((dots == first_dots).all()):  # the usual case: one format, "%.4f" or integers
-        if first_dots:
-            dot = (int(first_dots).bit_length() - 8) // 8  # the byte of its high bit
-            above = _U64(((1 << 64) - 1) ^ ((1 << (8 * dot + 8)) - 1)) if dot < 7 else _U64(0)
-            r = (r & above) | (((r << _U64(8)) | _U64(0x30)) & ~above)  # bytes below the dot move up
-        v = r ^ _ZEROS
-        ok = ((v + _SEVENS | v) & _HIGHS) == 0  # eight digits 0..9 (a second dot is not)
-        ok &= length > (1 if first_dots else 0) + signed  # at least one digit
-        if not first_dots:
-            ok &= length < 8  # eight characters and no dot: the top digit was shifted out
-        values = _swar8(v).astype(np.float64)
-        if first_dots:
-            values /= _POW10[7 - dot]
-    else:
-        has_dot = dots != 0
-        dot = ((dots >> _U64(7)) * _BYTE_INDEX) >> _U64(56)  # index of the '.' byte (one dot)
-        fraction = np.where(has_dot, _U64(7) - dot, _U64(0))
-        above = _ALL << ((dot + _ONE) << _U64(3))
-        r = (r & above) | (((r << _U64(8)) | _U64(0x30)) & ~above)  # bytes below the dot move up
-        v = r ^ _ZEROS
-        ok = ((v + _SEVENS | v) & _HIGHS) == 0  # eight digits 0..9 (a second dot is not)
-        ok &= has_dot | (length < 8)  # eight characters and no dot: the top digit was shifted out
-        ok &= length > has_dot.astype(np.int64) + signed  # at least one digit
-        values = _swar8(v).astype(np.float64) / _POW10[np.minimum(fraction, 7)]
-    if any_sign:
-        values = np.where(negative, -values, values)
-    return values, ok
-
-
-def _parse_long_numbers(u64: np.ndarray, base: np.ndarray, start: np.ndarray, end: np.ndarray):
-    """Decimal numbers ``[sign]digits[.digits]`` of up to 16 characters, exactly as strtod.
-
-    Returns (values, ok); rows not ok (longer, exponents, inf, garbage) are parsed
-    one by one by the caller. A number is at most 15 significant digits here, so its
-    digits form an integer M < 2**53 and M / 10**F is one correctly rounded division:
-    the same double strtod returns.
-    """
-    length = end - start
-    first = base[start]
-    negative = first == 45
-    signed = negative | (first == 43)
-    any_sign = bool(signed.any())
-    if any_sign:
-        start = start + signed
-        length = length - signed
-    ok = (length >= 1) & (length <= 16)
-    length = np.clip(length, 0, 16)
-    two_words = bool(length.max() > 8)
-    w0 = u64[start]
-    w0 &= _KEEP_LOW[np.minimum(length, 8)]
-    x0 = w0 ^ _DOTS
-    z0 = (x0 - _ONES) & ~x0 & _HIGHS  # high bit of the first '.' byte (exact for the lowest)
-    has0 = z0 != 0
-    dot = np.where(has0, _first_flagged_byte(z0), length)
-    if two_words:
-        w1 = u64[start + 8]
-        w1 &= _KEEP_LOW[np.clip(length - 8, 0, 8)]
-        x1 = w1 ^ _DOTS
-        z1 = (x1 - _ONES) & ~x1 & _HIGHS
-        has1 = (z1 != 0) & ~has0
-        dot = np.where(has1, 8 + _first_flagged_byte(z1), dot)
-        has_dot = has0 | has1
-        # Remove the dot: bytes above it move down one place.
-        m0 = _KEEP_LOW[np.minimum(dot, 8)]
-        m1 = _KEEP_LOW[np.clip(dot - 8, 0, 8)]
-        d0 = (w0 & m0) | (((w0 >> _U64(8)) | (w1 << _U64(56))) & ~m0)
-        d1 = (w1 & m1) | ((w1 >> _U64(8)) & ~m1)
-    else:
-        has_dot = has0
-        m0 = _KEEP_LOW[dot]
-        d0 = (w0 & m0) | ((w0 >> _U64(8)) & ~m0)
-    digits = length - has_dot
-    fraction = np.where(has_dot, length - dot - 1, 0)
-    ok &= digits >= 1
-    v0 = d0 ^ _ZEROS
-    v0 &= _KEEP_LOW[np.minimum(digits, 8)]
-    ok &= ((v0 + _SEVENS | v0) & _HIGHS) == 0  # every byte a digit 0..9
-    first8 = _swar8(v0)  # the first 8 digits, zero padded on the right
-    if two_words:
-        v1 = d1 ^ _ZEROS
-        v1 &= _KEEP_LOW[np.clip(digits - 8, 0, 8)]
-        ok &= ((v1 + _SEVENS | v1) & _HIGHS) == 0
-        long = digits > 8
-        n_long = np.clip(digits, 8, 16)
-        # digits 9..16: their value divided by 10**(16 - n), exact (an integer below 2**53).
-        rest = (_swar8(v1).astype(np.float64) / _POW10[16 - n_long]).astype(np.uint64)
-        mantissa = first8 * _POW10_INT[n_long - 8] + rest
-        ok &= ~long | (mantissa < _EXACT)
-        values = np.where(
-            long,
-            mantissa.astype(np.float64) / _POW10[np.minimum(fraction, 22)],
-            first8.astype(np.float64) / _POW10[8 - np.minimum(digits, 8) + np.minimum(fraction, 14)],
-        )
-    else:
-        values = first8.astype(np.float64) / _POW10[8 - digits + fraction]
-    if any_sign:
-        values = np.where(negative, -values, values)
-    return values, ok
-
-
-def _number(token: bytes) -> float:
-    """One number the vectorised parser left (exponent, inf, nan, many digits)."""
-    if b"_" in token:  # Python's float() takes 1_000; trec files do not
-        raise _Irregular
+    groups = query if starts.size == n else query.take(starts)  # queries interleaved: a group per line
+    del query
+    group_codes, first = groups.factorize()
+    doc_start = fields[:, layout.doc_index - 1] + 1
+    docs = PackedIds.from_text(u64, doc_start, fields[:, layout.doc_index] - doc_start)
+    value_start = fields[:, layout.value_index - 1] + 1
     try:
-        return float(token)
-    except ValueError:
+        values[:] = parse_numbers(u64, base, value_start, fields[:, layout.value_index])
+    except NotANumber:
         raise _Irregular from None
+    hashes[:] = docs.hashes()
+    if docs.narrow:
+        words[:] = docs.words
+    return _Chunk(starts, group_codes, groups.take(first), n, None if docs.narrow else docs)
 
 
-def _parse_lines(
-    path: Path, columns: tuple[str, ...], value_index: int, what: str
-) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
-    """The line-by-line reader: any whitespace, blank lines, extra fields after a run's tag."""
-    from rag_eval.tables import pack_ids
+# ---- the line-by-line reader --------------------------------------------------------------
 
-    expected = len(columns)
+
+def _read_lines(path: Path, layout: Layout) -> FlatTable:
+    """Read ``path`` line by line, checking everything; the first problem raises a located error.
+
+    Used for layouts the fast reader does not take (runs of blanks, blank lines, extra
+    fields after a run's tag) and to name the line of a problem the fast reader found.
+    """
+    expected = len(layout.columns)
+    described = f"{expected} fields '{' '.join(layout.columns)}'"
+    label = layout.value_label
     keys: dict[str, int] = {}
     codes: list[int] = []
-    docs: list[str] = []
+    docs: list[bytes] = []
     values: list[float] = []
-    with path.open("rb") as handle:
-        for line in handle:
-            fields = line.split()
+    seen: dict[tuple[int, bytes], int] = {}
+    header = bool(layout.header)
+    try:
+        handle = path.open("rb")
+    except OSError as failure:
+        raise InputFormatError(f"{path}: cannot be read ({failure.strerror or failure})") from None
+    with handle:
+        for number, line in enumerate(handle, start=1):
+            where = f"{path}:{number}"
+            if number == 1 and line.startswith(BOM):
+                line = line[len(BOM) :]
+            line = line[:-2] if line.endswith(b"\r\n") else line.rstrip(b"\n")
+            if b"\r" in line:
+                raise InputFormatError(
+                    f"{where}: a carriage return (\\r) inside a line; the file seems to have CR-only (old Mac) "
+                    "line endings, which trec_eval reads as one line: save it with \\n line endings"
+                )
+            try:
+                line.decode("utf-8")
+            except UnicodeDecodeError as failure:
+                raise InputFormatError(
+                    f"{where}: not UTF-8 text (byte 0x{line[failure.start]:02x} at column {failure.start + 1}: "
+                    f"{failure.reason}); save the file as UTF-8"
+                ) from None
+            fields = line.split()  # ASCII whitespace only, as trec_eval
             if not fields:
                 continue
-            if len(fields) < expected or (len(fields) > expected and what != "run"):
-                raise _Irregular
-            codes.append(keys.setdefault(fields[0].decode("utf-8"), len(keys)))
-            docs.append(fields[2].decode("utf-8"))
-            values.append(_number(fields[value_index]))
-    return (
+            if header:
+                header = False
+                if tuple(fields) != layout.header:
+                    raise InputFormatError(
+                        f"{where}: expected the {layout.name} header '{' '.join(layout.columns)}', "
+                        f"found {line.decode()[:80]!r}"
+                    )
+                continue
+            qid = fields[0].decode()
+            _check_id(qid, "query id", where)  # first: a line of binary garbage is named for what it holds
+            if len(fields) < expected or (len(fields) > expected and not layout.extra_fields):
+                raise InputFormatError(f"{where}: expected {described}, found {len(fields)}")
+            doc = fields[layout.doc_index].decode()
+            _check_id(doc, "doc id", where)
+            token = fields[layout.value_index]
+            value = number_or_none(token)
+            if value is None:
+                if is_overflow(token):
+                    raise InputFormatError(
+                        f"{where}: {label} {token.decode()!r} is too large for a float64 (at most about 1.8e308)"
+                    )
+                raise InputFormatError(f"{where}: {label} {token.decode()!r} is not a number")
+            if math.isnan(value) or (layout.what == "judgements" and math.isinf(value)):
+                raise InputFormatError(f"{where}: {label} is {token.decode()}; it must be a finite number")
+            code = keys.setdefault(qid, len(keys))
+            key = (code, fields[layout.doc_index])
+            if key in seen:
+                raise InputFormatError(
+                    f"{where}: query {_shown(qid)} lists doc {_shown(doc)} again (first on line {seen[key]}); "
+                    "each document may appear once per query"
+                )
+            seen[key] = number
+            codes.append(code)
+            docs.append(fields[layout.doc_index])
+            values.append(value)
+    return FlatTable(
         list(keys),
         np.array(codes, dtype=np.int32),
-        pack_ids(docs) if docs else np.zeros((0, 1), np.uint64),
-        np.array(values, dtype=np.float64),
+        values=np.array(values, dtype=np.float64),
+        packed_docs=PackedIds.from_bytes(docs),
+        all_keys_have_rows=True,
     )
 
 
-def _scan_for_error(path: Path, columns: tuple[str, ...], value_index: int, what: str) -> None:
-    """Find the first bad line and raise an error naming it (slow, only on failure)."""
-    expected = len(columns)
-    layout = " ".join(columns)
-    value_name = columns[value_index]
-    seen: dict[tuple[str, str], int] = {}
-    try:
-        handle = path.open(encoding="utf-8")
-        with handle:
-            for number, line in enumerate(handle, start=1):
-                fields = line.split()
-                if not fields:
-                    continue
-                where = f"{path}:{number}"
-                # trec_eval ignores any field after a run's tag; a qrels line has exactly four.
-                if len(fields) < expected or (len(fields) > expected and what != "run"):
-                    raise InputFormatError(
-                        f"{where}: expected {expected} fields '{layout}', found {len(fields)}"
-                    )
-                try:
-                    value = float(fields[value_index])
-                except ValueError:
-                    raise InputFormatError(
-                        f"{where}: {value_name} {fields[value_index]!r} is not a number"
-                    ) from None
-                if math.isnan(value) or (what == "judgements" and math.isinf(value)):
-                    raise InputFormatError(f"{where}: {value_name} is {fields[value_index]}; it must be a finite number")
-                key = (fields[0], fields[2])
-                if key in seen:
-                    raise InputFormatError(
-                        f"{where}: query {fields[0]!r} lists doc {fields[2]!r} again (first on line {seen[key]}); "
-                        "each document may appear once per query"
-                    )
-                seen[key] = number
-    except UnicodeDecodeError as error:
-        raise InputFormatError(f"{path}: not UTF-8 text ({error.reason} at byte {error.start})") from None
+def _check_id(value: str, kind: str, where: str) -> None:
+    problem = id_problem(value)
+    if problem is not None:
+        raise InputFormatError(f"{where}: {kind} {_shown(value)} {problem}; ids may not hold control characters")
+
+
+def _shown(value: str, limit: int = 60) -> str:
+    """``value`` quoted for a message; a long one cut, saying how long it is."""
+    if len(value) <= limit:
+        return repr(value)
+    return f"{value[:limit]!r}... ({len(value)} characters)"
+
+
+# ---- writing ---------------------------------------------------------------------------------
 
 
 def format_run(run: Mapping[str, Mapping[str, float]], tag: str = "rag_eval") -> str:
-    """``{qid: {doc_id: score}}`` as TREC run text, ranked in trec_eval order."""
+    """``{qid: {doc_id: score}}`` as TREC run text, each query ranked by rag_eval.ranking."""
     lines = []
     for qid in sorted(run):
-        for rank, doc in enumerate(ranked_doc_ids(run[qid]), start=1):
-            lines.append(f"{qid}\tQ0\t{doc}\t{rank}\t{float(run[qid][doc])!r}\t{tag}\n")
+        for rank, (doc, score) in enumerate(ranked(run[qid]), start=1):
+            lines.append(f"{qid}\tQ0\t{doc}\t{rank}\t{score!r}\t{tag}\n")
     return "".join(lines)
 
 
@@ -574,48 +535,9 @@ def write_run(run: Mapping[str, Mapping[str, float]], path: str | Path, tag: str
     atomic_write_text(path, format_run(run, tag))
 
 
-def write_qrels(judgements: Mapping[str, Mapping[str, float]], path: str | Path) -> None:
-    """Write ``{qid: {doc_id: grade}}`` as a TREC qrels file (atomically)."""
-    from rag_eval.atomic import atomic_write_text
-
-    lines = [
-        f"{qid} 0 {doc} {_grade_text(grade)}\n" for qid in sorted(judgements) for doc, grade in judgements[qid].items()
-    ]
-    atomic_write_text(path, "".join(lines))
-
-
-def ranked_doc_ids(scores: Mapping[str, float]) -> list[str]:
-    """Doc ids of one query in trec_eval order (score desc, doc id desc)."""
-    return [doc for doc, _ in sorted(scores.items(), key=lambda item: (-item[1], _neg_bytes(item[0])))]
-
-
 def table_to_nested(table: FlatTable) -> dict[str, dict[str, float]]:
     """``FlatTable`` back to ``{qid: {doc_id: value}}`` (for small data)."""
     out: dict[str, dict[str, float]] = {}
     for code, doc, value in zip(table.query_codes.tolist(), table.docs.tolist(), table.values.tolist()):
         out.setdefault(table.query_keys[code], {})[doc] = value
     return out
-
-
-class _Desc:
-    """Wraps bytes so that sorting ascending orders them descending."""
-
-    __slots__ = ("value",)
-
-    def __init__(self, value: bytes) -> None:
-        self.value = value
-
-    def __lt__(self, other: "_Desc") -> bool:
-        return self.value > other.value
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, _Desc) and self.value == other.value
-
-
-def _neg_bytes(doc: str) -> _Desc:
-    return _Desc(doc.encode("utf-8"))
-
-
-def _grade_text(grade: float) -> str:
-    return str(int(grade)) if float(grade).is_integer() else repr(float(grade))
-

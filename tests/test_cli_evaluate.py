@@ -62,7 +62,7 @@ def test_text_format_matches_trec_eval_digit_for_digit(trec_eval_test, capsys):
         capsys, "--qrels", str(trec_eval_test / "qrels.test"), "--run", str(trec_eval_test / "results.test"),
         *metric_args(MEASURES), "--per-query",
     )
-    assert code == 0 and err == ""
+    assert code == 0 and err == f"rag-eval: read {trec_eval_test / 'qrels.test'} as TREC qrels\n"
     lines = out.splitlines()
     rows = [line.split("\t") for line in lines]
     assert all(len(row) == 3 for row in rows), lines
@@ -89,7 +89,7 @@ def test_json_format_shape_and_values(trec_eval_test, capsys):
             *metric_args(MEASURES), "--format", "json"]
 
     code, out, err = run_cli(capsys, *args)
-    assert code == 0 and err == ""
+    assert code == 0 and err.splitlines() == [f"rag-eval: read {trec_eval_test / 'qrels.test'} as TREC qrels"]
     data = json.loads(out)
     assert set(data) == {"aggregate"}
     assert list(data["aggregate"]) == list(MEASURES.values())
@@ -193,6 +193,74 @@ def test_micro_aggregation_option(tmp_path, capsys):
     assert json.loads(out)["aggregate"]["ndcg"] == pytest.approx((1 / math.log2(3) + 3) / 4, rel=1e-14)
 
 
+# ---- BEIR qrels, told from TREC qrels by their content ----------------------------------
+
+
+def test_beir_qrels_are_read_and_named_on_stderr_only(trec_eval_test, tmp_path, capsys):
+    """The same judgements as BEIR qrels (header, three tab-separated columns) give the same
+    numbers as the TREC qrels; which format was read is said on stderr, stdout stays JSON."""
+    beir = tmp_path / "test.tsv"
+    rows = [line.split() for line in (trec_eval_test / "qrels.test").read_text().splitlines() if line.strip()]
+    beir.write_text("query-id\tcorpus-id\tscore\n" + "".join(f"{q}\t{d}\t{g}\n" for q, _, d, g in rows))
+    run = str(trec_eval_test / "results.test")
+    args = ["--run", run, *metric_args(MEASURES), "--format", "json", "--per-query"]
+    code, from_trec, _ = run_cli(capsys, "--qrels", str(trec_eval_test / "qrels.test"), *args)
+    assert code == 0
+    code, from_beir, err = run_cli(capsys, "--qrels", str(beir), *args)
+    assert code == 0
+    assert err.splitlines() == [f"rag-eval: read {beir} as BEIR qrels (TSV with header query-id corpus-id score)"]
+    assert json.loads(from_beir) == json.loads(from_trec)
+    assert f"{json.loads(from_beir)['aggregate']['ndcg']:.4f}" == "0.4021"  # trec_eval's value (out.test.aq)
+
+
+@pytest.mark.parametrize(
+    "content, problem",
+    [
+        ("query-id\tcorpus-id\tscore\nq1\ta\n", r"beir.tsv:2: expected 3 fields 'query-id corpus-id score', found 2"),
+        ("query-id\tcorpus-id\tscore\nq1\ta\thigh\n", r"beir.tsv:2: grade 'high' is not a number"),
+        ("query-id\tcorpus-id\nq1\ta\t1\n", r"beir.tsv:1: expected the BEIR qrels header 'query-id corpus-id score'"),
+        ("query-id\tcorpus-id\tscore\n", r"beir.tsv: holds no judgements"),
+        ("query-id\tcorpus-id\tscore\nq1\ta\t1\nq1\ta\t2\n", r"beir.tsv:3: query 'q1' lists doc 'a' again"),
+    ],
+)
+def test_bad_beir_qrels_are_located(tmp_path, capsys, content, problem):
+    qrels, run = tmp_path / "beir.tsv", tmp_path / "ranked.run"
+    qrels.write_text(content)
+    run.write_text(GOOD_RUN)
+    code, out, err = run_cli(capsys, "--qrels", str(qrels), "--run", str(run), "-m", "ndcg")
+    assert code == 2 and out == ""
+    assert len(err.splitlines()) == 1 and "Traceback" not in err
+    assert re.search(problem, err), err
+
+
+def test_a_three_column_file_without_the_beir_header_is_refused_as_trec(tmp_path, capsys):
+    qrels, run = tmp_path / "q.tsv", tmp_path / "ranked.run"
+    qrels.write_text("q1\ta\t1\n")
+    run.write_text(GOOD_RUN)
+    code, out, err = run_cli(capsys, "--qrels", str(qrels), "--run", str(run), "-m", "ndcg")
+    assert code == 2 and out == ""
+    assert err.strip() == f"rag-eval: error: {qrels}:1: expected 4 fields 'qid iter doc_id grade', found 3"
+
+
+# ---- the allocator tuning belongs to evaluate only ---------------------------------------
+
+
+def test_allocator_is_tuned_by_evaluate_and_no_other_command(tmp_path, capsys, monkeypatch):
+    from rag_eval import allocator
+
+    calls = []
+    monkeypatch.setattr(allocator, "keep_freed_memory", lambda: calls.append(1) or True)
+    qrels, run = tmp_path / "judged.qrels", tmp_path / "ranked.run"
+    qrels.write_text(GOOD_QRELS)
+    run.write_text(GOOD_RUN)
+    assert main(["validate", str(tmp_path / "absent.yaml")]) == 2
+    assert main(["compare", str(tmp_path / "a.json"), str(tmp_path / "b.json")]) == 2
+    capsys.readouterr()
+    assert calls == []
+    assert main(["evaluate", "--qrels", str(qrels), "--run", str(run), "-m", "ndcg"]) == 0
+    assert calls == [1]
+
+
 # ---- bad input: exit 2, one line naming file, line and problem ----------------------
 
 GOOD_QRELS = "q1 0 a 1\nq1 0 b 0\n"
@@ -290,7 +358,7 @@ def test_console_script_end_to_end(tmp_path):
     # a (grade 1) ranked first: nDCG 1, P@5 = 1/5.
     done = subprocess.run(
         [str(script), "evaluate", "--qrels", str(qrels), "--run", str(run), "-m", "ndcg", "-m", "P_5"],
-        capture_output=True, text=True, timeout=120,
+        capture_output=True, text=True, timeout=120, check=False,
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout == "ndcg\tall\t1.0000\nprecision@5\tall\t0.2000\n"
@@ -298,7 +366,7 @@ def test_console_script_end_to_end(tmp_path):
     run.write_text("q1 Q0 a 1 2.0 t\nq1 Q0 b 2 lots t\n")
     done = subprocess.run(
         [str(script), "evaluate", "--qrels", str(qrels), "--run", str(run), "-m", "ndcg"],
-        capture_output=True, text=True, timeout=120,
+        capture_output=True, text=True, timeout=120, check=False,
     )
     assert done.returncode == 2
     assert done.stdout == ""
@@ -318,7 +386,7 @@ def test_console_script_quick_exit_loses_no_output(tmp_path, capsys):
     for argv in (base, [*base, "--per-query"]):  # one line per metric, then several buffers' worth
         assert main(argv) == 0
         expected = capsys.readouterr().out
-        done = subprocess.run([str(script), *argv], capture_output=True, text=True, timeout=120, env=env)
+        done = subprocess.run([str(script), *argv], capture_output=True, text=True, timeout=120, env=env, check=False)
         assert done.returncode == 0, done.stderr
         assert done.stdout == expected
     assert len(expected.encode()) > 4 * 8192
@@ -342,7 +410,10 @@ def test_help_and_evaluate_do_not_import_torch(tmp_path):
         "heavy = sorted(m for m in ('torch', 'sentence_transformers', 'transformers', 'pandas') if m in sys.modules)\n"
         "print('HEAVY', code, heavy)\n"
     )
-    for argv in (["--help"], ["evaluate", "--help"], ["evaluate", "--qrels", str(qrels), "--run", str(run), "-m", "ndcg"]):
-        done = subprocess.run([sys.executable, "-c", probe, *argv], capture_output=True, text=True, timeout=120)
+    evaluation = ["evaluate", "--qrels", str(qrels), "--run", str(run), "-m", "ndcg"]
+    for argv in (["--help"], ["evaluate", "--help"], evaluation):
+        done = subprocess.run(
+            [sys.executable, "-c", probe, *argv], capture_output=True, text=True, timeout=120, check=False
+        )
         assert done.returncode == 0, done.stderr
         assert done.stdout.strip().splitlines()[-1] == "HEAVY 0 []", (argv, done.stdout)

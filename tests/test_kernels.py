@@ -1,9 +1,17 @@
-"""The kernels' sorting helpers against plain numpy references (lexsort, first occurrence)."""
+"""The kernels' sorting helpers against plain numpy references (lexsort, first occurrence), and the
+engine's vectorised ranking against the one ranking rule (rag_eval.ranking)."""
+
+import importlib
+import random
 
 import numpy as np
 import pytest
 
+from rag_eval import ranking
 from rag_eval.metrics.kernels import sort_desc_within_groups
+from rag_eval.packed_ids import PackedIds
+from rag_eval.tables import byte_order_keys, from_nested
+from rag_eval.trec import format_run, read_run
 
 
 def _reference(groups: np.ndarray, values: np.ndarray):
@@ -40,3 +48,99 @@ def test_sort_desc_within_groups_random_whole_and_fractional_grades():
         want = _reference(groups, values)
         np.testing.assert_array_equal(got[0], want[0])
         np.testing.assert_array_equal(got[1], want[1])
+
+
+# ---- the engine's ranking is rag_eval.ranking's rule ---------------------------------------
+
+engine = importlib.import_module("rag_eval.evaluate")
+
+# Scores that tie, that differ in the last bit only (the sort's scaled keys cannot tell them
+# apart: the exact tie-break must), -0.0 with 0.0, and extremes that stretch the scaling.
+HARD_SCORES = [1.0, float(np.nextafter(1.0, 2.0)), float(np.nextafter(1.0, 0.0)), 0.0, -0.0, 2.5, 2.5, -3.0,
+               1e300, -1e300, 5e-324, float("inf"), float("-inf")]
+
+
+def _random_run(rng: random.Random, n_queries: int, long_ids: bool, infinite: bool) -> dict[str, dict[str, float]]:
+    scores = HARD_SCORES if infinite else [s for s in HARD_SCORES if np.isfinite(s)]
+    alphabet = "aAzZ09é東😀#<>:/"
+    run = {}
+    for q in range(n_queries):
+        docs = set()
+        while len(docs) < rng.randint(1, 25):
+            stem = "".join(rng.choice(alphabet) for _ in range(rng.randint(1, 12)))
+            docs.add(("shared/prefix/" * rng.randint(0, 5) if long_ids else "") + stem)
+        run[f"q{q}"] = {d: rng.choice(scores) if rng.random() < 0.5 else float(rng.randint(0, 4)) for d in docs}
+    return run
+
+
+def _lines_in_order(text: str, order: str, rng: random.Random) -> str:
+    lines = text.splitlines(keepends=True)
+    if order == "shuffled":
+        rng.shuffle(lines)
+    elif order == "reversed":
+        lines.reverse()
+    return "".join(lines)
+
+
+@pytest.mark.parametrize("order", ["sorted", "shuffled", "reversed"])
+@pytest.mark.parametrize("long_ids", [False, True])
+@pytest.mark.parametrize("infinite", [False, True])  # scores scaled as floats, or ordered by their bits
+@pytest.mark.parametrize("n_queries", [3, 40])
+def test_engine_ranks_equal_ranking_rule(tmp_path, order, long_ids, infinite, n_queries):
+    """trec_ranks (vectorised, for all queries at once) against ranking.ranked_ids, query by query,
+    for a run read from a file in any line order and for the same run given as dicts."""
+    rng = random.Random(f"{order}-{long_ids}-{infinite}-{n_queries}")
+    run = _random_run(rng, n_queries, long_ids, infinite)
+    path = tmp_path / "r.run"
+    path.write_text(_lines_in_order(format_run(run), order, rng), encoding="utf-8")
+    for table in (read_run(path), from_nested(run, "run")):
+        ranks = engine.trec_ranks(table, np.arange(len(table)))
+        for row, (code, doc) in enumerate(zip(table.query_codes.tolist(), table.docs.tolist())):
+            qid = table.query_keys[code]
+            assert ranks[row] == ranking.ranked_ids(run[qid]).index(doc), (qid, doc)
+
+
+@pytest.mark.parametrize("scores", [
+    [0.0, 5e-324, 1e-323, 1.5e-323],  # a range of a few subnormals: the scaling factor overflows
+    [1e308, -1e308, 0.0, 1.0],  # a range past the largest float
+    [7.0],  # every score equal
+    [1.0, float(np.nextafter(1.0, 2.0)), float(np.nextafter(1.0, 0.0))],  # one bit apart
+])
+def test_engine_ranks_equal_ranking_rule_at_extreme_score_ranges(scores):
+    rng = random.Random(7)
+    run = {f"q{q}": {f"d{d}": rng.choice(scores) for d in range(rng.randint(2, 30))} for q in range(20)}
+    shuffled = [(q, d, s) for q, docs in run.items() for d, s in docs.items()]
+    rng.shuffle(shuffled)
+    as_given = {}
+    for q, d, s in shuffled:  # the same run, its rows in no order: the sorting path
+        as_given.setdefault(q, {})[d] = s
+    as_given = {q: as_given[q] for q in rng.sample(list(as_given), len(as_given))}
+    table = from_nested(as_given, "run")
+    ranks = engine.trec_ranks(table, np.arange(len(table)))
+    for row, (code, doc) in enumerate(zip(table.query_codes.tolist(), table.docs.tolist())):
+        qid = table.query_keys[code]
+        assert ranks[row] == ranking.ranked_ids(run[qid]).index(doc), (qid, doc)
+
+
+def test_engine_ranks_rows_asked_for_in_any_order_and_more_than_once():
+    run = {"q1": {"a": 1.0, "b": 3.0, "c": 2.0}, "q2": {"d": 0.5, "e": 0.5}}
+    table = from_nested({"q2": run["q2"], "q1": run["q1"]}, "run")  # q1's rows not in score order
+    rows = np.array([4, 0, 2, 2, 3, 1, 4, 4, 0])
+    expected = [ranking.ranked_ids(run[table.query_keys[table.query_codes[r]]]).index(table.docs[r]) for r in rows]
+    assert engine.trec_ranks(table, rows).tolist() == expected
+
+
+def test_byte_order_keys_is_the_rule_tie_break():
+    """Ascending byte order of ids, for packed ids (a file) and str ids (dicts): descending, it is the
+    order ranking.ranked_ids gives documents with equal scores."""
+    rng = random.Random(3)
+    ids = list({"".join(rng.choice("aé東😀Zz#/") for _ in range(rng.randint(1, 40))) for _ in range(300)})
+    tied = {doc: 1.0 for doc in ids}
+    by_rule = ranking.ranked_ids(tied)
+    table = from_nested({"q": tied}, "run")
+    for rank in (byte_order_keys(table, np.arange(len(ids))),):
+        assert [table.docs[i] for i in np.argsort(-rank)] == by_rule
+    packed = PackedIds.from_strings(table.docs)
+    rank = packed.byte_rank(np.arange(len(ids)))
+    assert [table.docs[i] for i in np.argsort(-rank)] == by_rule
+    assert by_rule == sorted(ids, key=lambda d: d.encode("utf-8"), reverse=True)

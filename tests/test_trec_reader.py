@@ -7,6 +7,7 @@ compare every query id, doc id and value with ``line.split()`` + ``float()``.
 
 from __future__ import annotations
 
+import os
 import random
 
 import numpy as np
@@ -14,7 +15,7 @@ import pytest
 
 from rag_eval import trec
 from rag_eval.errors import InputFormatError
-from rag_eval.tables import pack_ids, unpack_ids
+from rag_eval.packed_ids import PackedIds
 
 
 def reference(path, value_index):
@@ -28,7 +29,8 @@ def reference(path, value_index):
 
 
 def as_rows(table):
-    return list(zip([table.query_keys[c] for c in table.query_codes.tolist()], table.docs.tolist(), table.values.tolist()))
+    queries = [table.query_keys[c] for c in table.query_codes.tolist()]
+    return list(zip(queries, table.docs.tolist(), table.values.tolist()))
 
 
 def same(a, b):
@@ -111,7 +113,9 @@ def test_qrels_and_numbers_at_chunk_edges(tmp_path, small_chunks):
 def test_number_parser_is_exact_on_many_random_numbers(tmp_path):
     rng = random.Random(11)
     texts = [number_text(rng, finite=True) for _ in range(20000)]
-    texts += [f"{rng.randint(0, 10**k)}.{rng.randint(0, 10**j):0{j}d}" for k in range(9) for j in range(1, 9) for _ in range(20)]
+    texts += [
+        f"{rng.randint(0, 10**k)}.{rng.randint(0, 10**j):0{j}d}" for k in range(9) for j in range(1, 9) for _ in range(20)
+    ]
     path = tmp_path / "q.qrels"
     path.write_text("".join(f"q 0 d{i} {t}\n" for i, t in enumerate(texts)))
     values = trec.read_qrels(path).values
@@ -121,7 +125,7 @@ def test_number_parser_is_exact_on_many_random_numbers(tmp_path):
 
 
 @pytest.mark.parametrize("bad, message", [
-    ("1_0", "cannot be read"),
+    ("1_0", r"r.run:2: score '1_0' is not a number"),
     ("0x1p3", "is not a number"),
     ("1.2.3", "is not a number"),
     ("--1", "is not a number"),
@@ -142,11 +146,13 @@ def test_duplicate_found_by_the_fast_reader_names_the_line(tmp_path, small_chunk
         trec.read_run(path)
 
 
-def test_pack_ids_round_trip():
-    ids = ["", "a", "abcdefgh", "abcdefghi", "naïve", "x" * 40]
-    words = pack_ids(ids)
-    assert words.shape == (6, 5)
-    assert unpack_ids(words).tolist() == ids
+def test_packed_ids_round_trip_in_memory_proportional_to_the_ids():
+    ids = ["", "a", "abcdefgh", "abcdefghi", "naïve", "x" * 40, "<dbpedia:Oceanic_Airlines>"]
+    packed = PackedIds.from_strings(ids)
+    # one word per id of up to 8 bytes, as many as needed for longer ones: 1+1+1+2+1+5+4
+    assert packed.words.size == 15
+    assert packed.decode().tolist() == ids
+    assert PackedIds.from_strings(["a", "bb"]).narrow
 
 
 def test_results_survive_hash_collisions(tmp_path, monkeypatch):
@@ -168,7 +174,8 @@ def test_results_survive_hash_collisions(tmp_path, monkeypatch):
         return np.zeros(n, dtype=np.uint64)
 
     monkeypatch.setattr(tables, "doc_hashes", colliding)
-    monkeypatch.setattr(trec, "hash_words", lambda words: np.zeros(words.shape[0], dtype=np.uint64))
+    monkeypatch.setattr(PackedIds, "hashes", lambda self, rows=None: np.zeros(len(self) if rows is None else len(rows),
+                                                                            dtype=np.uint64))
     in_memory = evaluate(qrels, run, metrics)
     from_files = evaluate_tables(
         trec.read_qrels(tmp_path / "q"), trec.read_run(tmp_path / "r"), parse_metrics(metrics), EvaluationOptions()
@@ -240,11 +247,166 @@ def test_files_joined_in_small_blocks_agree_with_the_dict_join(tmp_path, monkeyp
         assert np.array_equal(from_files.values[name], expected.values[name], equal_nan=True), name
 
 
-def test_allocator_tuning_takes_effect_on_glibc():
-    """The command line asks glibc's malloc to reuse freed memory; elsewhere it is a no-op."""
-    import platform
+# ---- ids of any length and content ------------------------------------------------------
 
-    from rag_eval.allocator import keep_freed_memory
 
-    on_glibc = platform.system() == "Linux" and platform.libc_ver()[0] == "glibc"
-    assert keep_freed_memory() is on_glibc
+def test_an_id_over_40_bytes_followed_by_a_shorter_one(tmp_path):
+    """Regression: the reader packed every line at the widest id's width and read past the chunk (IndexError)."""
+    long_id = "a" * 41
+    path = tmp_path / "r.run"
+    path.write_text(f"q1 Q0 {long_id} 1 2.0 t\nq1 Q0 b 2 1.0 t\n")
+    same(as_rows(trec.read_run(path)), [("q1", long_id, 2.0), ("q1", "b", 1.0)])
+
+
+def test_dbpedia_style_ids_are_read_exactly(tmp_path, small_chunks):
+    rng = random.Random(4)
+    names = ["Oceanic_Airlines", "Lost_(TV_series)", "Zürich", "東京", "A" * 90, "B"]
+    lines = []
+    for q in range(40):
+        qid = f"INEX_LD-2012{q:04d}" if q % 2 else f"QALD2_te-{q}"
+        for rank, name in enumerate(rng.sample(names, 4), start=1):
+            lines.append(f"{qid} Q0 <dbpedia:{name}> {rank} {10 - rank}.5 run")
+    path = tmp_path / "dbpedia.run"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    same(as_rows(trec.read_run(path)), reference(path, 4))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_ids_of_random_lengths_and_unicode_in_any_line_order(tmp_path, small_chunks, seed):
+    """Query and doc ids of 1..300 bytes (shared prefixes, accents, emoji, CJK, #<>:/), lines of a
+    query scattered over the file: every id, value and query grouping as a plain reader sees them."""
+    rng = random.Random(seed)
+    alphabet = "ab#<>:/é東😀_-.0"
+    prefix = "reports/2024/q3.pdf#p"
+
+    def an_id():
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(1, 60)))
+        return (prefix * rng.randint(0, 12) + text)[: rng.randint(1, 300)] or "x"
+
+    queries = list(dict.fromkeys(an_id() for _ in range(12)))
+    lines = []
+    for qid in queries:
+        for doc in dict.fromkeys(an_id() for _ in range(rng.randint(1, 15))):
+            lines.append(f"{qid} Q0 {doc} 1 {number_text(rng, finite=True)} t")
+    rng.shuffle(lines)
+    path = tmp_path / "r.run"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    expected = reference(path, 4)
+    table = trec.read_run(path)
+    same(as_rows(table), expected)
+    assert table.query_keys == list(dict.fromkeys(q for q, _, _ in expected))  # in order of first appearance
+
+
+def test_a_2kb_id_among_200k_lines_takes_memory_in_proportion_to_the_file(tmp_path):
+    """Regression: one row per line at the longest id's width (3.7 GiB for this file)."""
+    import tracemalloc
+
+    path = tmp_path / "big.run"
+    lines = [f"q{i // 100} Q0 d{i * 7919 % 10**7} {i % 100 + 1} {1000 - i % 100}.25 t\n" for i in range(200_000)]
+    lines[100_000] = f"q1000 Q0 {'L' * 2048} 1 5.5 t\n"
+    path.write_text("".join(lines))
+    size = path.stat().st_size  # about 6 MiB
+    tracemalloc.start()
+    try:
+        table = trec.read_run(path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert table.docs[100_000] == "L" * 2048 and table.docs[100_001] == f"d{100_001 * 7919 % 10**7}"
+    assert table.packed_docs.words.size == 200_000 - 1 + 256  # one word per id, 256 for the long one
+    assert peak < 4 * size, f"peak {peak / 2**20:.1f} MiB for a {size / 2**20:.1f} MiB file"
+
+
+# ---- what a line may hold ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("reader, content", [
+    (trec.read_qrels, "\ufeffq1 0 a 1\nq1 0 b 0\n"),
+    (trec.read_run, "\ufeffq1 Q0 a 1 2.0 t\nq1 Q0 b 2 1.0 t\n"),
+    (trec.read_run, "\ufeffq1  Q0 a 1 2.0 t\r\nq1 Q0 b 2 1.0 t\r\n"),  # irregular: the line reader
+])
+def test_a_leading_bom_is_not_part_of_the_first_query_id(tmp_path, reader, content):
+    path = tmp_path / "file"
+    path.write_bytes(content.encode("utf-8"))
+    table = reader(path)
+    assert table.query_keys == ["q1"]
+    assert table.docs.tolist() == ["a", "b"]
+
+
+def test_a_non_breaking_space_is_part_of_an_id(tmp_path):
+    """Fields are separated by ASCII whitespace only, as in trec_eval."""
+    path = tmp_path / "r.run"
+    path.write_text("q1 Q0 a\u00a0b 1 2.0 t\nq\u20031 Q0 c 2 1.0 t\n", encoding="utf-8")
+    same(as_rows(trec.read_run(path)), [("q1", "a\u00a0b", 2.0), ("q\u20031", "c", 1.0)])
+    # Regression: the scan that names a bad line split on Unicode spaces ("found 5 fields").
+    qrels = tmp_path / "q.qrels"
+    qrels.write_text("q1 0 a\u00a0b 1\nq1 0 c 1\nq1 0 c 0\n", encoding="utf-8")
+    with pytest.raises(InputFormatError, match=r"q.qrels:3: query 'q1' lists doc 'c' again \(first on line 2\)"):
+        trec.read_qrels(qrels)
+
+
+def test_vertical_tab_and_form_feed_separate_fields_as_in_trec_eval(tmp_path):
+    path = tmp_path / "q.qrels"
+    path.write_bytes(b"q1\x0b0\x0ca 1\n")
+    same(as_rows(trec.read_qrels(path)), [("q1", "a", 1.0)])
+
+
+@pytest.mark.parametrize("content, message", [
+    (b"q1 Q0 a 1 2.0 t\nq1 Q0 b\x00c 2 1.0 t\n", r"r.run:2: doc id 'b\\x00c' holds the control character U\+0000"),
+    (b"q1 Q0 a 1 2.0 t\nq\x7f1 Q0 b 2 1.0 t\n", r"r.run:2: query id 'q\\x7f1' holds the control character U\+007F"),
+    (b"q1 Q0 a 1 2.0 t\rq1 Q0 b 2 1.0 t\r", r"r.run:1: a carriage return \(\\r\) inside a line.*CR-only"),
+    (b"q1 Q0 a 1 2.0 t\nq1 Q0 b 2 1e999 t\n", r"r.run:2: score '1e999' is too large for a float64"),
+    (b"q1 Q0 a 1 2.0 t\nq1 Q0 b 2 -1e400 t\n", r"r.run:2: score '-1e400' is too large for a float64"),
+    (b"q1 Q0 a 1 2.0 t\nq1 Q0 b 2 \xd9\xa1 t\n", "r.run:2: score '\u0661' is not a number"),
+    (b"q1 Q0 a 1 2.0 t\nq1 Q0 \xff 2 1.0 t\n", r"r.run:2: not UTF-8 text \(byte 0xff at column 7"),
+])
+def test_bad_lines_are_named(tmp_path, content, message):
+    path = tmp_path / "r.run"
+    path.write_bytes(content)
+    with pytest.raises(InputFormatError, match=message):
+        trec.read_run(path)
+
+
+def test_a_nul_in_an_id_never_matches_the_id_without_it(tmp_path):
+    """Regression: 'a\\x00' was packed like 'a' and matched it (nDCG 1.0 instead of an error)."""
+    from rag_eval.evaluate import EvaluationOptions, evaluate_tables
+    from rag_eval.metrics.measures import parse_metrics
+    from rag_eval.tables import from_nested
+
+    path = tmp_path / "r.run"
+    path.write_text("q1 Q0 a 1 2.0 t\n")
+    judged = from_nested({"q1": {"a\x00": 1}}, "judgements")
+    with pytest.raises(InputFormatError, match=r"'a\\x00' holds a NUL character"):
+        evaluate_tables(judged, trec.read_run(path), parse_metrics(["ndcg"]), EvaluationOptions())
+
+
+@pytest.mark.parametrize("make, what", [
+    (lambda p: os.mkfifo(p), "is a FIFO"),
+    (lambda p: p.mkdir(), "is a folder"),
+    (lambda p: p.symlink_to(p), "symbolic link loop"),
+])
+def test_special_files_are_refused_without_opening_them(tmp_path, make, what):
+    path = tmp_path / "special.run"
+    make(path)
+    with pytest.raises(InputFormatError, match=f"special.run: .*{what}"):
+        trec.read_run(path)
+
+
+@pytest.mark.parametrize("hashing", ["real", "all equal", "three values"])
+def test_factorize_numbers_ids_by_first_appearance_whatever_the_hashes(monkeypatch, hashing):
+    """Equal ids get one code, codes in order of first appearance: exact even when hashes collide."""
+    rng = random.Random(9)
+    pool = ["a", "b", "é", "x" * 9, "x" * 17, "<dbpedia:Oceanic_Airlines>", "q000123", "q000124"] + [
+        "reports/2024/q3.pdf#p" + str(i) for i in range(40)
+    ]
+    ids = [rng.choice(pool) for _ in range(3000)]
+    if hashing != "real":
+        real = PackedIds.hashes
+        width = 1 if hashing == "all equal" else 3
+        monkeypatch.setattr(PackedIds, "hashes", lambda self, rows=None: real(self, rows) % np.uint64(width))
+    codes, first = PackedIds.from_strings(ids).factorize()
+    expected = {}
+    for i in ids:
+        expected.setdefault(i, len(expected))
+    assert codes.tolist() == [expected[i] for i in ids]
+    assert [ids[r] for r in first.tolist()] == list(expected)

@@ -7,14 +7,16 @@ query. The kernels know nothing of files, dicts or policies: they only compute.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import TypeVar
 
 import numpy as np
 
 from rag_eval.metrics.measures import Metric
 
 GAINS = ("linear", "exponential")
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -42,7 +44,8 @@ class KernelContext:
     relevance_threshold: float = 1.0
     _cache: dict = field(default_factory=dict)
 
-    def cached(self, key: str, compute: Callable[[], np.ndarray]) -> np.ndarray:
+    def cached(self, key: str, compute: Callable[[], T]) -> T:
+        """``compute()``, computed once per key."""
         if key not in self._cache:
             self._cache[key] = compute()
         return self._cache[key]
