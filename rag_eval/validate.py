@@ -10,8 +10,10 @@ from rag_eval.errors import ConfigError, RagEvalError
 def validate_config(path: str | Path) -> tuple[list[str], str]:
     """Check the config, its dataset and its retrievers; return (problems, summary).
 
-    Retrievers are built (their parameters checked, import strings imported) but
-    neither indexed nor searched.
+    Retrievers are checked, never built: each adapter is resolved to a retriever
+    class (import strings are imported, which runs their import-time code) and its
+    parameters are validated against the class's ``Params`` model or constructor
+    signature; no constructor, ``index`` or ``search`` is called.
     """
     from rag_eval.config.schema import load_config
     from rag_eval.runner import build_retriever, load_config_dataset
@@ -28,7 +30,7 @@ def validate_config(path: str | Path) -> tuple[list[str], str]:
         problems += error.problems
     for spec in config.model.retrievers:
         try:
-            build_retriever(spec, config)
+            build_retriever(spec, config, instantiate=False)
         except RagEvalError as error:
             problems += error.problems
     regression = config.model.regression

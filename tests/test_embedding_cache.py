@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 import warnings
 from pathlib import Path
 
@@ -11,9 +12,10 @@ import _models
 import numpy as np
 import pytest
 
-from rag_eval import embedding_cache as ec
-from rag_eval.embedding_cache import EmbeddingCache, EmbeddingCacheWarning
+from rag_eval.errors import RetrieverError
+from rag_eval.retrievers import embedding_cache as ec
 from rag_eval.retrievers import models, registry
+from rag_eval.retrievers.embedding_cache import EmbeddingCache, EmbeddingCacheWarning
 
 CORPUS = {
     "a": {"title": "Pacific", "text": "the pacific is the largest ocean"},
@@ -142,6 +144,86 @@ def test_model_identity_follows_content_and_is_memoised(tmp_path, monkeypatch):
     assert changed != first and hashed == ["model.safetensors"]
     (folder / "1_Pooling" / "config.json").write_text('{"cls": true}')
     assert models.model_identity(folder, memo) not in (first, changed)
+
+
+def _rewrite_keeping_size_and_mtime(path: Path, content: bytes) -> None:
+    """New bytes in place, then the old modification time put back (as `cp -p` or a restore would)."""
+    before = os.stat(path)
+    assert len(content) == before.st_size
+    deadline = time.monotonic() + 2
+    while True:  # ctime has the kernel's clock tick as resolution: make sure it moves
+        time.sleep(0.02)
+        with open(path, "r+b") as handle:
+            handle.write(content)
+        os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+        after = os.stat(path)
+        if after.st_ctime_ns != before.st_ctime_ns or time.monotonic() > deadline:
+            break
+    assert (after.st_size, after.st_mtime_ns, after.st_ino) == (before.st_size, before.st_mtime_ns, before.st_ino)
+
+
+def test_new_weights_with_the_same_size_and_mtime_are_rehashed(tmp_path, monkeypatch):
+    folder = tmp_path / "model"
+    folder.mkdir()
+    weights = folder / "model.safetensors"
+    weights.write_bytes(b"\x00" * 1000)
+    memo = tmp_path / "memo.json"
+    monkeypatch.setattr(models, "_memo", {})
+    first = models.model_identity(folder, memo)
+    _rewrite_keeping_size_and_mtime(weights, b"\x00" * 999 + b"\x01")
+    changed = models.model_identity(folder, memo)
+    assert changed != first  # (size, mtime) alone would have served the old hash
+    monkeypatch.setattr(models, "_memo", {})  # a new process reading the memo file
+    assert models.model_identity(folder, memo) == changed
+    fresh = models.model_identity(folder, None)
+    monkeypatch.setattr(models, "_memo", {})
+    assert fresh == models.model_identity(folder, None) == changed
+
+
+def test_stale_embeddings_are_not_served_for_new_weights_of_the_same_size(tmp_path, monkeypatch):
+    model = _models.copy_model(_models.tiny_bi_encoder(), tmp_path / "model")
+    other = _models.tiny_bi_encoder(seed=1)
+    weights = next(model.rglob("model.safetensors"))
+    replacement = next(other.rglob("model.safetensors")).read_bytes()
+    if len(replacement) != weights.stat().st_size:
+        pytest.skip("the two tiny models' weight files differ in size")
+    monkeypatch.setattr(models, "_memo", {})
+    before = run_dense(model, tmp_path / "cache", use_cache=True).search(QUERIES, 4)
+    _rewrite_keeping_size_and_mtime(weights, replacement)
+    monkeypatch.setattr(models, "_memo", {})  # the next run, a new process
+    retriever = run_dense(model, tmp_path / "cache", use_cache=True)
+    assert retriever.describe()["cache"] == "miss"
+    after = retriever.search(QUERIES, 4)
+    assert after != before
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+@pytest.mark.parametrize("which", ["manifest", "array"])
+def test_a_fifo_in_the_cache_is_rejected_not_opened(tmp_path, which):
+    cache = EmbeddingCache(tmp_path)
+    ids = ["a", "b"]
+    cache.save("k", ids, np.ones((2, 3), dtype=np.float32))
+    target = cache.paths("k")[0 if which == "array" else 1]
+    target.unlink()
+    os.mkfifo(target)
+    with pytest.warns(EmbeddingCacheWarning, match=f"{which if which == 'manifest' else 'array file'} is a FIFO"):
+        assert cache.load("k", ids) is None  # returns at once: a FIFO opened for reading would block
+    cache.save("k", ids, np.ones((2, 3), dtype=np.float32))  # and the entry is rebuilt over it
+    assert cache.load("k", ids).tolist() == [[1.0] * 3] * 2
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+def test_a_fifo_as_hash_memo_or_model_file_does_not_hang(tmp_path, monkeypatch):
+    folder = tmp_path / "model"
+    folder.mkdir()
+    (folder / "config.json").write_text("{}")
+    memo = tmp_path / "memo.json"
+    os.mkfifo(memo)
+    monkeypatch.setattr(models, "_memo", {})
+    assert len(models.model_identity(folder, memo)) == 64  # the memo is ignored, not read
+    os.mkfifo(folder / "weights.bin")
+    with pytest.raises(RetrieverError, match=r"model file .*weights.bin is a FIFO \(named pipe\), not a regular file"):
+        models.model_identity(folder, None)
 
 
 # --------------------------------------------------------------------------- through the dense adapter

@@ -162,17 +162,32 @@ def test_three_children_with_the_tiny_dense_model_and_a_plugin(tmp_path):
 @pytest.mark.parametrize(
     "params, message",
     [
-        ({"retrievers": [fixed(A)]}, "retrievers must be a list of two or more specs"),
-        ({"retrievers": None}, "retrievers must be a list"),
-        ({"method": "sum"}, "method must be one of rrf, weighted; got 'sum'"),
-        ({"normalization": "l2"}, "normalization must be one of minmax, zscore"),
-        ({"k": -1}, "k must be a number >= 0.0"),
-        ({"candidates": 0}, "candidates must be an integer >= 1"),
-        ({"retrievers": [fixed(A), {"params": {}}]}, "hybrid: retrievers[1]: missing 'adapter'"),
-        ({"retrievers": [fixed(A), {**fixed(B), "wieght": 2}]}, "hybrid: retrievers[1]: unknown key(s) 'wieght'"),
-        ({"retrievers": [fixed(A), fixed(B, weight=-1)]}, "hybrid: retrievers[1]: weight must be a number >= 0.0"),
-        ({"retrievers": [fixed(A, weight=0), fixed(B, weight=0)]}, "every weight is 0"),
+        ({"retrievers": [fixed(A)]}, "params.retrievers: must list two or more retrievers to fuse, got 1"),
+        ({"retrievers": None}, "params.retrievers: must be a valid list, got None"),
+        ({"method": "sum"}, "params.method: must be 'rrf' or 'weighted', got 'sum'"),
+        ({"normalization": "l2"}, "params.normalization: must be 'minmax' or 'zscore', got 'l2'"),
+        ({"k": -1}, "params.k: must be greater than or equal to 0, got -1"),
+        ({"candidates": 0}, "params.candidates: must be greater than or equal to 1, got 0"),
+        ({"retrievers": [fixed(A), {"params": {}}]}, "params.retrievers[1].adapter: required parameter is missing"),
+        (
+            {"retrievers": [fixed(A), {**fixed(B), "wieght": 2}]},
+            "params.retrievers[1].wieght: unknown key; did you mean 'weight'? allowed: adapter, params, weight",
+        ),
+        (
+            {"retrievers": [fixed(A), fixed(B, weight=-1)]},
+            "params.retrievers[1].weight: must be greater than or equal to 0",
+        ),
+        ({"retrievers": [fixed(A, weight=0), fixed(B, weight=0)]}, "params: every weight is 0"),
         ({"retrievers": [fixed(A), {"adapter": "denes"}]}, "[1]: unknown adapter 'denes'; did you mean 'dense'?"),
+        ({"retrievers": [fixed(A), "bm25"]}, "params.retrievers[1]: must be a mapping {adapter: ..., params: {...}}"),
+        (
+            {"retrievers": [fixed(A), {"adapter": "bm25", "params": {"k1": -1}}]},
+            "params.retrievers[1].params.k1: must be greater than or equal to 0, got -1",
+        ),
+        (
+            {"retrievers": [fixed(A), {"adapter": "shutil:rmtree", "params": {"path": "/nonexistent"}}]},
+            "params.retrievers[1]: adapter 'shutil:rmtree' is the function shutil.rmtree, not a retriever class",
+        ),
     ],
 )
 def test_bad_parameters(params, message):
@@ -181,3 +196,18 @@ def test_bad_parameters(params, message):
         registry.build("hybrid", spec)
     assert message in str(caught.value)
     assert "\n" not in str(caught.value)
+    with pytest.raises(RetrieverError) as checked:  # found by the check alone, nothing built
+        registry.check("hybrid", spec)
+    assert message in str(checked.value)
+
+
+def test_fused_ties_at_the_cut_off_keep_the_greater_doc_ids():
+    # x and y get the same fused score from two children: the ranking rule keeps y at k=1.
+    left = {"q": {"x": 2.0, "y": 1.0}}
+    right = {"q": {"y": 2.0, "x": 1.0}}
+    run = hybrid(fixed(left), fixed(right)).search({"q": "?"}, top_k=1)["q"]
+    assert run == pytest.approx({"y": 1 / 61 + 1 / 62})
+    # a child that returns more than the depth asked: its own cut keeps the greater ids too
+    greedy = {"adapter": "_models:GreedyRetriever", "params": {"run": {"q": {d: 1.0 for d in "abcde"}}}}
+    retriever = hybrid(greedy, fixed({"q": {}}), candidates=2)
+    assert retriever.search({"q": "?"}, top_k=2)["q"] == pytest.approx({"e": 1 / 61, "d": 1 / 62})

@@ -106,11 +106,17 @@ def test_static_refuses_rankings_for_none_of_the_queries():
     "kwargs, message",
     [
         ({}, "static: give exactly one of 'rankings' (inline) or 'path' (a TREC run or JSON file)"),
-        ({"rankings": {}, "path": "x.run"}, "static: give exactly one of 'rankings' (inline) or 'path' (a TREC run or JSON file)"),
+        (
+            {"rankings": {}, "path": "x.run"},
+            "static: give exactly one of 'rankings' (inline) or 'path' (a TREC run or JSON file)",
+        ),
         ({"rankings": {"q1": ["a", "b", "a"]}}, "static: rankings: query 'q1' lists doc 'a' twice"),
         ({"rankings": {"q1": {"a": "high"}}}, "static: rankings: query 'q1': scores must be numbers"),
         ({"rankings": {"q1": "a b"}}, "static: rankings: query 'q1': expected a list of doc ids or {doc: score}"),
-        ({"rankings": ["a", "b"]}, "static: rankings: expected a mapping of query id to a list of doc ids or {doc: score}"),
+        (
+            {"rankings": ["a", "b"]},
+            "static: rankings: expected a mapping of query id to a list of doc ids or {doc: score}",
+        ),
     ],
 )
 def test_static_bad_parameters(kwargs, message):
@@ -169,7 +175,10 @@ def test_bm25_hand_computed_lucene_scores():
     # d1: tf 2, |d| 3: 2 / (2 + 1.2 * (0.25 + 0.75 * 3/3)) = 2 / 3.2 = 0.625    -> 0.29375226827858475
     # d2: tf 1, |d| 2: 1 / (1 + 1.2 * (0.25 + 0.75 * 2/3)) = 1 / 1.9            -> 0.24737033118196612
     assert math.isclose(lucene_idf(2), math.log(1.6))
-    assert got["q"] == {"d1": pytest.approx(0.625 * math.log(1.6), rel=1e-6), "d2": pytest.approx(math.log(1.6) / 1.9, rel=1e-6)}
+    assert got["q"] == {
+        "d1": pytest.approx(0.625 * math.log(1.6), rel=1e-6),
+        "d2": pytest.approx(math.log(1.6) / 1.9, rel=1e-6),
+    }
     assert list(got["q"]) == ["d1", "d2"]
     assert got["q"]["d1"] == pytest.approx(0.29375226827858475, rel=1e-6)
     # "ocean sand": d2 matches both terms (df 2 each) -> 2 * 0.24737 = 0.49474;
@@ -224,16 +233,15 @@ def test_bm25_stemmer_and_stopwords_are_passed_on():
     # Stop words removed: a is ["ocean"] (1 token), b ["ocean", "wave"] (2), so a ranks first.
     ranked = with_stop.search({"q": "the ocean"}, 10)["q"]
     assert set(ranked) == {"a", "b"} and ranked["a"] > ranked["b"]
-    assert list(without.search({"q": "the ocean"}, 10)["q"])[0] == "a"
+    assert next(iter(without.search({"q": "the ocean"}, 10)["q"])) == "a"
 
 
 def test_bm25_matches_bm25s_called_directly():
     import bm25s
     import Stemmer
+    from conftest import REPO
 
     from rag_eval.dataset import load_yaml_query_set
-
-    from conftest import REPO
 
     dataset = load_yaml_query_set(REPO / "datasets" / "ocean_facts.yaml")
     doc_ids = list(dataset.corpus)
@@ -263,14 +271,58 @@ def test_bm25_describe_and_bad_parameters():
     assert described["k1"] == 0.9 and described["b"] == 0.4 and described["method"] == "lucene"
     assert described["stemmer"] == "english" and described["stopwords"] == "english"
     assert described["library"].startswith("bm25s ")
-    with pytest.raises(RetrieverError, match="method 'okapi' is not one of robertson, lucene"):
-        BM25Retriever(method="okapi")
-    with pytest.raises(RetrieverError, match="need k1 >= 0 and 0 <= b <= 1"):
-        BM25Retriever(b=1.5)
-    with pytest.raises(RetrieverError, match="no Snowball stemmer for 'klingon'"):
-        BM25Retriever(stemmer="klingon")
     with pytest.raises(RetrieverError, match="search\\(\\) called before index\\(\\)"):
         BM25Retriever().search({"q": "x"}, 10)
+
+
+@pytest.mark.parametrize(
+    "params, message",
+    [
+        (
+            {"method": "okapi"},
+            "bm25: params.method: must be 'robertson', 'lucene', 'atire', 'bm25l' or 'bm25+', got 'okapi'",
+        ),
+        ({"b": 1.5}, "bm25: params.b: must be less than or equal to 1, got 1.5"),
+        ({"k1": -1}, "bm25: params.k1: must be greater than or equal to 0, got -1"),
+        ({"k1": "high"}, "bm25: params.k1: must be a valid number, got 'high'"),
+        ({"k1": float("nan")}, "bm25: params.k1: must be a finite number, got nan"),
+        ({"lowercase": "yes"}, "bm25: params.lowercase: must be a valid boolean, got 'yes'"),
+        ({"stopwords": 3}, "bm25: params.stopwords: must be a valid string or a valid list, got 3"),
+        ({"stemmer": "klingon"}, "bm25: params.stemmer: no Snowball stemmer for 'klingon'; use one of"),
+        ({"stemer": "english"}, "bm25: adapter 'bm25' has no parameter 'stemer' (did you mean 'stemmer'?)"),
+    ],
+)
+def test_bm25_bad_parameters_name_the_field_on_one_line(params, message):
+    with pytest.raises(RetrieverError) as caught:
+        BM25Retriever(**params)
+    assert str(caught.value).startswith(message)
+    assert "\n" not in str(caught.value)
+    # the registry checks the same model without building anything (rag-eval validate)
+    with pytest.raises(RetrieverError) as checked:
+        registry.check("bm25", params)
+    assert message.removeprefix("bm25: ") in str(checked.value)
+
+
+def test_bm25_one_character_tokens_give_no_results_instead_of_crashing():
+    # bm25s keeps tokens of two or more word characters: this corpus has no term at all
+    # (bm25s itself fails with "max() arg is an empty sequence").
+    retriever = BM25Retriever(stemmer=None, stopwords=None)
+    retriever.index({"a": {"text": "x y z"}, "b": {"text": "q"}})
+    assert retriever.search({"q1": "x", "q2": "y z", "q3": ""}, 10) == {"q1": {}, "q2": {}, "q3": {}}
+    # one-character queries against a real vocabulary: no results, the others still work
+    retriever.index(TINY)
+    got = retriever.search({"one": "a b c", "empty": "", "ocean": "ocean"}, 10)
+    assert got["one"] == {} and got["empty"] == {} and list(got["ocean"]) == ["d1", "d2"]
+
+
+def test_bm25_ties_at_the_cut_off_keep_the_greater_doc_ids():
+    # Identical passages score the same; the ranking rule keeps the greater ids at the cut.
+    corpus = {doc: {"text": "deep ocean water"} for doc in ("m", "c", "x", "a", "t")}
+    corpus["z-other"] = {"text": "desert sand"}
+    retriever = BM25Retriever(stemmer=None, stopwords=None)
+    retriever.index(corpus)
+    for k, want in [(1, ["x"]), (2, ["x", "t"]), (4, ["x", "t", "m", "c"]), (10, ["x", "t", "m", "c", "a"])]:
+        assert list(retriever.search({"q": "ocean"}, k)["q"]) == want
 
 
 def test_bm25_cuts_at_top_k():

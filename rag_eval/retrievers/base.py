@@ -8,13 +8,18 @@ the trec_eval bindings share:
 - queries: ``{query_id: text}``
 - result: ``{query_id: {doc_id: score}}``, higher score = better.
 
+docs/plugins.md says exactly what each method receives and must return.
+
 An optional ``describe()`` returns a JSON-ready dict (model, parameters, cache
 use) recorded in results files and reports.
 """
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Protocol, runtime_checkable
+from collections.abc import Mapping
+from typing import Any, Protocol, runtime_checkable
+
+from rag_eval.errors import RagEvalError, RetrieverError
 
 Corpus = Mapping[str, Mapping[str, str]]
 Queries = Mapping[str, str]
@@ -32,15 +37,34 @@ class Retriever(Protocol):
         """Return up to ``top_k`` scored documents for each query."""
 
 
-def describe(retriever: Any) -> dict[str, Any]:
-    """The retriever's own description, or its class path when it has none."""
+def describe(retriever: Any, label: str | None = None) -> dict[str, Any]:
+    """The retriever's own description, or its class path when it has none.
+
+    ``describe()`` is user code: whatever it raises, or a result that is not a
+    mapping, becomes one RetrieverError line naming the retriever (``label`` when
+    given, else its class), never a traceback.
+    """
     cls = type(retriever)
-    base = {"class": f"{cls.__module__}:{cls.__qualname__}"}
+    base: dict[str, Any] = {"class": f"{cls.__module__}:{cls.__qualname__}"}
     method = getattr(retriever, "describe", None)
-    if callable(method):
+    if not callable(method):
+        return base
+    who = f"retriever {label!r} ({base['class']})" if label else f"retriever {base['class']}"
+    try:
         extra = method()
-        if isinstance(extra, Mapping):
-            base.update(extra)
+    except RagEvalError as error:
+        raise RetrieverError(f"{who}: describe() failed: {' '.join(str(error).split())}") from error
+    except (Exception, SystemExit) as error:
+        text = " ".join(str(error).split())
+        raise RetrieverError(
+            f"{who}: describe() raised {type(error).__name__}{': ' + text if text else ''}; "
+            "describe() must return a dict (or None)"
+        ) from error
+    if extra is None:
+        return base
+    if not isinstance(extra, Mapping):
+        raise RetrieverError(f"{who}: describe() returned {type(extra).__name__}; it must return a dict (or None)")
+    base.update(extra)
     return base
 
 

@@ -25,52 +25,61 @@ float32 and would turn real differences into ties.
 from __future__ import annotations
 
 import warnings
-from pathlib import Path
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
+from pydantic import Field, field_validator
+
+from rag_eval import ranking
 from rag_eval.errors import RetrieverError
 from rag_eval.retrievers import models as _models
 from rag_eval.retrievers.base import Corpus, Queries, Ranking, describe, passage_text
+from rag_eval.retrievers.params import AdapterParams, Device, Folder, RetrieverRef, check_params
 
 ADAPTER = "cross_encoder"
+
+
+class CrossEncoderParams(AdapterParams):
+    """Parameters of ``adapter: cross_encoder`` (see the module docstring)."""
+
+    model: str = Field(
+        description="a cross-encoder name such as cross-encoder/ms-marco-MiniLM-L6-v2, or a local folder"
+    )
+    first_stage: RetrieverRef = Field(
+        description="the retriever whose results are re-ranked, e.g. first_stage: {adapter: bm25, params: {}}"
+    )
+    rerank_top_n: int = Field(100, ge=1, description="first-stage passages re-scored per query")
+    batch_size: int = Field(32, ge=1, description="(query, passage) pairs per model batch")
+    max_length: int | None = Field(None, ge=1, description="token cap for a (query, passage) pair")
+    device: Device = Field("auto", description="auto | cpu | cuda | cuda:N | mps")
+    show_progress: bool = Field(True, description="progress bars while scoring")
+    cache_dir: Folder | None = Field(None, description="handed to the first stage when it takes one and sets none")
+
+    @field_validator("model")
+    @classmethod
+    def _model_exists(cls, value: str) -> str:
+        _models.resolve_model(value, ADAPTER)  # cheap (no torch): a missing folder is found by validate
+        return value
 
 
 class CrossEncoderReranker:
     """First stage retrieves ``rerank_top_n`` passages; a CrossEncoder re-scores them."""
 
+    Params = CrossEncoderParams
     #: Parameters the runner resolves against the config file's folder when relative.
     PATH_PARAMS = ("cache_dir",)
 
-    def __init__(
-        self,
-        model: str | None = None,
-        first_stage: Mapping[str, Any] | None = None,
-        rerank_top_n: int = 100,
-        batch_size: int = 32,
-        max_length: int | None = None,
-        device: str = "auto",
-        show_progress: bool = True,
-        cache_dir: str | Path | None = None,
-    ):
-        if model is None:
-            raise RetrieverError(
-                f"{ADAPTER}: model is required (a cross-encoder name such as "
-                "cross-encoder/ms-marco-MiniLM-L6-v2, or a local folder)"
-            )
-        if first_stage is None:
-            raise RetrieverError(
-                f"{ADAPTER}: first_stage is required: the retriever whose results are re-ranked, "
-                "e.g. first_stage: {adapter: bm25, params: {}}"
-            )
-        self.rerank_top_n = _models.check_int(ADAPTER, "rerank_top_n", rerank_top_n)
-        self.batch_size = _models.check_int(ADAPTER, "batch_size", batch_size)
-        self.max_length = _models.check_int(ADAPTER, "max_length", max_length, optional=True)
-        self.device = _models.check_device(ADAPTER, device)
-        self.show_progress = _models.check_bool(ADAPTER, "show_progress", show_progress)
-        self.cache_dir = _models.check_path(ADAPTER, "cache_dir", cache_dir)
-        self.resolved = _models.resolve_model(model, ADAPTER)
-        self.first_stage_spec = dict(first_stage) if isinstance(first_stage, Mapping) else first_stage
-        self.first_stage = _models.build_child(first_stage, f"{ADAPTER}: first_stage", self.cache_dir)
+    def __init__(self, **params: Any) -> None:
+        settings = check_params(CrossEncoderParams, params, ADAPTER)
+        self.rerank_top_n = settings.rerank_top_n
+        self.batch_size = settings.batch_size
+        self.max_length = settings.max_length
+        self.device = settings.device
+        self.show_progress = settings.show_progress
+        self.cache_dir = _models.folder(settings.cache_dir)
+        self.resolved = _models.resolve_model(settings.model, ADAPTER)
+        self.first_stage_spec = {"adapter": settings.first_stage.adapter, "params": dict(settings.first_stage.params)}
+        self.first_stage = _models.build_child(settings.first_stage, f"{ADAPTER}: first_stage", self.cache_dir)
 
         self._model: Any = None
         self._device_used: str | None = None
@@ -121,11 +130,9 @@ class CrossEncoderReranker:
         pairs: list[tuple[str, str]] = []
         owners: list[tuple[str, str]] = []
         for qid, text in queries.items():
-            ranked = first.get(qid) or {}
-            # The first stage may return more than asked: keep its best n, ordered
-            # the way the evaluator orders runs (score desc, then doc id desc).
-            best = sorted(ranked.items(), key=lambda item: (float(item[1]), item[0]), reverse=True)
-            for doc_id, _ in best[: self.rerank_top_n]:
+            # The first stage may return more than asked: keep its best n by the ranking
+            # rule (score desc, then doc id desc), so a tie at the cut keeps the greater id.
+            for doc_id in ranking.top_k(first.get(qid) or {}, self.rerank_top_n):
                 passage = self._texts.get(doc_id)
                 if passage is None:
                     raise RetrieverError(
@@ -140,10 +147,7 @@ class CrossEncoderReranker:
         self._pairs_scored += len(pairs)
         for (qid, doc_id), score in zip(owners, scores):
             results[qid][doc_id] = score
-        return {
-            qid: dict(sorted(docs.items(), key=lambda item: (item[1], item[0]), reverse=True)[:top_k])
-            for qid, docs in results.items()
-        }
+        return {qid: ranking.top_k(docs, top_k) for qid, docs in results.items()}
 
     def _score(self, pairs: list[tuple[str, str]]) -> list[float]:
         import torch  # lazily, with the model

@@ -13,7 +13,7 @@ YAML parameters (all optional)::
       max_seq_length: null      # truncate inputs to this many tokens (default: the model's)
       device: auto              # auto | cpu | cuda | cuda:N | mps (auto = cuda when available)
       cache_dir: null           # default $RAG_EVAL_CACHE_DIR or ~/.cache/rag_eval
-      use_cache: true           # reuse passage embeddings across runs (see rag_eval.embedding_cache)
+      use_cache: true           # reuse passage embeddings across runs (see rag_eval.retrievers.embedding_cache)
       block_size: 65536         # passages scored per block during search (bounds memory)
       show_progress: true       # progress bars while encoding
 
@@ -27,19 +27,23 @@ model at all.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
+from pydantic import Field, field_validator, model_validator
 
-from rag_eval.embedding_cache import EmbeddingCache, cache_key, corpus_fingerprint, default_cache_dir
 from rag_eval.errors import RetrieverError
+from rag_eval.ranking import order_rows
 from rag_eval.retrievers import models as _models
 from rag_eval.retrievers.base import Corpus, Queries, Ranking, passage_text
+from rag_eval.retrievers.embedding_cache import EmbeddingCache, cache_key, corpus_fingerprint, default_cache_dir
+from rag_eval.retrievers.params import AdapterParams, Device, Folder, check_params
+from rag_eval.retrievers.topk import select_top_k
 
 ADAPTER = "dense"
 
 # Upper bound on score cells computed at once (query rows x passage columns).
-# With float32 scores plus argpartition's int64 indices this is ~200 MB.
+# With float32 scores plus argpartition's int64 indices and the tie checks this is ~250 MB.
 _MAX_CELLS = 1 << 24
 
 
@@ -49,10 +53,12 @@ def top_k_blockwise(
     """Exact top-``k`` inner products of each query row against all passage rows.
 
     Returns ``(indices, scores)``, both of shape ``(n_queries, min(k, n_passages))``,
-    each row sorted by score descending then passage index ascending. Passages are
-    scored ``block_size`` at a time; each block's best ``k`` (``np.argpartition``)
-    are merged with the running best ``k``, so the result equals a full sort's top
-    ``k`` (up to which of several tied documents fill the last places).
+    each row sorted by score descending, then passage index DESCENDING: the
+    ranking rule (rag_eval.ranking) with the index as the id, which is exact for
+    :class:`DenseRetriever`, whose passages are sorted by doc id. Passages are
+    scored ``block_size`` at a time; each block's best ``k`` are merged with the
+    running best ``k``. Ties at the cut-off keep the greater indices, exactly as a
+    full sort would (see :func:`rag_eval.retrievers.topk.select_top_k`).
     """
     if k < 1:
         raise ValueError(f"k must be >= 1, got {k}")
@@ -72,71 +78,74 @@ def top_k_blockwise(
         best_i = np.empty((q.shape[0], 0), dtype=np.int64)
         for p_start in range(0, n_passages, block_size):
             block_scores = (q @ passages[p_start : p_start + block_size].T).astype(np.float32, copy=False)
-            width = block_scores.shape[1]
-            if width > k:
-                part = np.argpartition(-block_scores, k - 1, axis=1)[:, :k]
-                block_best_s = np.take_along_axis(block_scores, part, axis=1)
-                block_best_i = part + p_start
-            else:
-                block_best_s = block_scores
-                block_best_i = np.broadcast_to(np.arange(p_start, p_start + width, dtype=np.int64), block_scores.shape)
-            cand_s = np.concatenate([best_s, block_best_s], axis=1)
-            cand_i = np.concatenate([best_i, block_best_i], axis=1)
-            if cand_s.shape[1] > k:
-                part = np.argpartition(-cand_s, k - 1, axis=1)[:, :k]
-                cand_s = np.take_along_axis(cand_s, part, axis=1)
-                cand_i = np.take_along_axis(cand_i, part, axis=1)
-            best_s, best_i = cand_s, cand_i
-        # lexsort: last key is primary -> score descending, then index ascending
-        order = np.lexsort((best_i, -best_s), axis=1)
+            block_ids = np.arange(p_start, p_start + block_scores.shape[1], dtype=np.int64)
+            keep = select_top_k(block_scores, block_ids, k, ordered=False)
+            cand_s = np.concatenate([best_s, np.take_along_axis(block_scores, keep, axis=1)], axis=1)
+            cand_i = np.concatenate([best_i, keep + p_start], axis=1)
+            keep = select_top_k(cand_s, cand_i, k, ordered=False)
+            best_s = np.take_along_axis(cand_s, keep, axis=1)
+            best_i = np.take_along_axis(cand_i, keep, axis=1)
+        order = order_rows(best_s, best_i)
         scores[q_start : q_start + q.shape[0]] = np.take_along_axis(best_s, order, axis=1)
         indices[q_start : q_start + q.shape[0]] = np.take_along_axis(best_i, order, axis=1)
     return indices, scores
 
 
-class DenseRetriever:
-    """Bi-encoder retrieval: encode passages once (cached on disk), queries per search."""
+class DenseParams(AdapterParams):
+    """Parameters of ``adapter: dense`` (see the module docstring)."""
 
-    #: Parameters the runner resolves against the config file's folder when relative.
-    PATH_PARAMS = ("cache_dir",)
+    model: str = Field("all-MiniLM-L6-v2", description="a sentence-transformers model name or a local folder")
+    batch_size: int = Field(64, ge=1, description="passages / queries per encoder batch")
+    normalize: bool = Field(True, description="L2-normalise embeddings")
+    similarity: Literal["cosine", "dot"] | None = Field(None, description="default: cosine when normalize, else dot")
+    query_prefix: str = Field("", description='prepended to each query, e.g. "query: " for E5 models')
+    passage_prefix: str = Field("", description='prepended to each passage, e.g. "passage: "')
+    max_seq_length: int | None = Field(None, ge=1, description="truncate inputs to this many tokens")
+    device: Device = Field("auto", description="auto | cpu | cuda | cuda:N | mps")
+    cache_dir: Folder | None = Field(None, description="embedding cache folder")
+    use_cache: bool = Field(True, description="reuse embeddings across runs")
+    block_size: int = Field(65536, ge=1, description="passages scored per block during search")
+    show_progress: bool = Field(True, description="progress bars while encoding")
 
-    def __init__(
-        self,
-        model: str = "all-MiniLM-L6-v2",
-        batch_size: int = 64,
-        normalize: bool = True,
-        similarity: str | None = None,
-        query_prefix: str = "",
-        passage_prefix: str = "",
-        max_seq_length: int | None = None,
-        device: str = "auto",
-        cache_dir: str | Path | None = None,
-        use_cache: bool = True,
-        block_size: int = 65536,
-        show_progress: bool = True,
-    ):
-        self.batch_size = _models.check_int(ADAPTER, "batch_size", batch_size)
-        self.normalize = _models.check_bool(ADAPTER, "normalize", normalize)
-        if similarity is None:
-            similarity = "cosine" if self.normalize else "dot"
-        self.similarity = _models.check_choice(ADAPTER, "similarity", similarity, ["cosine", "dot"])
+    @field_validator("model")
+    @classmethod
+    def _model_exists(cls, value: str) -> str:
+        _models.resolve_model(value, ADAPTER)  # cheap (no torch): a missing folder is found by validate
+        return value
+
+    @model_validator(mode="after")
+    def _cosine_needs_unit_vectors(self) -> DenseParams:
         if self.similarity == "cosine" and not self.normalize:
             # Cosine is the dot product of unit vectors; silently normalising anyway
             # would make normalize: false mean nothing.
-            raise RetrieverError(
-                f"{ADAPTER}: similarity 'cosine' needs normalize: true; "
+            raise ValueError(
+                "similarity 'cosine' needs normalize: true; "
                 "use similarity: dot for raw dot products of unnormalised embeddings"
             )
-        self.query_prefix = _models.check_str(ADAPTER, "query_prefix", query_prefix)
-        self.passage_prefix = _models.check_str(ADAPTER, "passage_prefix", passage_prefix)
-        self.max_seq_length = _models.check_int(ADAPTER, "max_seq_length", max_seq_length, optional=True)
-        self.device = _models.check_device(ADAPTER, device)
-        self.use_cache = _models.check_bool(ADAPTER, "use_cache", use_cache)
-        self.cache_dir = _models.check_path(ADAPTER, "cache_dir", cache_dir) or default_cache_dir()
-        self.block_size = _models.check_int(ADAPTER, "block_size", block_size)
-        self.show_progress = _models.check_bool(ADAPTER, "show_progress", show_progress)
-        # Resolving is cheap (no torch) and surfaces a missing model before any work.
-        self.resolved = _models.resolve_model(model, ADAPTER)
+        return self
+
+
+class DenseRetriever:
+    """Bi-encoder retrieval: encode passages once (cached on disk), queries per search."""
+
+    Params = DenseParams
+    #: Parameters the runner resolves against the config file's folder when relative.
+    PATH_PARAMS = ("cache_dir",)
+
+    def __init__(self, **params: Any) -> None:
+        settings = check_params(DenseParams, params, ADAPTER)
+        self.batch_size = settings.batch_size
+        self.normalize = settings.normalize
+        self.similarity = settings.similarity or ("cosine" if self.normalize else "dot")
+        self.query_prefix = settings.query_prefix
+        self.passage_prefix = settings.passage_prefix
+        self.max_seq_length = settings.max_seq_length
+        self.device = settings.device
+        self.use_cache = settings.use_cache
+        self.cache_dir = Path(settings.cache_dir).expanduser() if settings.cache_dir else default_cache_dir()
+        self.block_size = settings.block_size
+        self.show_progress = settings.show_progress
+        self.resolved = _models.resolve_model(settings.model, ADAPTER)
 
         self._model: Any = None
         self._device_used: str | None = None
@@ -231,7 +240,7 @@ class DenseRetriever:
         except OSError as error:  # a read-only or full disk must not fail the run
             import warnings
 
-            from rag_eval.embedding_cache import EmbeddingCacheWarning
+            from rag_eval.retrievers.embedding_cache import EmbeddingCacheWarning
 
             warnings.warn(f"could not write embedding cache {cache.entries}: {error}", EmbeddingCacheWarning)
         return array, "miss", info

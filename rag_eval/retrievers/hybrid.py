@@ -44,28 +44,59 @@ Fused ties are broken by doc id descending, as trec_eval would.
 from __future__ import annotations
 
 import math
-from pathlib import Path
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
 
+from pydantic import Field, field_validator, model_validator
+
+from rag_eval import ranking
 from rag_eval.errors import RetrieverError
 from rag_eval.retrievers import models as _models
 from rag_eval.retrievers.base import Corpus, Queries, Ranking, describe
+from rag_eval.retrievers.params import AdapterParams, Folder, RetrieverRef, check_params
 
 ADAPTER = "hybrid"
 METHODS = ("rrf", "weighted")
 NORMALIZATIONS = ("minmax", "zscore")
 
 
-def ranked(scores: Mapping[str, float]) -> list[tuple[str, float]]:
-    """A child's list in evaluation order: score descending, then doc id descending."""
-    return sorted(((doc, float(s)) for doc, s in scores.items()), key=lambda item: (item[1], item[0]), reverse=True)
+class HybridChild(RetrieverRef):
+    """One fused retriever: a retriever spec and its weight."""
+
+    weight: float = Field(1.0, ge=0, allow_inf_nan=False, description="its share of the fused score")
+
+
+class HybridParams(AdapterParams):
+    """Parameters of ``adapter: hybrid`` (see the module docstring)."""
+
+    retrievers: list[HybridChild] = Field(
+        description="two or more retriever specs {adapter: ..., params: ..., weight: ...}"
+    )
+    method: Literal["rrf", "weighted"] = Field("rrf", description="reciprocal rank fusion or a weighted score sum")
+    k: float = Field(60, ge=0, allow_inf_nan=False, description="the rrf constant")
+    normalization: Literal["minmax", "zscore"] = Field("minmax", description="score normalisation (weighted only)")
+    candidates: int | None = Field(None, ge=1, description="depth asked of each retriever (default max(top_k, 100))")
+    cache_dir: Folder | None = Field(None, description="handed to children that take one and set none")
+
+    @field_validator("retrievers")
+    @classmethod
+    def _two_or_more(cls, value: list[HybridChild]) -> list[HybridChild]:
+        if len(value) < 2:
+            raise ValueError(f"must list two or more retrievers to fuse, got {len(value)}")
+        return value
+
+    @model_validator(mode="after")
+    def _some_weight(self) -> HybridParams:
+        if not any(child.weight for child in self.retrievers):
+            raise ValueError("every weight is 0; give at least one retriever a positive weight")
+        return self
 
 
 def rrf_scores(lists: Sequence[Mapping[str, float]], weights: Sequence[float], k: float) -> dict[str, float]:
     """Weighted reciprocal rank fusion of one query's lists (see the module docstring)."""
     fused: dict[str, float] = {}
     for scores, weight in zip(lists, weights):
-        for rank, (doc, _) in enumerate(ranked(scores), start=1):
+        for rank, (doc, _) in enumerate(ranking.ranked(scores), start=1):
             fused[doc] = fused.get(doc, 0.0) + weight / (k + rank)
     return fused
 
@@ -108,38 +139,23 @@ def weighted_scores(
 class HybridRetriever:
     """Runs each child retriever and fuses their rankings per query."""
 
+    Params = HybridParams
     #: Parameters the runner resolves against the config file's folder when relative.
     PATH_PARAMS = ("cache_dir",)
 
-    def __init__(
-        self,
-        retrievers: Sequence[Mapping[str, Any]] | None = None,
-        method: str = "rrf",
-        k: float = 60,
-        normalization: str = "minmax",
-        candidates: int | None = None,
-        cache_dir: str | Path | None = None,
-    ):
-        if not isinstance(retrievers, (list, tuple)) or len(retrievers) < 2:
-            raise RetrieverError(
-                f"{ADAPTER}: retrievers must be a list of two or more specs "
-                f"({{adapter: ..., params: ..., weight: ...}}), got {retrievers!r}"
-            )
-        self.method = _models.check_choice(ADAPTER, "method", method, METHODS)
-        self.k = _models.check_number(ADAPTER, "k", k, minimum=0.0)
-        self.normalization = _models.check_choice(ADAPTER, "normalization", normalization, NORMALIZATIONS)
-        self.candidates = _models.check_int(ADAPTER, "candidates", candidates, optional=True)
-        self.cache_dir = _models.check_path(ADAPTER, "cache_dir", cache_dir)
-        self.specs = [dict(spec) if isinstance(spec, Mapping) else spec for spec in retrievers]
-        self.weights: list[float] = []
-        self.children: list[Any] = []
-        for position, spec in enumerate(retrievers):
-            where = f"{ADAPTER}: retrievers[{position}]"
-            weight = spec.get("weight", 1.0) if isinstance(spec, Mapping) else 1.0
-            self.weights.append(_models.check_number(where, "weight", weight, minimum=0.0))
-            self.children.append(_models.build_child(spec, where, self.cache_dir, extra_keys=("weight",)))
-        if not any(self.weights):
-            raise RetrieverError(f"{ADAPTER}: every weight is 0; give at least one retriever a positive weight")
+    def __init__(self, **params: Any) -> None:
+        settings = check_params(HybridParams, params, ADAPTER)
+        self.method = settings.method
+        self.k = float(settings.k)
+        self.normalization = settings.normalization
+        self.candidates = settings.candidates
+        self.cache_dir = _models.folder(settings.cache_dir)
+        self.specs = [{"adapter": child.adapter, "params": dict(child.params)} for child in settings.retrievers]
+        self.weights = [float(child.weight) for child in settings.retrievers]
+        self.children = [
+            _models.build_child(child, f"{ADAPTER}: retrievers[{position}]", self.cache_dir)
+            for position, child in enumerate(settings.retrievers)
+        ]
 
     def depth(self, top_k: int) -> int:
         """How many results to ask of each child: ``candidates``, never fewer than ``top_k``."""
@@ -151,7 +167,7 @@ class HybridRetriever:
             child.index(corpus)
 
     def search(self, queries: Queries, top_k: int) -> Ranking:
-        """Fused top ``top_k`` per query."""
+        """Fused top ``top_k`` per query (ties at the cut-off keep the greater doc ids)."""
         if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
             raise RetrieverError(f"{ADAPTER}: top_k must be an integer >= 1, got {top_k!r}")
         depth = self.depth(top_k)
@@ -166,12 +182,12 @@ class HybridRetriever:
         results: Ranking = {}
         for qid in queries:
             # A child may return more than asked: only its top `depth` take part.
-            lists = [dict(ranked(run.get(qid) or {})[:depth]) for run in runs]
+            lists = [ranking.top_k(run.get(qid) or {}, depth) for run in runs]
             if self.method == "rrf":
                 fused = rrf_scores(lists, self.weights, self.k)
             else:
                 fused = weighted_scores(lists, self.weights, self.normalization)
-            results[qid] = dict(ranked(fused)[:top_k])
+            results[qid] = ranking.top_k(fused, top_k)
         return results
 
     def describe(self) -> dict[str, Any]:

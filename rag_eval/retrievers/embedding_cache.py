@@ -13,6 +13,9 @@ fingerprint (doc ids and passage texts). Anything else, such as the device or th
 batch size, can move embeddings only by float rounding and is deliberately not part
 of the key.
 
+A FIFO, device or folder where an entry's file should be is reported and rebuilt like
+a damaged entry, never opened (opening a FIFO would block forever).
+
 Writes are atomic (temporary file + ``os.replace``) and the manifest is written last,
 so it acts as the commit marker. Reads verify the manifest, the doc ids, the shape,
 the dtype and the checksum; anything wrong raises an :class:`EmbeddingCacheWarning`
@@ -27,8 +30,9 @@ import hashlib
 import json
 import os
 import warnings
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -92,29 +96,40 @@ class EmbeddingCache:
         :class:`EmbeddingCacheWarning` when an entry exists but fails a check.
         """
         array_path, manifest_path = self.paths(key)
-        if not manifest_path.exists():
-            if array_path.exists():
+        if not os.path.lexists(manifest_path):
+            if os.path.lexists(array_path):
                 self._reject(array_path, "array without a manifest (an interrupted write?)")
+            return None
+        # Checked before opening: a FIFO or device in the cache would block or never end.
+        problem = _not_a_plain_file(manifest_path) or _not_a_plain_file(array_path)
+        if problem:
+            self._reject(manifest_path if "manifest" in problem else array_path, problem)
             return None
         try:
             manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
         except (OSError, ValueError) as error:
-            return self._reject(manifest_path, f"unreadable manifest ({type(error).__name__}: {error})")
+            self._reject(manifest_path, f"unreadable manifest ({type(error).__name__}: {error})")
+            return None
         problem = _check_manifest(manifest, key, doc_ids)
         if problem:
-            return self._reject(manifest_path, problem)
+            self._reject(manifest_path, problem)
+            return None
         try:
             array = np.load(array_path, allow_pickle=False)
         except FileNotFoundError:
-            return self._reject(array_path, "array file missing")
-        except Exception as error:  # truncated or garbled .npy: numpy raises several kinds
-            return self._reject(array_path, f"unreadable array ({type(error).__name__}: {error})")
+            self._reject(array_path, "array file missing")
+            return None
+        except Exception as error:  # noqa: BLE001 - truncated or garbled .npy: numpy raises several kinds
+            self._reject(array_path, f"unreadable array ({type(error).__name__}: {error})")
+            return None
         if array.dtype != np.float32 or list(array.shape) != list(manifest["shape"]):
-            return self._reject(
+            self._reject(
                 array_path, f"array is {array.dtype}{list(array.shape)}, manifest says float32{manifest['shape']}"
             )
+            return None
         if array_checksum(array) != manifest["sha256"]:
-            return self._reject(array_path, "checksum mismatch (the file was modified or partly written)")
+            self._reject(array_path, "checksum mismatch (the file was modified or partly written)")
+            return None
         return array
 
     def save(self, key: str, doc_ids: Sequence[str], array: np.ndarray, info: Mapping[str, Any] | None = None) -> None:
@@ -153,7 +168,21 @@ class EmbeddingCache:
             EmbeddingCacheWarning,
             stacklevel=3,
         )
-        return None
+
+
+def _not_a_plain_file(path: Path) -> str | None:
+    """Why ``path`` cannot be read as a cache file (a FIFO, a folder, ...), or None."""
+    from rag_eval.files import describe_kind
+
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        return None  # reported where it is opened
+    except OSError as error:
+        return f"cannot be examined ({error.strerror or error})"
+    kind = describe_kind(info.st_mode)
+    what = "manifest" if path.suffix == ".json" else "array file"
+    return f"{what} is {kind}, not a regular file" if kind else None
 
 
 def _check_manifest(manifest: Any, key: str, doc_ids: Sequence[str]) -> str | None:
