@@ -1,0 +1,521 @@
+"""An output folder's set of files is replaced as a whole (rag_eval.output_folder).
+
+The central test kills a process with SIGKILL after every single change on disk that a
+write makes (and, nested, after every change the next write makes while repairing), then
+checks that the folder holds exactly the old set or the new set, with every file of the
+user's, and that the next write leaves exactly the new set and no leftover.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import REPO
+
+from rag_eval import output_folder
+from rag_eval.atomic import atomic_write_bytes
+from rag_eval.errors import RagEvalError
+from rag_eval.output_folder import MANIFEST, replace_output_set
+
+OLD = {"report.md": b"old report\n", "one.json": b'{"set": "old"}\n', "one.run": b"q1 Q0 d1 1 1.0 one\n"}
+NEW = {"report.md": b"new report\n", "two.json": b'{"set": "new"}\n', "two.run": b"q1 Q0 d2 1 2.0 two\n"}
+LATER = {"report.md": b"later report\n", "three.json": b'{"set": "later"}\n'}
+USER = {"baseline.json": b'{"kept": "by the user"}\n', "notes/today.txt": b"my notes\n", "notes/deep/x.bin": b"\0\1"}
+
+
+def snapshot(folder: Path) -> dict[str, object]:
+    """Every entry under ``folder``: file bytes, "<dir>", or a link's target; the manifest by its file list."""
+    seen: dict[str, object] = {}
+    for path in sorted(folder.rglob("*")):
+        name = str(path.relative_to(folder))
+        if path.is_symlink():
+            seen[name] = ("->", os.readlink(path))
+        elif path.is_dir():
+            seen[name] = "<dir>"
+        elif name == MANIFEST:
+            seen[name] = ("manifest", json.loads(path.read_bytes())["files"])
+        else:
+            seen[name] = path.read_bytes()
+    return seen
+
+
+def expected(files: dict[str, bytes]) -> dict[str, object]:
+    """The snapshot of a folder holding the set ``files`` and the user's entries."""
+    seen: dict[str, object] = {name: data for name, data in files.items()}
+    seen[MANIFEST] = ("manifest", sorted(files))
+    seen.update({"notes": "<dir>", "notes/deep": "<dir>", "link": ("->", "baseline.json")})
+    seen.update(USER)
+    return dict(sorted(seen.items()))
+
+
+def add_user_entries(folder: Path) -> None:
+    for name, data in USER.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_bytes(data)
+    (folder / "link").symlink_to("baseline.json")
+
+
+@pytest.fixture
+def out(tmp_path) -> Path:
+    """``tmp_path/parent/out`` holding the old set and the user's entries."""
+    folder = tmp_path / "parent" / "out"
+    replace_output_set(folder, OLD)
+    add_user_entries(folder)
+    assert snapshot(folder) == expected(OLD)
+    return folder
+
+
+def siblings(folder: Path) -> list[str]:
+    return sorted(os.listdir(folder.parent))
+
+
+# ---- what a write leaves ---------------------------------------------------------------------------------
+
+
+def test_the_new_set_replaces_the_old_and_the_users_files_stay(out):
+    inode = (out / "baseline.json").stat().st_ino
+    replace_output_set(out, NEW)
+    assert snapshot(out) == expected(NEW)  # one.json and one.run, no longer produced, are gone
+    assert (out / "baseline.json").stat().st_ino == inode  # the user's file itself, not a copy
+    assert siblings(out) == ["out"]  # no lock, no staged or old folder left
+    manifest = json.loads((out / MANIFEST).read_text())
+    assert manifest["kind"] == "rag_eval.output_set" and manifest["files"] == ["report.md", "two.json", "two.run"]
+
+
+def test_a_folder_without_manifest_keeps_every_file_the_new_set_does_not_name(tmp_path):
+    """Written by an older rag_eval or by the user: only the names the new set writes are replaced."""
+    folder = tmp_path / "out"
+    folder.mkdir()
+    (folder / "report.md").write_bytes(b"older rag_eval report\n")
+    (folder / "old-retriever.json").write_bytes(b'{"kind": "rag_eval.results"}\n')
+    replace_output_set(folder, NEW)
+    assert (folder / "report.md").read_bytes() == NEW["report.md"]
+    assert (folder / "old-retriever.json").read_bytes() == b'{"kind": "rag_eval.results"}\n'
+    replace_output_set(folder, LATER)  # now the folder has a manifest: two.* were rag_eval's and go
+    assert sorted(os.listdir(folder)) == [MANIFEST, "old-retriever.json", "report.md", "three.json"]
+
+
+def test_files_appearing_during_the_write_are_kept(out, monkeypatch):
+    """A file the user saves into the folder after it was mirrored ends up in the new folder."""
+
+    def late_save(step: str) -> None:
+        if step == "notes carried":  # the last user entry mirrored; the swap comes next
+            (out / "late.txt").write_bytes(b"saved during the write\n")
+
+    monkeypatch.setattr(output_folder, "_checkpoint", late_save)
+    replace_output_set(out, NEW)
+    assert (out / "late.txt").read_bytes() == b"saved during the write\n"
+    assert siblings(out) == ["out"]
+
+
+def test_a_symlinked_output_folder_stays_a_link(tmp_path):
+    real = tmp_path / "runs" / "2024"
+    replace_output_set(real, OLD)
+    link = tmp_path / "latest"
+    link.symlink_to(real)
+    replace_output_set(link, NEW)
+    assert link.is_symlink() and (real / "two.json").read_bytes() == NEW["two.json"]
+    assert not (real / "one.json").exists()
+
+
+# ---- kill -9 at every step -----------------------------------------------------------------------------------
+
+
+def _killer(at: int):
+    count = [0]
+
+    def step(name: str) -> None:
+        count[0] += 1
+        if count[0] == at:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    return step
+
+
+def _write_killed(folder: Path, files: dict[str, bytes], at: int, exchange: bool) -> int:
+    """Run one write in a child process SIGKILLed after its ``at``-th change on disk; the child's status."""
+    pid = os.fork()
+    if pid == 0:  # the child: never returns into pytest
+        code = 0
+        try:
+            output_folder._checkpoint = _killer(at)
+            if not exchange:
+                output_folder._renameat2 = lambda: None
+            replace_output_set(folder, files)
+        except BaseException:  # noqa: BLE001 - whatever happens, the child must not return into pytest
+            code = 3
+        os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    return status
+
+
+def _steps(folder: Path, files: dict[str, bytes], monkeypatch, exchange: bool) -> list[str]:
+    """The changes on disk one write makes, by name, in order."""
+    names: list[str] = []
+    with monkeypatch.context() as patch:
+        patch.setattr(output_folder, "_checkpoint", names.append)
+        if not exchange:
+            patch.setattr(output_folder, "_renameat2", lambda: None)
+        replace_output_set(folder, files)
+    return names
+
+
+def _assert_old_or_new(folder: Path, exchange: bool) -> None:
+    if folder.exists():
+        assert snapshot(folder) in (expected(OLD), expected(NEW))
+        return
+    # Only the two-rename fallback has a moment without the folder: the old set then waits aside, complete.
+    assert not exchange
+    asides = [name for name in siblings(folder) if name.startswith(".out.rag_eval-old-")]
+    assert len(asides) == 1 and snapshot(folder.parent / asides[0]) == expected(OLD)
+
+
+def _copy(folder: Path, to: Path) -> Path:
+    """A copy of ``folder``'s parent (the folder, a killed run's leftovers), hard links kept as links."""
+    subprocess.run(["cp", "-a", str(folder.parent), str(to)], check=True)
+    return to / folder.name
+
+
+# Kills after which the next write is itself killed at each of its steps: one per kind of leftover
+# (a staged folder never swapped in, an old folder whole, an old folder half emptied, no folder).
+NESTED_AFTER = {"manifest staged", "exchanged", "old one.json removed", "old set moved aside"}
+
+
+@pytest.mark.parametrize("exchange", [True, False], ids=["renameat2-exchange", "two-renames"])
+def test_a_kill_at_any_step_leaves_the_old_or_the_new_set(tmp_path, monkeypatch, exchange):
+    if exchange and output_folder._renameat2() is None:
+        pytest.skip("renameat2 is not available here")
+    # fsync matters for a power cut, not for a killed process (the page cache outlives it): skipped for speed.
+    monkeypatch.setattr(os, "fsync", lambda fd: None)
+
+    def fresh(name: str) -> Path:
+        folder = tmp_path / name / "out"
+        replace_output_set(folder, OLD)
+        add_user_entries(folder)
+        return folder
+
+    steps = _steps(fresh("count"), NEW, monkeypatch, exchange)
+    assert "notes carried" in steps and ("exchanged" in steps) == exchange
+    outcomes = set()
+    for at, step in enumerate(steps, start=1):
+        folder = fresh(f"kill-{at}")
+        status = _write_killed(folder, NEW, at, exchange)
+        assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL, (step, status)
+        _assert_old_or_new(folder, exchange)
+        outcomes.add("new" if folder.exists() and snapshot(folder) == expected(NEW) else "old")
+        if step in NESTED_AFTER:
+            # The next write repairs what was left (the killed run's lock is free): kill it at each of its steps.
+            later_steps = _steps(_copy(folder, tmp_path / f"count-{at}"), LATER, monkeypatch, exchange)
+            for again, later_step in enumerate(later_steps, start=1):
+                copy = _copy(folder, tmp_path / f"kill-{at}-{again}")
+                status = _write_killed(copy, LATER, again, exchange)
+                assert os.WIFSIGNALED(status), (step, later_step, status)
+                if copy.exists():
+                    assert snapshot(copy) in (expected(OLD), expected(NEW), expected(LATER)), (step, later_step)
+                replace_output_set(copy, LATER)
+                assert snapshot(copy) == expected(LATER) and siblings(copy) == ["out"], (step, later_step)
+        replace_output_set(folder, LATER)
+        assert snapshot(folder) == expected(LATER), step
+        assert siblings(folder) == ["out"], step  # staged and old folders, lock file: all gone
+    assert outcomes == {"old", "new"}
+    assert NESTED_AFTER & set(steps) == ({"manifest staged", "old one.json removed"} | (
+        {"exchanged"} if exchange else {"old set moved aside"}))
+
+
+def test_a_kill_at_any_step_of_a_first_write_leaves_no_folder_or_the_whole_set(tmp_path, monkeypatch):
+    monkeypatch.setattr(os, "fsync", lambda fd: None)
+    steps = _steps(tmp_path / "count" / "out", NEW, monkeypatch, exchange=True)
+    assert steps[-1] == "new set in place"
+    for at, step in enumerate(steps, start=1):
+        folder = tmp_path / f"kill-{at}" / "out"
+        status = _write_killed(folder, NEW, at, exchange=True)
+        assert os.WIFSIGNALED(status), step
+        assert not folder.exists() if at < len(steps) else sorted(os.listdir(folder)) == [MANIFEST, *sorted(NEW)]
+        replace_output_set(folder, LATER)
+        assert sorted(os.listdir(folder)) == [MANIFEST, *sorted(LATER)] and siblings(folder) == ["out"], step
+
+
+# ---- concurrent runs -------------------------------------------------------------------------------------------
+
+HOLDER = textwrap.dedent(
+    """
+    import sys
+    from rag_eval.output_folder import hold_output_folder
+    with hold_output_folder(sys.argv[1]):
+        print("held", flush=True)
+        sys.stdin.read()
+    """
+)
+
+
+@pytest.fixture
+def holder(out):
+    """Another process holding the output folder's lock until the test ends."""
+    process = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(out)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    assert process.stdout.readline() == "held\n"
+    yield process
+    process.stdin.close()
+    process.wait(timeout=30)
+
+
+def test_a_second_writer_is_refused_naming_the_folder_and_the_process(out, holder):
+    with pytest.raises(RagEvalError) as caught:
+        replace_output_set(out, NEW)
+    assert str(caught.value) == (
+        f"{out}: another rag-eval run (pid {holder.pid}) is writing into this output folder; "
+        "wait for it to finish or choose another output folder"
+    )
+    assert snapshot(out) == expected(OLD)
+
+
+def test_the_lock_is_free_once_its_holder_is_killed(out, holder):
+    holder.kill()
+    holder.wait(timeout=30)
+    replace_output_set(out, NEW)
+    assert snapshot(out) == expected(NEW)
+    assert siblings(out) == ["out"]
+
+
+def test_rag_eval_run_is_refused_with_exit_2_while_another_run_writes(out, holder):
+    config = out.parent / "run.yaml"
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "name": "lock-test",
+                "dataset": {"path": str(REPO / "datasets" / "ocean_facts.yaml")},
+                "retrievers": [
+                    {"label": "seed", "adapter": "static", "params": {"rankings": {"q-largest-ocean": ["pacific-largest"]}}}
+                ],
+                "metrics": ["ndcg@4"],
+                "output": "out",
+            }
+        )
+    )
+    cli = [str(Path(sys.executable).parent / "rag-eval"), "run", str(config), "--no-progress"]
+    result = subprocess.run(cli, check=False, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr == (
+        f"rag-eval: error: {out}: another rag-eval run (pid {holder.pid}) is writing into this output folder; "
+        "wait for it to finish or choose another output folder\n"
+    )
+    assert snapshot(out) == expected(OLD)
+    holder.stdin.close()
+    holder.wait(timeout=30)
+    result = subprocess.run(cli, check=False, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert sorted(os.listdir(out)) == [MANIFEST, "baseline.json", "link", "notes", "report.md", "seed.json", "seed.run"]
+
+
+# ---- leftovers -----------------------------------------------------------------------------------------------
+
+
+def test_temporary_files_of_earlier_versions_are_removed(out):
+    (out / ".report.md.k3j_x9a2.tmp").write_bytes(b"x" * 1000)  # tempfile.mkstemp's names, rag_eval <= 0.1
+    (out / ".seed.json.abcdefgh.tmp").write_bytes(b"{")
+    (out / ".draft.txt.abcdefgh.tmp").write_bytes(b"the user's")  # not a name rag_eval writes
+    other = out.parent / ".other.rag_eval-new-0123456789abcdef"  # another folder's: not ours to judge
+    other.mkdir()
+    replace_output_set(out, NEW)
+    assert not (out / ".report.md.k3j_x9a2.tmp").exists() and not (out / ".seed.json.abcdefgh.tmp").exists()
+    assert (out / ".draft.txt.abcdefgh.tmp").read_bytes() == b"the user's"
+    assert other.is_dir()
+
+
+def test_an_old_folder_holding_a_changed_file_is_kept_and_named(out):
+    """A killed run's old folder whose copy of a user file differs from the folder's: never deleted."""
+    aside = out.parent / ".out.rag_eval-old-00000000000000aa"
+    aside.mkdir()
+    (aside / "baseline.json").write_bytes(b"another version\n")
+    (aside / "one.json").write_bytes(b"rag_eval's, listed in the manifest\n")
+    with pytest.raises(RagEvalError) as caught:
+        replace_output_set(out, NEW)
+    kept = out.parent / ".out.rag_eval-kept-00000000000000aa"
+    assert str(caught.value).startswith(f"{kept}: left by an interrupted or concurrent write into {out}")
+    assert sorted(os.listdir(kept)) == ["baseline.json"] and snapshot(out) == expected(OLD)
+    replace_output_set(out, NEW)  # the kept folder is the user's now: it no longer stops a run
+    assert snapshot(out) == expected(NEW) and (kept / "baseline.json").read_bytes() == b"another version\n"
+
+
+# ---- failures leave the old set --------------------------------------------------------------------------------
+
+
+def test_disk_full_while_staging_leaves_the_old_set_byte_for_byte(out, monkeypatch):
+    real_fsync = os.fsync
+    calls = []
+
+    def failing_fsync(fd: int) -> None:
+        calls.append(fd)
+        if len(calls) == 3:
+            raise OSError(28, "No space left on device")
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", failing_fsync)
+    with pytest.raises(RagEvalError) as caught:
+        replace_output_set(out, NEW)
+    assert str(caught.value) == f"{out}: cannot write the outputs: No space left on device"
+    assert snapshot(out) == expected(OLD) and siblings(out) == ["out"]
+
+
+def test_an_output_parent_that_is_a_file_is_one_error(tmp_path):
+    (tmp_path / "file").write_text("mine")
+    with pytest.raises(RagEvalError, match=r"cannot write the outputs: Not a directory$"):
+        replace_output_set(tmp_path / "file" / "out", NEW)
+    assert (tmp_path / "file").read_text() == "mine" and sorted(os.listdir(tmp_path)) == ["file"]
+
+
+def test_a_folder_full_of_someone_elses_files_is_refused(out, monkeypatch):
+    monkeypatch.setattr(output_folder, "MAX_USER_ENTRIES", 4)  # baseline.json, link, notes/, today.txt, deep/...
+    with pytest.raises(RagEvalError) as caught:
+        replace_output_set(out, NEW)
+    assert str(caught.value) == (
+        f"{out}: holds more than 4 files and folders rag_eval did not write; choose an output folder of its own"
+    )
+    assert snapshot(out) == expected(OLD) and siblings(out) == ["out"]
+
+
+def test_an_output_folder_that_is_a_file_is_refused(tmp_path):
+    (tmp_path / "out").write_text("mine")
+    with pytest.raises(RagEvalError) as caught:
+        replace_output_set(tmp_path / "out", NEW)
+    assert str(caught.value) == f"{tmp_path / 'out'}: cannot write the outputs: it is a file, expected a folder"
+    assert (tmp_path / "out").read_text() == "mine"
+
+
+@pytest.mark.parametrize(
+    "target, why",
+    [
+        (lambda t: t / "configs", "the config's own folder"),
+        (lambda t: t, "{t}, which holds the config's folder"),
+        (lambda t: t / "home", "your home folder"),
+        (lambda t: Path("/"), "the root folder /"),
+        (lambda t: t / "repo", "{t}/repo, which holds .git (a repository)"),
+        (lambda t: t / "work", "the current folder"),
+        (lambda t: t / "work" / "..", "{t}, which holds the config's folder"),
+        (lambda t: t / "work" / "link-to-configs", "the config's own folder"),
+    ],
+    ids=["config-folder", "config-parent", "home", "root", "repository", "cwd", "dot-dot", "symlink"],
+)
+def test_dangerous_output_folders_are_refused(tmp_path, monkeypatch, target, why):
+    (tmp_path / "configs").mkdir()
+    (tmp_path / "configs" / "run.yaml").write_text("name: x\n")
+    (tmp_path / "home").mkdir()
+    (tmp_path / "repo" / ".git").mkdir(parents=True)
+    (tmp_path / "work").mkdir()
+    (tmp_path / "work" / "link-to-configs").symlink_to(tmp_path / "configs")
+    monkeypatch.chdir(tmp_path / "work")
+    # HOME elsewhere but for the home case: tmp_path, a parent of a home inside it, would be refused for that.
+    monkeypatch.setenv("HOME", str(tmp_path / "home") if "home" in why else "/nonexistent/home")
+    before = snapshot(tmp_path)
+    folder = target(tmp_path)
+    with pytest.raises(RagEvalError) as caught:
+        replace_output_set(folder, NEW, config_path=tmp_path / "configs" / "run.yaml")
+    assert str(caught.value) == (
+        f"{folder}: refusing to write the outputs into {why.format(t=tmp_path)}; set 'output:' (or --output) "
+        "to a folder of their own, such as reports/<name>"
+    )
+    assert snapshot(tmp_path) == before
+
+
+# ---- permissions -------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def umask_022():
+    previous = os.umask(0o022)
+    yield
+    os.umask(previous)
+
+
+def mode(path: Path) -> int:
+    return path.stat().st_mode & 0o777
+
+
+def test_outputs_get_the_umask_permissions_and_keep_a_changed_mode(tmp_path, umask_022):
+    folder = tmp_path / "out"
+    replace_output_set(folder, OLD)
+    assert [mode(folder / name) for name in sorted(OLD)] == [0o644, 0o644, 0o644]
+    assert mode(folder) == 0o755 and mode(folder / MANIFEST) == 0o644
+    (folder / "report.md").chmod(0o640)
+    folder.chmod(0o750)
+    replace_output_set(folder, NEW)
+    assert mode(folder / "report.md") == 0o640 and mode(folder / "two.json") == 0o644
+    assert mode(folder) == 0o750
+    os.umask(0o077)
+    replace_output_set(folder, LATER)
+    assert mode(folder / "three.json") == 0o600 and mode(folder / "report.md") == 0o640
+
+
+def test_atomic_writes_get_the_umask_permissions_and_keep_a_replaced_files_mode(tmp_path, umask_022):
+    path = tmp_path / "cache" / "k1.json"
+    atomic_write_bytes(path, b"one")
+    assert mode(path) == 0o644
+    path.chmod(0o600)
+    atomic_write_bytes(path, b"two")
+    assert mode(path) == 0o600 and path.read_bytes() == b"two"
+    path.chmod(0o664)
+    atomic_write_bytes(path, b"three")
+    assert mode(path) == 0o664
+    assert sorted(os.listdir(path.parent)) == ["k1.json"]
+
+
+# ---- through rag-eval run ---------------------------------------------------------------------------------------
+
+
+def _config(folder: Path, labels: list[str]) -> Path:
+    path = folder / "run.yaml"
+    retrievers = [
+        {"label": label, "adapter": "static", "params": {"rankings": {"q-largest-ocean": ["pacific-largest"]}}}
+        for label in labels
+    ]
+    config = {"name": "set-test", "dataset": {"path": str(REPO / "datasets" / "ocean_facts.yaml")},
+              "retrievers": retrievers, "metrics": ["ndcg@4"], "output": "out"}
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def test_a_retriever_removed_from_the_config_leaves_no_results_behind(tmp_path, capsys):
+    from rag_eval.cli import main
+
+    assert main(["run", str(_config(tmp_path, ["first", "second"])), "--no-progress"]) == 0
+    (tmp_path / "out" / "baseline.json").write_bytes(b"the user's baseline\n")
+    assert main(["run", str(_config(tmp_path, ["second"])), "--no-progress"]) == 0
+    capsys.readouterr()
+    assert sorted(os.listdir(tmp_path / "out")) == [MANIFEST, "baseline.json", "report.md", "second.json", "second.run"]
+    assert (tmp_path / "out" / "baseline.json").read_bytes() == b"the user's baseline\n"
+    assert sorted(os.listdir(tmp_path)) == ["out", "run.yaml"]
+
+
+def test_the_lock_is_reentrant_in_one_thread_and_refuses_another(tmp_path):
+    import threading
+
+    folder = tmp_path / "out"
+    refused: list[str] = []
+
+    def other_thread() -> None:
+        try:
+            replace_output_set(folder, LATER)
+        except RagEvalError as error:
+            refused.append(str(error))
+
+    with output_folder.hold_output_folder(folder):
+        replace_output_set(folder, NEW)  # the holder itself may write
+        thread = threading.Thread(target=other_thread)
+        thread.start()
+        thread.join()
+    message = (
+        f"{folder}: another rag-eval run (pid {os.getpid()}) is writing into this output folder; "
+        "wait for it to finish or choose another output folder"
+    )
+    assert refused == [message]
+    assert sorted(os.listdir(folder)) == [MANIFEST, "report.md", "two.json", "two.run"]
+    assert sorted(os.listdir(tmp_path)) == ["out"]
