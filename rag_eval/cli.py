@@ -1,8 +1,17 @@
 """The ``rag-eval`` command: a thin shell over the library.
 
-Every :class:`RagEvalError` becomes one line on stderr and exit code 2; any other
-exception is a bug and keeps its traceback. Heavy modules are imported inside the
-subcommands so that ``rag-eval --help`` stays fast and never imports torch.
+Exit codes (the same for every command, so that CI can tell them apart):
+
+- 0: done; every regression gate passed
+- 1: a regression gate failed (only that)
+- 2: bad input: a :class:`RagEvalError` (file, config, option, incomparable results,
+  a failing plug-in, an output that cannot be written), printed as one line on stderr
+- 3: an internal error, i.e. a bug in rag-eval: one line on stderr saying so and where
+  the traceback was written (the traceback itself with ``--debug``)
+- 130: interrupted (Ctrl-C)
+
+Heavy modules are imported inside the subcommands so that ``rag-eval --help`` stays
+fast and never imports torch.
 """
 
 from __future__ import annotations
@@ -10,43 +19,159 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, NoReturn
 
-from rag_eval.errors import RagEvalError
+from rag_eval.errors import ConfigError, RagEvalError
 
+EXIT_PASSED = 0
+EXIT_REGRESSION = 1
 EXIT_BAD_INPUT = 2
+EXIT_INTERNAL_ERROR = 3
+EXIT_INTERRUPTED = 130
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the console script; returns the exit code."""
+    """Entry point of the console script; returns the exit code (see the module docstring)."""
     parser = build_parser()
-    args = parser.parse_args(argv)
-    handler: Callable[[argparse.Namespace], int] | None = getattr(args, "handler", None)
-    if handler is None:
-        parser.print_help()
-        return EXIT_BAD_INPUT
-    from rag_eval.allocator import keep_freed_memory
-
-    keep_freed_memory()  # this process is ours: numpy's temporaries reuse memory instead of faulting
     try:
-        return handler(args)
+        try:
+            args = parser.parse_args(argv)
+        except SystemExit as stop:  # --help (0), or a usage error already printed as one line (2)
+            sys.stdout.flush()
+            return stop.code if isinstance(stop.code, int) else EXIT_BAD_INPUT
+        handler: Callable[[argparse.Namespace], int] | None = getattr(args, "handler", None)
+        if handler is None:
+            parser.print_help()
+            sys.stdout.flush()
+            return EXIT_BAD_INPUT
+    except OSError as error:  # the help into a full disk or a closed pipe
+        _error_line(f"cannot write to standard output ({error.strerror or error})")
+        return EXIT_BAD_INPUT
+    return _run(handler, args)
+
+
+def _run(handler: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
+    stdout = sys.stdout
+    sys.stdout = _GuardedStdout(stdout)  # type: ignore[assignment]
+    try:
+        code = handler(args)
+        sys.stdout.flush()  # inside the try: a full disk or closed pipe on stdout is reported here
+        return code
+    except _StdoutError as error:
+        _error_line(f"cannot write to standard output ({error})")
+        return EXIT_BAD_INPUT
     except RagEvalError as error:
-        print(f"rag-eval: error: {error}", file=sys.stderr)
+        _error_line(str(error))
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         print("rag-eval: interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
+    except SystemExit as stop:  # user code called sys.exit() where rag-eval did not guard it
+        _error_line(
+            f"sys.exit({stop.code!r}) was called during `rag-eval {args.command}` (by a plug-in?); "
+            "plug-ins must raise an exception instead"
+        )
+        return EXIT_BAD_INPUT
+    except Exception as error:  # noqa: BLE001 (anything else is a bug: one line, exit 3, traceback logged)
+        return _internal_error(error, args)
+    finally:
+        sys.stdout = stdout
+
+
+class _StdoutError(Exception):
+    """Standard output cannot be written (a full disk, a closed pipe): bad input, not a bug."""
+
+
+class _GuardedStdout:
+    """``sys.stdout`` while a command runs: a failed write or flush becomes :class:`_StdoutError`,
+    so that it is told apart from an OSError of rag-eval's own (a bug)."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except OSError as error:
+            raise _StdoutError(error.strerror or str(error)) from None
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except OSError as error:
+            raise _StdoutError(error.strerror or str(error)) from None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+def _error_line(message: str) -> None:
+    # One line, whatever the message holds: a newline in a label must not split it.
+    print(f"rag-eval: error: {' '.join(message.split())}", file=sys.stderr)
+
+
+def _internal_error(error: Exception, args: argparse.Namespace) -> int:
+    """A bug: one line on stderr; the traceback on stderr with --debug, else in a log file."""
+    import tempfile
+    import traceback
+
+    text = "".join(traceback.format_exception(type(error), error, error.__traceback__))
+    summary = f"{type(error).__name__}: {' '.join(str(error).split())}"[:300]
+    if getattr(args, "debug", False):
+        sys.stderr.write(text)
+        where = "traceback above"
+    else:
+        try:
+            fd, log = tempfile.mkstemp(prefix="rag-eval-crash-", suffix=".log")
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(f"rag-eval {_version()}: internal error\ncommand: {' '.join(sys.argv)}\n\n{text}")
+            where = f"traceback written to {log}; rerun with --debug to print it"
+        except OSError:
+            where = "rerun with --debug to print the traceback"
+    print(
+        f"rag-eval: internal error (a bug in rag-eval, please report it): {summary} ({where})",
+        file=sys.stderr,
+    )
+    return EXIT_INTERNAL_ERROR
+
+
+def _version() -> str:
+    from rag_eval import __version__
+
+    return __version__
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, with usage errors as one line (the usage is one `--help` away)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {' '.join(message.split())} (see `{self.prog} --help`)\n")
+
+    def _print_message(self, message: str, file: Any = None) -> None:
+        # argparse drops an OSError here: the help into a full disk would then exit 0 having printed nothing.
+        if message:
+            (file or sys.stderr).write(message)
+
+
+_DEBUG_HELP = "on an internal error, print the full traceback (default: write it to a log file)"
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every subcommand."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="rag-eval",
-        description="Evaluate retrieval for RAG with trec_eval-exact metrics.",
+        description="Evaluate retrieval for RAG with trec_eval-exact metrics. Exit codes: 0 done (every gate "
+        "passed), 1 a regression gate failed, 2 bad input, 3 internal error (a bug), 130 interrupted.",
     )
-    sub = parser.add_subparsers(title="commands", metavar="COMMAND")
+    parser.add_argument("--debug", action="store_true", help=_DEBUG_HELP)
+    sub = parser.add_subparsers(title="commands", metavar="COMMAND", dest="command")
     for register in _COMMANDS:
         register(sub)
+    for command in sub.choices.values():
+        # Also accepted after the command; SUPPRESS keeps a --debug given before it.
+        command.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=_DEBUG_HELP)
     return parser
 
 
@@ -56,11 +181,14 @@ def build_parser() -> argparse.ArgumentParser:
 def _add_evaluate(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "evaluate",
-        help="score a TREC run file against a TREC qrels file",
-        description="Score a TREC run (qid Q0 doc_id rank score tag) against TREC qrels (qid iter doc_id grade). "
+        help="score a TREC run file against TREC or BEIR qrels",
+        description="Score a TREC run (qid Q0 doc_id rank score tag) against TREC qrels (qid iter doc_id grade) "
+        "or BEIR qrels (a TSV with the header query-id corpus-id score), told apart by their content; "
+        "a line on stderr says which was read. "
         "The rank column is ignored: documents are ranked by score, ties by doc id descending, as trec_eval does.",
     )
-    p.add_argument("--qrels", required=True, help="TREC qrels file: qid iter doc_id grade")
+    p.add_argument("--qrels", required=True,
+                   help="TREC qrels (qid iter doc_id grade) or BEIR qrels (header query-id corpus-id score)")
     p.add_argument("--run", required=True, help="TREC run file: qid Q0 doc_id rank score tag")
     p.add_argument(
         "-m", "--metric", action="append", required=True, dest="metrics",
@@ -86,17 +214,28 @@ def _add_semantics_options(p: argparse.ArgumentParser) -> None:
 
 
 def _cmd_evaluate(args: argparse.Namespace) -> int:
+    from rag_eval.allocator import keep_freed_memory
     from rag_eval.evaluate import EvaluationOptions, prepare, score
     from rag_eval.metrics.measures import parse_metrics
     from rag_eval.output import format_results
-    from rag_eval.trec import read_qrels, read_run
+    from rag_eval.trec import BEIR_QRELS, read_judgements, read_run
 
+    # This process is ours and its work is numpy on large arrays: reuse freed memory instead of
+    # taking a page fault on every fresh temporary (rag_eval.allocator). Only here: other
+    # commands load models and libraries whose allocation pattern this would not suit.
+    keep_freed_memory()
     metrics = parse_metrics(args.metrics)
     options = EvaluationOptions(args.gain, args.aggregation, args.no_relevant, args.relevance_threshold)
-    # No name holds the tables: once joined they are freed, before the metrics need memory.
-    joined = prepare(read_qrels(args.qrels), read_run(args.run))
+    judgements, layout = read_judgements(args.qrels)
+    # Once joined, the tables are freed (del), before the metrics need memory.
+    joined = prepare(judgements, read_run(args.run))
+    del judgements
     results = score(joined, metrics, options)
-    sys.stdout.write(format_results(results, args.format, per_query=args.per_query))
+    text = format_results(results, args.format, per_query=args.per_query)
+    # Said once everything has been read (an error stays the only line on stderr), never on stdout.
+    detail = " (TSV with header query-id corpus-id score)" if layout is BEIR_QRELS else ""
+    print(f"rag-eval: read {args.qrels} as {layout.name}{detail}", file=sys.stderr)
+    sys.stdout.write(text)
     return 0
 
 
@@ -119,40 +258,66 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from pathlib import Path
+    from pydantic import ValidationError
 
     from rag_eval.config.schema import load_config
     from rag_eval.runner import execute, write_outputs
 
     config = load_config(args.config)
     if args.output:
-        config.model = config.model.model_copy(update={"output": str(Path(args.output).resolve())})
+        try:  # validated like the rest of the config, not patched in
+            config.model = type(config.model).model_validate(
+                {**config.model.model_dump(), "output": str(Path(args.output).resolve())}
+            )
+        except ValidationError as error:
+            raise ConfigError(f"--output {args.output}: {error.errors()[0]['msg']}") from None
     regression = config.model.regression
+    baseline = None
+    summary = args.summary or os.environ.get("GITHUB_STEP_SUMMARY") or None
     if regression is not None:
-        from rag_eval.regression import load_results_file
+        from rag_eval.results_file import load_results_file
 
-        load_results_file(config.resolve(regression.baseline))  # fail before any retrieval
+        baseline_path = config.resolve(regression.baseline)
+        if summary:
+            _check_output(summary, "--summary", [("config", args.config), ("baseline", baseline_path)], append=True)
+        baseline = load_results_file(baseline_path)  # loaded once, before any retrieval: fail early
     run = execute(config, progress=False if args.no_progress else None)
     verdict = None
     extra = {}
     if regression is not None:
-        from rag_eval.regression_run import verdict_for_run
+        from rag_eval.errors import ComparisonError
+        from rag_eval.regression import verdict_for_run
         from rag_eval.report.comparison import render_comparison
 
-        # Compared before anything is written: incomparable results leave no output behind.
-        verdict = verdict_for_run(run)
+        # Compared before anything is written: incomparable results leave no output behind,
+        # but the CI job summary says why.
+        try:
+            verdict = verdict_for_run(run, baseline)
+        except ComparisonError as error:
+            if summary:
+                _append_summary(summary, _incomparable_markdown(baseline, None, error, heading=3))
+            raise
         extra["comparison.md"] = render_comparison(verdict, run.dataset.corpus)
     written = write_outputs(run, extra)
-    main_metric = config.model.primary_metric
-    for outcome in run.outcomes:
-        value = outcome.results.aggregate[main_metric]
-        print(f"{outcome.label}\t{main_metric}\t{value:.4f}")
+    _print_headlines(run)
     report = next(p for p in written if p.name == "report.md")
     print(f"report: {report}")
     if verdict is None:
-        return 0
+        return EXIT_PASSED
     print(f"comparison: {report.parent / 'comparison.md'}")
-    return _emit_verdict(verdict, None, args.summary)
+    return _emit_verdict(verdict, None, summary)
+
+
+def _print_headlines(run: Any) -> None:
+    """``label<TAB>metric<TAB>value`` per retriever, then why the mean is what it is, when that is not obvious."""
+    from rag_eval.output import mean_notes
+
+    main_metric = run.config.model.primary_metric
+    for outcome in run.outcomes:
+        value = outcome.results.aggregate[main_metric]
+        notes = mean_notes(outcome.results, main_metric, run.dataset.judgements)
+        line = f"{outcome.label}\t{main_metric}\t{value:.4f}"
+        print(line + (f"\t({'; '.join(notes)})" if notes else ""))
 
 
 def _add_validate(sub: argparse._SubParsersAction) -> None:
@@ -179,15 +344,14 @@ def _cmd_validate(args: argparse.Namespace) -> int:
 
 # ---- compare --------------------------------------------------------------------------------
 
-EXIT_REGRESSION = 1
-
 
 def _add_compare(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "compare",
         help="regression verdict: a candidate results file against a baseline (exit 0 pass, 1 fail, 2 incomparable)",
         description="Compare two results files written by `rag-eval run` on the same dataset. "
-        "Exit code 0: every gate passes; 1: a gate fails; 2: bad input or incomparable results.",
+        "Exit code 0: every gate passes; 1: a gate fails; 2: bad input or incomparable results "
+        "(--report and --summary then say why); 3: internal error.",
     )
     p.add_argument("baseline", help="baseline results JSON")
     p.add_argument("candidate", help="candidate results JSON")
@@ -199,26 +363,87 @@ def _add_compare(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--report", help="write the full comparison report (markdown) to this file")
     p.add_argument("--summary", help="write the verdict as markdown for a CI job summary "
                    "(default: $GITHUB_STEP_SUMMARY when set; appended)")
-    p.add_argument("--confidence", type=float, default=0.95, help="bootstrap confidence level (default 0.95)")
-    p.add_argument("--resamples", type=int, default=10_000, help="bootstrap / permutation resamples (default 10000)")
-    p.add_argument("--seed", type=int, default=0, help="random seed for the resampling (default 0)")
+    p.add_argument("--confidence", type=_confidence, default=0.95,
+                   help="bootstrap confidence level, between 0 and 1 (default 0.95)")
+    # The limits of the statistics, shared with the config's regression.resamples (cheap: scipy loads later).
+    from rag_eval.stats import MAX_RESAMPLES, MIN_RESAMPLES
+
+    p.add_argument("--resamples", type=_resamples, default=10_000,
+                   help=f"bootstrap / permutation resamples, from {MIN_RESAMPLES:,} to {MAX_RESAMPLES:,} "
+                   "(default 10,000)")
+    p.add_argument("--seed", type=_seed, default=0, help="random seed for the resampling, >= 0 (default 0)")
     p.set_defaults(handler=_cmd_compare)
 
 
-def _cmd_compare(args: argparse.Namespace) -> int:
-    from rag_eval.regression import compare, load_results_file, parse_gate
+def _confidence(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number between 0 and 1, got {text!r}") from None
+    if not 0 < value < 1:  # also refuses nan
+        raise argparse.ArgumentTypeError(f"confidence must be between 0 and 1 (exclusive), got {text}")
+    return value
 
+
+def _resamples(text: str) -> int:
+    from rag_eval.stats import MAX_RESAMPLES, MIN_RESAMPLES
+
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if not MIN_RESAMPLES <= value <= MAX_RESAMPLES:
+        raise argparse.ArgumentTypeError(
+            f"resamples must be from {MIN_RESAMPLES:,} to {MAX_RESAMPLES:,} (more does not change the printed "
+            f"digits, and costs memory), got {_short(text)}"
+        )
+    return value
+
+
+def _seed(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"seed must be >= 0 (numpy refuses negative seeds), got {text}")
+    return value
+
+
+def _short(text: str, limit: int = 30) -> str:
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} digits)"
+
+
+def _cmd_compare(args: argparse.Namespace) -> int:
+    from rag_eval.errors import ComparisonError
+    from rag_eval.regression import compare, parse_gate
+    from rag_eval.results_file import load_results_file
+
+    inputs = [("baseline", args.baseline), ("candidate", args.candidate)]
+    summary = args.summary or os.environ.get("GITHUB_STEP_SUMMARY") or None
+    # Checked before anything is read or written: an output must never replace an input.
+    if args.report:
+        _check_output(args.report, "--report", inputs)
+    if summary:
+        _check_output(summary, "--summary", inputs, append=True)
     baseline = load_results_file(args.baseline)
     candidate = load_results_file(args.candidate)
     gates = [parse_gate(text) for text in args.gate] or _default_gates(baseline)
-    verdict = compare(
-        baseline, candidate, gates, confidence=args.confidence, n_resamples=args.resamples, seed=args.seed
-    )
-    return _emit_verdict(verdict, args.report, args.summary)
+    try:
+        verdict = compare(
+            baseline, candidate, gates, confidence=args.confidence, n_resamples=args.resamples, seed=args.seed
+        )
+    except ComparisonError as error:
+        # The report and the CI job summary say why there is no verdict, instead of staying empty.
+        if args.report:
+            _write_report(args.report, _incomparable_markdown(baseline, candidate, error, heading=1))
+        if summary:
+            _append_summary(summary, _incomparable_markdown(baseline, candidate, error, heading=3))
+        raise
+    return _emit_verdict(verdict, args.report, summary)
 
 
-def _default_gates(baseline) -> list:
-    from rag_eval.errors import ConfigError
+def _default_gates(baseline: Any) -> list:
     from rag_eval.regression import make_gate
 
     if "ndcg@10" in baseline.results.values:
@@ -226,29 +451,105 @@ def _default_gates(baseline) -> list:
     raise ConfigError("no --gate given and the results have no ndcg@10; e.g. --gate ndcg@5:max_drop=0.01")
 
 
-def _emit_verdict(verdict, report_path: str | None, summary_path: str | None, passages=None) -> int:
-    import os
+def _check_output(path: str, flag: str, inputs: Sequence[tuple[str, str | os.PathLike[str]]], append: bool = False) -> None:
+    """Refuse an output path that is one of the inputs, a folder, a special file or in an unwritable place."""
+    from rag_eval.files import describe_kind
 
+    target = Path(path)
+    for role, source in inputs:
+        if _same_file(target, Path(source)):
+            action = "appended to" if append else "replaced by the output"
+            raise ConfigError(
+                f"{flag} {path}: is the {role} file {source}, which would be {action}; write it to another file"
+            )
+    try:
+        mode = os.stat(target).st_mode
+    except (FileNotFoundError, NotADirectoryError):  # not there yet (or under a file: said below)
+        mode = None
+    except OSError as error:
+        raise ConfigError(f"{flag} {path}: cannot be written ({error.strerror or error})") from None
+    if mode is not None:
+        kind = describe_kind(mode)
+        # Appending to a terminal or /dev/stderr is fine; a FIFO would block, a folder cannot be a file.
+        if kind is not None and not (append and kind == "a character device"):
+            raise ConfigError(f"{flag} {path}: is {kind}; give the path of a file to write")
+    folder = target.parent
+    while not folder.exists() and folder != folder.parent:  # missing folders are created when writing
+        folder = folder.parent
+    if not folder.is_dir():
+        raise ConfigError(f"{flag} {path}: {folder} is not a folder")
+    if append and mode is not None:
+        writable = os.access(target, os.W_OK)
+    elif folder == target.parent:
+        writable = _can_create_in(folder)  # the report is written to a temporary file there, then renamed
+    else:
+        writable = os.access(folder, os.W_OK | os.X_OK)
+    if not writable:
+        raise ConfigError(f"{flag} {path}: cannot write there (permission denied or a read-only place)")
+
+
+def _can_create_in(folder: Path) -> bool:
+    import tempfile
+
+    try:
+        with tempfile.TemporaryFile(dir=folder):
+            return True
+    except OSError:
+        return False
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one does not exist (yet): compare where they would be
+        return a.resolve() == b.resolve()
+
+
+def _write_report(path: str, text: str) -> None:
     from rag_eval.atomic import atomic_write_text
+
+    try:
+        atomic_write_text(path, text)
+    except OSError as error:
+        raise ConfigError(f"--report {path}: cannot write the report ({error.strerror or error})") from None
+
+
+def _append_summary(path: str, text: str) -> None:
+    # GitHub's job summary file is shared by the job's steps: append, never replace.
+    try:
+        with open(path, "a", encoding="utf-8") as handle:
+            handle.write(text + "\n")
+    except OSError as error:
+        raise ConfigError(f"{path}: cannot write the summary ({error.strerror or error})") from None
+
+
+def _incomparable_markdown(baseline: Any, candidate: Any, error: Exception, heading: int) -> str:
+    from rag_eval.report.incomparable import render_incomparable
+
+    return render_incomparable(
+        str(error), baseline=(baseline.label, baseline.path), candidate=candidate and (candidate.label, candidate.path),
+        heading=heading,
+    )
+
+
+def _emit_verdict(verdict: Any, report_path: str | None, summary_path: str | None) -> int:
+    """Print the verdict lines, write the report and the summary; the exit code of the verdict.
+
+    The report shows passage texts from the results files (the short texts of the
+    passages they ranked on top), so `compare` needs no corpus.
+    """
     from rag_eval.report.comparison import render_comparison, render_verdict_summary
 
     for line in _verdict_lines(verdict):
         print(line)
     if report_path:
-        atomic_write_text(report_path, render_comparison(verdict, passages))
+        passages = {**verdict.baseline.passages, **verdict.candidate.passages}
+        _write_report(report_path, render_comparison(verdict, passages))
         print(f"report: {report_path}")
-    summary_target = summary_path or os.environ.get("GITHUB_STEP_SUMMARY")
-    if summary_target:
-        # GitHub's job summary file is shared by the job's steps: append, never replace.
-        try:
-            with open(summary_target, "a", encoding="utf-8") as handle:
-                handle.write(render_verdict_summary(verdict) + "\n")
-        except OSError as error:
-            from rag_eval.errors import ConfigError
-
-            raise ConfigError(f"{summary_target}: cannot write the summary ({error.strerror or error})") from None
-        print(f"summary: {summary_target}")
-    return 0 if verdict.passed else EXIT_REGRESSION
+    if summary_path:
+        _append_summary(summary_path, render_verdict_summary(verdict))
+        print(f"summary: {summary_path}")
+    return EXIT_PASSED if verdict.passed else EXIT_REGRESSION
 
 
 REGRESSED_LISTED = 10
@@ -279,7 +580,15 @@ def _verdict_lines(verdict) -> list[str]:
     return lines
 
 
-_COMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [_add_evaluate, _add_run, _add_validate, _add_compare]
+def _add_schema(sub: argparse._SubParsersAction) -> None:
+    from rag_eval.config.reference import add_schema_command
+
+    add_schema_command(sub)
+
+
+_COMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [
+    _add_evaluate, _add_run, _add_validate, _add_compare, _add_schema,
+]
 
 
 # Commands whose process has nothing left to do once main() returns: no atexit work, no
@@ -296,14 +605,27 @@ def console_main() -> None:
     In-process callers use :func:`main`, which always returns.
     """
     code = main()
-    if len(sys.argv) > 1 and sys.argv[1] in _QUICK_EXIT_COMMANDS:
-        try:
-            sys.stdout.flush()
-            sys.stderr.flush()
-        except (OSError, ValueError):  # a closed or broken pipe: let the normal exit report it
-            sys.exit(code)
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        # main() has reported an unwritable stdout in one line: point it at /dev/null, so
+        # that the interpreter's own final flush does not add a second report.
+        _discard_stdout()
+        sys.exit(code)
+    command = [arg for arg in sys.argv[1:3] if arg != "--debug"][:1]  # the command: first, or after --debug
+    if command and command[0] in _QUICK_EXIT_COMMANDS:
         os._exit(code)
     sys.exit(code)
+
+
+def _discard_stdout() -> None:
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
+from typing import Any
 
 from rag_eval.results import Results
 
@@ -15,13 +17,13 @@ def format_results(results: Results, fmt: str, per_query: bool = False, decimals
     values to ``decimals`` places as trec_eval prints them; json keeps full precision.
     """
     if fmt == "json":
-        data = {"aggregate": {k: _json_value(v) for k, v in results.aggregate.items()}}
+        data: dict[str, Any] = {"aggregate": {k: _json_value(v) for k, v in results.aggregate.items()}}
         if per_query:
             data["per_query"] = {
                 qid: {name: _json_value(results.values[name][i]) for name in results.metric_names}
                 for i, qid in enumerate(results.query_ids)
             }
-        return json.dumps(data, indent=2) + "\n"
+        return json.dumps(data, indent=2, allow_nan=False) + "\n"
     if fmt == "markdown":
         return _markdown(results, per_query, decimals)
     if fmt == "text":
@@ -52,6 +54,42 @@ def _markdown(results: Results, per_query: bool, decimals: int) -> str:
             cells = [_fmt(results.values[name][i], decimals) for name in names]
             out.append(f"| {escape_cell(qid)} | " + " | ".join(cells) + " |")
     return "\n".join(out) + "\n"
+
+
+def mean_notes(results: Results, metric: str, judgements: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """Why ``metric``'s mean is what it is, where that is not obvious: one short phrase per reason.
+
+    Judged queries the retriever answered with nothing (scored 0, kept in the mean) and
+    judged queries without a relevant passage, which the ``no_relevant`` choice leaves
+    out (skip) or scores 0 (zero): the same ranking then gives another mean than
+    trec_eval's (skip) or than the default's (zero).
+    """
+    from rag_eval.metrics.measures import parse_metric
+
+    parsed = parse_metric(metric)
+    left_out = set(results.left_out.get(metric, ()))
+    in_mean = [q for q in results.query_ids if q not in left_out]
+    notes = []
+    unanswered = [q for q in results.unanswered_queries if q not in left_out]
+    if unanswered:
+        notes.append(f"{len(unanswered)} of {_queries(len(in_mean), 'judged')} unanswered, scored 0")
+    if left_out:
+        notes.append(
+            f"{_queries(len(left_out), 'judged')} with no relevant passage left out of the mean "
+            "(no_relevant: skip; trec_eval scores them 0)"
+        )
+    elif results.options.get("no_relevant") == "zero" and parsed.uses_relevance:
+        threshold = float(results.options.get("relevance_threshold", 1.0))
+        # The metric's own notion of relevant: any grade > 0 gains for nDCG, binary metrics need the threshold.
+        relevant = (lambda g: g > 0) if parsed.is_graded else (lambda g: g >= threshold)
+        none = [q for q in results.query_ids if not any(relevant(g) for g in judgements.get(q, {}).values())]
+        if none:
+            notes.append(f"{_queries(len(none), 'judged')} with no relevant passage scored 0 (no_relevant: zero)")
+    return notes
+
+
+def _queries(n: int, adjective: str) -> str:
+    return f"{n} {adjective} quer{'y' if n == 1 else 'ies'}"
 
 
 def _fmt(value: float, decimals: int) -> str:

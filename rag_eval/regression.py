@@ -10,21 +10,51 @@ A gate ``ndcg@10: {max_drop: 0.01}`` fails when the candidate is worse than the
 baseline by more than 0.01; with ``alpha`` it fails only if that drop is also
 significant (paired permutation test, Holm-corrected over the gates that ask for
 significance). "Worse" follows the metric's own direction, never the user's.
+A drop is significant when the (Holm-adjusted) p-value is strictly below ``alpha``:
+p == alpha is not significant, as the report and the gate's description say.
+
+The work is split in two: :func:`pair_by_query` lines the two runs' per-query values
+up by query id (never by position, and in sorted id order, so the order in which a
+file lists its queries changes nothing), and :func:`decide` turns paired values and
+gates into :class:`GateResult` objects without touching any file.
+:func:`compare` is the two in sequence, after :func:`check_comparable`.
 """
 
 from __future__ import annotations
 
-import json
 import math
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from rag_eval.errors import ComparisonError, ConfigError
 from rag_eval.metrics.measures import parse_metric
-from rag_eval.results import Results
+from rag_eval.results_file import ResultsFile, load_results_file, results_document
+from rag_eval.stats import MAX_RESAMPLES, MIN_RESAMPLES, PairedComparison
+
+if TYPE_CHECKING:
+    from rag_eval.results import Results
+    from rag_eval.run_outcome import RetrieverOutcome, RunOutcome
+
+__all__ = [
+    "Gate",
+    "GateResult",
+    "PairedValues",
+    "ResultsFile",
+    "Verdict",
+    "check_comparable",
+    "compare",
+    "decide",
+    "gates_from_config",
+    "load_results_file",
+    "make_gate",
+    "pair_by_query",
+    "parse_gate",
+    "verdict_for_run",
+]
 
 SEMANTIC_OPTIONS = ("gain", "aggregation", "no_relevant", "relevance_threshold")
 
@@ -43,50 +73,86 @@ class Gate:
 
 
 @dataclass(frozen=True)
-class ResultsFile:
-    """A results file as saved by ``rag-eval run``: the document and its Results."""
+class PairedValues:
+    """One metric's per-query values of the two runs, paired by query id.
 
-    path: str
-    document: dict[str, Any]
-    results: Results
+    ``baseline[i]`` and ``candidate[i]`` are the values of ``query_ids[i]``; queries
+    left out of the mean (NaN: no relevant document) are not paired. ``baseline_value``
+    and ``candidate_value`` are the dataset values the results report (their aggregate),
+    which differ from the means of the arrays under micro aggregation.
+    """
 
-    @property
-    def label(self) -> str:
-        return str(self.document.get("retriever", {}).get("label", Path(self.path).stem))
+    metric: str
+    query_ids: tuple[str, ...]
+    baseline: np.ndarray
+    candidate: np.ndarray
+    baseline_value: float
+    candidate_value: float
 
-    @property
-    def fingerprint(self) -> str | None:
-        return self.document.get("dataset", {}).get("fingerprint")
-
-    @property
-    def query_texts(self) -> dict[str, str]:
-        return dict(self.document.get("query_texts", {}))
-
-    @property
-    def rankings(self) -> dict[str, list[list[Any]]]:
-        """``{qid: [[doc_id, score, grade or None], ...]}`` in rank order."""
-        return dict(self.document.get("rankings", {}))
+    def deltas(self) -> dict[str, float]:
+        """``{query_id: candidate - baseline}``, in pairing order."""
+        return {q: float(c - b) for q, b, c in zip(self.query_ids, self.baseline, self.candidate)}
 
 
-@dataclass
+@dataclass(frozen=True)
 class GateResult:
-    """One gated metric: values, statistics and the decision."""
+    """One gated metric: its paired statistics and the decision.
+
+    ``baseline`` / ``candidate`` are the dataset values the results report;
+    ``comparison`` holds the paired statistics (n, mean Δ, CI, p-values, counts).
+    ``wins`` / ``ties`` / ``losses`` count queries improved / unchanged / regressed
+    in the metric's own direction (for a lower-is-better metric a drop is a win).
+    """
 
     gate: Gate
+    comparison: PairedComparison
     baseline: float
     candidate: float
-    mean_delta: float
-    ci_low: float
-    ci_high: float
-    p_permutation: float
-    p_t_test: float
     p_adjusted: float | None
-    wins: int
-    ties: int
-    losses: int
-    n: int
     passed: bool
     reason: str
+
+    @property
+    def mean_delta(self) -> float:
+        return self.comparison.mean_delta
+
+    @property
+    def ci_low(self) -> float:
+        return self.comparison.ci_low
+
+    @property
+    def ci_high(self) -> float:
+        return self.comparison.ci_high
+
+    @property
+    def p_permutation(self) -> float:
+        return self.comparison.p_permutation
+
+    @property
+    def p_t_test(self) -> float:
+        return self.comparison.p_t_test
+
+    @property
+    def n(self) -> int:
+        return self.comparison.n
+
+    @property
+    def wins(self) -> int:
+        c = self.comparison
+        return c.wins if _higher_is_better(self.gate.metric) else c.losses
+
+    @property
+    def ties(self) -> int:
+        return self.comparison.ties
+
+    @property
+    def losses(self) -> int:
+        c = self.comparison
+        return c.losses if _higher_is_better(self.gate.metric) else c.wins
+
+
+def _higher_is_better(metric: str) -> bool:
+    return parse_metric(metric).higher_is_better
 
 
 @dataclass
@@ -112,29 +178,7 @@ class Verdict:
         return [f"{g.gate.metric}: {g.reason}" for g in self.failed]
 
 
-# ---- loading and parsing -------------------------------------------------------------------
-
-
-def load_results_file(path: str | Path) -> ResultsFile:
-    """Read a results JSON written by ``rag-eval run``."""
-    path = Path(path)
-    try:
-        document = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ComparisonError(f"{path}: no such file") from None
-    except json.JSONDecodeError as error:
-        raise ComparisonError(f"{path}: line {error.lineno}: not valid JSON ({error.msg})") from None
-    except UnicodeDecodeError:
-        raise ComparisonError(f"{path}: not a text file (a results JSON written by `rag-eval run` is UTF-8)") from None
-    except OSError as error:  # a folder, no permission, ...
-        raise ComparisonError(f"{path}: cannot read it ({error.strerror or type(error).__name__})") from None
-    if not isinstance(document, dict) or document.get("kind") != "rag_eval.results" or "results" not in document:
-        raise ComparisonError(f"{path}: not a rag_eval results file (write one with `rag-eval run CONFIG`)")
-    try:
-        results = Results.from_dict(document["results"])
-    except (KeyError, TypeError, ValueError) as error:
-        raise ComparisonError(f"{path}: results section is malformed ({type(error).__name__}: {error})") from None
-    return ResultsFile(str(path), document, results)
+# ---- gates ---------------------------------------------------------------------------------
 
 
 def parse_gate(text: str) -> Gate:
@@ -172,8 +216,7 @@ def check_comparable(baseline: ResultsFile, candidate: ResultsFile, metrics: Seq
     """Raise ComparisonError naming what differs, if anything does."""
     b, c = baseline, candidate
     if b.fingerprint != c.fingerprint:
-        b_name = b.document.get("dataset", {}).get("name")
-        c_name = c.document.get("dataset", {}).get("name")
+        b_name, c_name = b.dataset_name, c.dataset_name
         raise ComparisonError(
             f"incomparable results: different datasets (baseline {b.path}: {b_name} fingerprint {b.fingerprint}; "
             f"candidate {c.path}: {c_name} fingerprint {c.fingerprint}); rerun the baseline on the same dataset"
@@ -193,8 +236,8 @@ def check_comparable(baseline: ResultsFile, candidate: ResultsFile, metrics: Seq
                     f"incomparable results: {side.path} has no {metric} (it has {have}); "
                     "gate only metrics both runs computed, with the same cutoffs"
                 )
-    b_depth, c_depth = b.document.get("top_k"), c.document.get("top_k")
-    if isinstance(b_depth, int) and isinstance(c_depth, int) and b_depth != c_depth:
+    b_depth, c_depth = b.top_k, c.top_k
+    if b_depth is not None and c_depth is not None and b_depth != c_depth:
         # A metric that looks deeper than one of the runs retrieved measures different things on each side.
         for metric in metrics:
             k = parse_metric(metric).k
@@ -204,16 +247,118 @@ def check_comparable(baseline: ResultsFile, candidate: ResultsFile, metrics: Seq
                     f"{k or 'all'} but the baseline {b.path} retrieved top_k={b_depth} and the candidate "
                     f"{c.path} top_k={c_depth}; gate a cutoff both runs reach (e.g. @{min(b_depth, c_depth)})"
                 )
-    if set(b.results.query_ids) != set(c.results.query_ids):
-        only_b = sorted(set(b.results.query_ids) - set(c.results.query_ids))
-        only_c = sorted(set(c.results.query_ids) - set(b.results.query_ids))
+    _check_same_queries(b.results, c.results)
+
+
+def _check_same_queries(baseline: Results, candidate: Results) -> None:
+    """Refuse query sets that differ, or a query listed twice (pairing by id would be ambiguous)."""
+    for side, results in (("baseline", baseline), ("candidate", candidate)):
+        if len(set(results.query_ids)) != len(results.query_ids):
+            twice = sorted(q for q, count in Counter(results.query_ids).items() if count > 1)
+            raise ComparisonError(f"incomparable results: the {side} lists query {twice[0]!r} more than once")
+    b_ids, c_ids = set(baseline.query_ids), set(candidate.query_ids)
+    if b_ids != c_ids:
+        only_b, only_c = sorted(b_ids - c_ids), sorted(c_ids - b_ids)
         raise ComparisonError(
-            "incomparable results: different query sets "
-            f"({len(only_b)} only in the baseline, e.g. {only_b[:3]}; {len(only_c)} only in the candidate, e.g. {only_c[:3]})"
+            f"incomparable results: different query sets ({len(only_b)} only in the baseline, e.g. {only_b[:3]}; "
+            f"{len(only_c)} only in the candidate, e.g. {only_c[:3]})"
         )
 
 
 # ---- the comparison ------------------------------------------------------------------------
+
+
+def pair_by_query(metric: str, baseline: Results, candidate: Results) -> PairedValues:
+    """Pair the two runs' values of ``metric`` by query id, in sorted id order.
+
+    Never by position: the files may list their queries in any order. Sorting makes
+    the resampling statistics (whose random draws index positions) independent of
+    that order too. Queries left out of the mean (NaN) on either side are not paired.
+
+    Raises:
+        ComparisonError: when the query sets differ, a query is listed twice, or no
+            query has a value on both sides.
+    """
+    _check_same_queries(baseline, candidate)
+    order = sorted(baseline.query_ids)
+    b_index = {q: i for i, q in enumerate(baseline.query_ids)}
+    c_index = {q: i for i, q in enumerate(candidate.query_ids)}
+    b_values = np.asarray(baseline.values[metric], dtype=np.float64)[[b_index[q] for q in order]]
+    c_values = np.asarray(candidate.values[metric], dtype=np.float64)[[c_index[q] for q in order]]
+    both = ~np.isnan(b_values) & ~np.isnan(c_values)
+    if not both.any():
+        raise ComparisonError(
+            f"{metric}: no query has a value in both results (every query was left out of the mean); "
+            "nothing to compare"
+        )
+    return PairedValues(
+        metric=metric,
+        query_ids=tuple(q for q, keep in zip(order, both.tolist()) if keep),
+        baseline=b_values[both],
+        candidate=c_values[both],
+        baseline_value=baseline.aggregate[metric],
+        candidate_value=candidate.aggregate[metric],
+    )
+
+
+def decide(
+    gates: Sequence[Gate],
+    paired: Sequence[PairedValues],
+    *,
+    confidence: float = 0.95,
+    n_resamples: int = 10_000,
+    seed: int = 0,
+) -> list[GateResult]:
+    """Paired values + gates -> one :class:`GateResult` per gate (pure: no I/O).
+
+    ``paired[i]`` holds the values of ``gates[i].metric``. The gates are decided
+    together because the p-values of those with ``alpha`` are Holm-corrected as one
+    family. A gate fails when the drop (in the metric's own direction) exceeds
+    ``max_drop`` and, if it has ``alpha``, the adjusted p-value is below alpha
+    (strictly: p == alpha is not significant).
+    """
+    from rag_eval import stats
+
+    check_resampling(confidence, n_resamples, seed)
+    if len(gates) != len(paired) or any(g.metric != p.metric for g, p in zip(gates, paired)):
+        raise ValueError("decide: paired[i] must hold the values of gates[i].metric")
+    comparisons = [
+        stats.compare_paired(p.baseline, p.candidate, confidence=confidence, n_resamples=n_resamples, seed=seed)
+        for p in paired
+    ]
+    with_alpha = [i for i, gate in enumerate(gates) if gate.alpha is not None]
+    adjusted = dict(zip(with_alpha, stats.holm([comparisons[i].p_permutation for i in with_alpha])))
+    return [
+        _decide_gate(gate, values, comparison, adjusted.get(i))
+        for i, (gate, values, comparison) in enumerate(zip(gates, paired, comparisons))
+    ]
+
+
+def _decide_gate(gate: Gate, values: PairedValues, comparison: PairedComparison, p_adj: float | None) -> GateResult:
+    sign = 1.0 if _higher_is_better(gate.metric) else -1.0
+    drop = -sign * comparison.mean_delta  # > 0 means the candidate is worse
+    too_large = drop > gate.max_drop + 1e-12  # float noise must not fail an exact-limit drop
+    significant = gate.alpha is None or (p_adj is not None and p_adj < gate.alpha)
+    if not too_large:
+        reason = f"drop {max(drop, 0.0) + 0.0:.4f} within max_drop {gate.max_drop:g}"
+    elif not significant:
+        reason = (
+            f"drop {drop:.4f} exceeds max_drop {gate.max_drop:g} but is not significant "
+            f"(p={p_adj:.4f} ≥ alpha {gate.alpha:g})"
+        )
+    else:
+        reason = f"dropped {drop:.4f} > max_drop {gate.max_drop:g}" + (
+            f", significant (p={p_adj:.4f} < alpha {gate.alpha:g})" if gate.alpha is not None else ""
+        )
+    return GateResult(
+        gate=gate,
+        comparison=comparison,
+        baseline=values.baseline_value,
+        candidate=values.candidate_value,
+        p_adjusted=p_adj,
+        passed=not (too_large and significant),
+        reason=reason,
+    )
 
 
 def compare(
@@ -225,74 +370,32 @@ def compare(
     n_resamples: int = 10_000,
     seed: int = 0,
 ) -> Verdict:
-    """Compare ``candidate`` with ``baseline`` on every gate's metric."""
-    from rag_eval import stats
+    """Compare ``candidate`` with ``baseline`` on every gate's metric.
 
+    :func:`check_comparable`, then :func:`pair_by_query` per gate, then :func:`decide`.
+    """
     if not gates:
         raise ConfigError("no gates given; e.g. --gate ndcg@10:max_drop=0.01")
-    if not 0 < confidence < 1:
-        raise ConfigError(f"confidence must be between 0 and 1, got {confidence}")
-    if isinstance(n_resamples, bool) or not isinstance(n_resamples, int) or n_resamples < 1:
-        raise ConfigError(f"resamples must be a positive integer, got {n_resamples!r}")
+    check_resampling(confidence, n_resamples, seed)
     check_comparable(baseline, candidate, [g.metric for g in gates])
-    order = list(baseline.results.query_ids)
-    c_index = {q: i for i, q in enumerate(candidate.results.query_ids)}
-    rows = []
-    deltas: dict[str, dict[str, float]] = {}
-    for gate in gates:
-        b_values = baseline.results.values[gate.metric]
-        c_values = candidate.results.values[gate.metric][[c_index[q] for q in order]]
-        # Queries left out (no relevant document) are NaN on both sides: pair the rest.
-        both = ~np.isnan(b_values) & ~np.isnan(c_values)
-        sign = 1.0 if parse_metric(gate.metric).higher_is_better else -1.0
-        if not both.any():
-            raise ComparisonError(
-                f"{gate.metric}: no query has a value in both results (every query was left out of the mean); "
-                "nothing to compare"
-            )
-        paired = stats.compare_paired(
-            b_values[both], c_values[both], confidence=confidence, n_resamples=n_resamples, seed=seed
-        )
-        deltas[gate.metric] = {q: float(d) for q, d in zip(np.array(order)[both], (c_values - b_values)[both])}
-        rows.append((gate, paired, sign))
-    with_alpha = [i for i, (gate, _, _) in enumerate(rows) if gate.alpha is not None]
-    adjusted = dict(zip(with_alpha, stats.holm([rows[i][1].p_permutation for i in with_alpha]))) if with_alpha else {}
-    results = []
-    for i, (gate, paired, sign) in enumerate(rows):
-        drop = -sign * paired.mean_delta  # > 0 means the candidate is worse
-        p_adj = adjusted.get(i)
-        too_large = drop > gate.max_drop + 1e-12  # float noise must not fail an exact-limit drop
-        significant = gate.alpha is None or (p_adj is not None and p_adj < gate.alpha)
-        passed = not (too_large and significant)
-        if not too_large:
-            reason = f"drop {max(drop, 0.0) + 0.0:.4f} within max_drop {gate.max_drop:g}"
-        elif not significant:
-            reason = f"drop {drop:.4f} exceeds max_drop {gate.max_drop:g} but is not significant (p={p_adj:.4f} ≥ alpha {gate.alpha:g})"
-        else:
-            reason = f"dropped {drop:.4f} > max_drop {gate.max_drop:g}" + (
-                f", significant (p={p_adj:.4f} < alpha {gate.alpha:g})" if gate.alpha is not None else ""
-            )
-        wins, ties, losses = (paired.wins, paired.ties, paired.losses) if sign > 0 else (paired.losses, paired.ties, paired.wins)
-        results.append(
-            GateResult(
-                gate=gate,
-                baseline=baseline.results.aggregate[gate.metric],
-                candidate=candidate.results.aggregate[gate.metric],
-                mean_delta=paired.mean_delta,
-                ci_low=paired.ci_low,
-                ci_high=paired.ci_high,
-                p_permutation=paired.p_permutation,
-                p_t_test=paired.p_t_test,
-                p_adjusted=p_adj,
-                wins=wins,
-                ties=ties,
-                losses=losses,
-                n=paired.n,
-                passed=passed,
-                reason=reason,
-            )
-        )
+    paired = [pair_by_query(gate.metric, baseline.results, candidate.results) for gate in gates]
+    results = decide(gates, paired, confidence=confidence, n_resamples=n_resamples, seed=seed)
+    deltas = {p.metric: p.deltas() for p in paired}
     return Verdict(baseline, candidate, results, confidence, deltas)
+
+
+def check_resampling(confidence: float, n_resamples: int, seed: int) -> None:
+    """Refuse a confidence outside (0, 1), resamples outside the shared limits, a negative seed."""
+    if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not 0 < confidence < 1:
+        raise ConfigError(f"confidence must be between 0 and 1 (exclusive), got {confidence!r}")
+    if isinstance(n_resamples, bool) or not isinstance(n_resamples, int) or not (
+        MIN_RESAMPLES <= n_resamples <= MAX_RESAMPLES
+    ):
+        raise ConfigError(
+            f"resamples must be an integer from {MIN_RESAMPLES:,} to {MAX_RESAMPLES:,}, got {n_resamples!r}"
+        )
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ConfigError(f"seed must be an integer >= 0 (numpy refuses negative seeds), got {seed!r}")
 
 
 def gates_from_config(gates: Mapping[str, Any]) -> list[Gate]:
@@ -302,3 +405,52 @@ def gates_from_config(gates: Mapping[str, Any]) -> list[Gate]:
         data = spec.model_dump() if hasattr(spec, "model_dump") else dict(spec or {})
         out.append(make_gate(metric, data.get("max_drop", 0.0), data.get("alpha"), where=f"regression.gates.{metric}"))
     return out
+
+
+# ---- the regression section of a run config ----------------------------------------------------------
+
+
+def verdict_for_run(run: RunOutcome, baseline: ResultsFile | None = None) -> Verdict:
+    """Compare the run's retriever named by ``regression.retriever`` with the baseline.
+
+    Without a name: the only retriever, or the one whose label matches the baseline's.
+    ``baseline``: the config's baseline when the caller loaded it already (``rag-eval run``
+    loads it before retrieving, to fail early); read from the config otherwise.
+    The candidate is the results document the run writes, built once and shared.
+    """
+    spec = run.config.model.regression
+    if spec is None:
+        raise ConfigError(f"{run.config.path}: no regression section")
+    if baseline is None:
+        baseline = load_results_file(run.config.resolve(spec.baseline))
+    outcome = _pick(run, spec.retriever, baseline.label)
+    candidate = ResultsFile.from_document(
+        run.config.output_dir / f"{outcome.label}.json", results_document(run, outcome), results=outcome.results
+    )
+    return compare(
+        baseline,
+        candidate,
+        gates_from_config(spec.gates),
+        confidence=spec.confidence,
+        n_resamples=spec.resamples,
+        seed=spec.seed,
+    )
+
+
+def _pick(run: RunOutcome, label: str | None, baseline_label: str) -> RetrieverOutcome:
+    by_label = {o.label: o for o in run.outcomes}
+    if label:
+        if label not in by_label:
+            raise ConfigError(
+                f"{run.config.path}: regression.retriever {label!r} is not a retriever of this run "
+                f"({', '.join(by_label)})"
+            )
+        return by_label[label]
+    if len(run.outcomes) == 1:
+        return run.outcomes[0]
+    if baseline_label in by_label:
+        return by_label[baseline_label]
+    raise ConfigError(
+        f"{run.config.path}: regression: several retrievers ({', '.join(by_label)}) and none is labelled "
+        f"{baseline_label!r} like the baseline; name one in regression.retriever"
+    )

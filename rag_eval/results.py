@@ -8,11 +8,47 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
-from rag_eval.metrics.measures import Metric, parse_metrics
+from rag_eval.errors import MetricError
+from rag_eval.metrics.measures import Metric, parse_metric, parse_metrics
+
+V = TypeVar("V")
+
+
+class MetricDict(dict[str, V]):
+    """A dict keyed by canonical metric names that also answers to any accepted spelling.
+
+    ``aggregate["P_5"]``, ``aggregate["precision@5"]`` and ``aggregate[Metric("precision", 5)]``
+    are the same entry; iteration, ``keys()`` and JSON output give the canonical names.
+    """
+
+    def __missing__(self, key: object) -> V:
+        canonical = _canonical(key)
+        if canonical is not None and canonical != key and dict.__contains__(self, canonical):
+            return dict.__getitem__(self, canonical)
+        raise KeyError(key)
+
+    def __contains__(self, key: object) -> bool:
+        if dict.__contains__(self, key):
+            return True
+        canonical = _canonical(key)
+        return canonical is not None and dict.__contains__(self, canonical)
+
+    def get(self, key: object, default: Any = None) -> Any:  # type: ignore[override]
+        """``self[key]`` under any accepted spelling, else ``default``."""
+        return self[key] if key in self else default  # type: ignore[index]  # noqa: SIM401 (self.get is this)
+
+
+def _canonical(key: object) -> str | None:
+    if not isinstance(key, (str, Metric)):
+        return None
+    try:
+        return str(parse_metric(key))
+    except MetricError:
+        return None
 
 
 @dataclass(frozen=True)
@@ -21,7 +57,8 @@ class Results:
 
     ``values[metric][i]`` is the value of ``query_ids[i]``; NaN marks a query left
     out of the mean (no relevant document, policy ``skip``), listed in
-    ``left_out[metric]``.
+    ``left_out[metric]``. ``values``, ``aggregate`` and the rows of ``per_query`` are
+    keyed by canonical names and answer to any accepted spelling (``aggregate["P_5"]``).
     """
 
     metrics: tuple[Metric, ...]
@@ -33,6 +70,12 @@ class Results:
     unjudged_queries: tuple[str, ...] = ()
     unanswered_queries: tuple[str, ...] = ()
 
+    def __post_init__(self) -> None:
+        # Frozen: the lookup-by-any-name dicts are installed once, here.
+        object.__setattr__(self, "values", MetricDict(self.values))
+        object.__setattr__(self, "aggregate", MetricDict(self.aggregate))
+        object.__setattr__(self, "left_out", MetricDict(self.left_out))
+
     @property
     def metric_names(self) -> list[str]:
         """Canonical metric strings, in the order they were asked for."""
@@ -40,8 +83,8 @@ class Results:
 
     @property
     def per_query(self) -> dict[str, dict[str, float]]:
-        """``{qid: {metric: value}}``; a metric left out for a query is absent."""
-        out: dict[str, dict[str, float]] = {q: {} for q in self.query_ids}
+        """``{qid: {metric: value}}``; a metric left out for a query is absent (any metric spelling works)."""
+        out: dict[str, dict[str, float]] = {q: MetricDict() for q in self.query_ids}
         for name, column in self.values.items():
             for qid, value in zip(self.query_ids, column.tolist()):
                 if not math.isnan(value):
@@ -50,7 +93,7 @@ class Results:
 
     def value(self, metric: str | Metric, query_id: str) -> float:
         """One query's value (NaN when left out)."""
-        return float(self.values[str(parse_metrics([metric])[0])][self.query_ids.index(query_id)])
+        return float(self.values[str(metric)][self.query_ids.index(query_id)])
 
     def to_dataframe(self):
         """One row per judged query, one column per metric (NaN = left out)."""
@@ -79,7 +122,7 @@ class Results:
         return data
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "Results":
+    def from_dict(cls, data: dict[str, Any]) -> Results:
         """Inverse of :meth:`to_dict` (needs ``per_query``)."""
         metrics = parse_metrics(data["metrics"])
         names = [str(m) for m in metrics]

@@ -7,13 +7,8 @@ so a failed run leaves what the user had untouched.
 
 from __future__ import annotations
 
-import datetime as _dt
-import inspect
 import math
-import platform
 import time
-from dataclasses import dataclass, field
-from importlib import metadata
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -21,35 +16,25 @@ from rag_eval.config.schema import LoadedConfig, RetrieverSpec
 from rag_eval.dataset import Dataset, load_dataset
 from rag_eval.errors import RagEvalError, RetrieverError
 from rag_eval.evaluate import evaluate
-from rag_eval.results import Results
 
-RESULTS_SCHEMA_VERSION = 1
-_PACKAGES = ("rag-eval", "numpy", "pandas", "scipy", "bm25s", "sentence-transformers", "transformers", "torch")
+# The run's records and the results file have their own modules; these names stay importable from here.
+from rag_eval.results_file import RESULTS_SCHEMA_VERSION, package_versions, ranking_with_grades, results_document
+from rag_eval.run_outcome import RetrieverOutcome, RunOutcome
 
-
-@dataclass
-class RetrieverOutcome:
-    """One retriever's ranking, its evaluation and what it cost."""
-
-    spec: RetrieverSpec
-    description: dict[str, Any]
-    ranking: dict[str, dict[str, float]]
-    results: Results
-    timings: dict[str, float] = field(default_factory=dict)
-
-    @property
-    def label(self) -> str:
-        return self.spec.label
-
-
-@dataclass
-class RunOutcome:
-    """Everything a run produced, before anything is written."""
-
-    config: LoadedConfig
-    dataset: Dataset
-    outcomes: list[RetrieverOutcome]
-    created: str = field(default_factory=lambda: _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))
+__all__ = [
+    "RESULTS_SCHEMA_VERSION",
+    "RetrieverOutcome",
+    "RunOutcome",
+    "build_retriever",
+    "check_ranking",
+    "execute",
+    "load_config_dataset",
+    "package_versions",
+    "ranking_with_grades",
+    "resolve_params",
+    "results_document",
+    "write_outputs",
+]
 
 
 def load_config_dataset(config: LoadedConfig) -> Dataset:
@@ -70,45 +55,60 @@ def execute(config: LoadedConfig, progress: bool | None = None) -> RunOutcome:
     # not wait for the first one to index a corpus. Adapters load models lazily (in index),
     # and each retriever is dropped once it has run, so this holds no model in memory.
     retrievers: list[Any] = [build_retriever(spec, config) for spec in model.retrievers]
-    steps = tqdm(total=2 * len(model.retrievers), desc="retrieval", unit="step", disable=_disabled(progress))
+    count = len(model.retrievers)
+    # Three steps per retriever; the bar names the retriever and the stage running now
+    # ("bm25: search"), and which of the config's retrievers it is.
+    steps = tqdm(total=3 * count, desc="retrieval", unit="step", disable=_disabled(progress))
     with steps:
         for position, spec in enumerate(model.retrievers):
             retriever, retrievers[position] = retrievers[position], None
             timings: dict[str, float] = {}
-            steps.set_postfix_str(f"{spec.label}: index")
+            steps.set_postfix_str(f"retriever {position + 1} of {count}", refresh=False)
+            steps.set_description(f"{spec.label}: index")
             started = time.perf_counter()
             _call(spec, "index", retriever.index, dataset.corpus)
             timings["index_s"] = time.perf_counter() - started
             steps.update()
-            steps.set_postfix_str(f"{spec.label}: search")
+            steps.set_description(f"{spec.label}: search")
             started = time.perf_counter()
             raw = _call(spec, "search", retriever.search, queries, model.top_k)
             timings["search_s"] = time.perf_counter() - started
             steps.update()
+            steps.set_description(f"{spec.label}: evaluate")
             ranking = check_ranking(spec.label, raw, queries, dataset.corpus, model.top_k)
             started = time.perf_counter()
             results = evaluate(dataset.judgements, ranking, model.metrics, **model.evaluation.model_dump())
             timings["evaluate_s"] = time.perf_counter() - started
+            steps.update()
             from rag_eval.retrievers.base import describe
 
-            outcomes.append(RetrieverOutcome(spec, describe(retriever), ranking, results, timings))
+            outcomes.append(RetrieverOutcome(spec, describe(retriever, spec.label), ranking, results, timings))
     return RunOutcome(config, dataset, outcomes)
 
 
-def build_retriever(spec: RetrieverSpec, config: LoadedConfig) -> Any:
-    """Build one retriever, resolving its path parameters against the config's folder."""
+def build_retriever(spec: RetrieverSpec, config: LoadedConfig, *, instantiate: bool = True) -> Any:
+    """Build one retriever, resolving its path parameters against the config's folder.
+
+    With ``instantiate=False`` (``rag-eval validate``) the adapter is resolved and its
+    parameters checked, but nothing is called: the retriever class is returned.
+    Import strings are looked up in the config's folder first (see the registry).
+    """
     from rag_eval.retrievers import registry
 
+    where = f"{config.path}: retriever {spec.label!r}"
     try:
-        factory = registry.resolve(spec.adapter)
-        params = resolve_params(factory, spec.params, config)
-        return registry.build(spec.adapter, params)
+        with registry.config_folder(config.base):
+            factory = registry.resolve(spec.adapter)
+            params = resolve_params(factory, spec.params, config)
+            if not instantiate:
+                return registry.check(spec.adapter, params)
+            return registry.build(spec.adapter, params)
     except RagEvalError as error:
-        raise RetrieverError(f"{config.path}: retriever {spec.label!r}: {_one_line(error)}") from error
-    except Exception as error:  # the user's constructor raised: name the retriever, keep the cause
+        problems = [f"{where}: {' '.join(problem.split())}" for problem in error.problems]
+        raise RetrieverError(f"{where}: {_one_line(error)}", problems=problems) from error
+    except Exception as error:  # a bug in resolving: name the retriever, keep the cause
         raise RetrieverError(
-            f"{config.path}: retriever {spec.label!r} ({spec.adapter}) could not be built: "
-            f"{type(error).__name__}: {_one_line(error)}"
+            f"{where} ({spec.adapter}) could not be built: {type(error).__name__}: {_one_line(error)}"
         ) from error
 
 
@@ -146,7 +146,11 @@ def _resolve_spec(spec: Mapping[str, Any], config: LoadedConfig) -> dict[str, An
 
     nested = dict(spec)
     if isinstance(nested.get("params"), Mapping):
-        nested["params"] = resolve_params(registry.resolve(nested["adapter"]), nested["params"], config)
+        try:
+            factory = registry.resolve(nested["adapter"])
+        except RagEvalError:
+            return nested  # the parent's parameter check reports it, with its place (retrievers[1])
+        nested["params"] = resolve_params(factory, nested["params"], config)
     return nested
 
 
@@ -176,8 +180,18 @@ def check_ranking(
                 value = float(score)
             except (TypeError, ValueError):
                 raise RetrieverError(f"retriever {label!r}: query {qid!r}, doc {doc!r}: score {score!r} is not a number") from None
+            except OverflowError:  # an int past float64's range
+                raise RetrieverError(
+                    f"retriever {label!r}: query {qid!r}, doc {doc!r}: score {_short_repr(score)} is too large for a "
+                    "float64; return scores a float can hold"
+                ) from None
             if math.isnan(value):
                 raise RetrieverError(f"retriever {label!r}: query {qid!r}, doc {doc!r}: score is NaN")
+            if math.isinf(value):
+                # Results files are strict JSON, which has no Infinity; a ranking needs no infinite score.
+                raise RetrieverError(
+                    f"retriever {label!r}: query {qid!r}, doc {doc!r}: score is {value}; scores must be finite numbers"
+                )
             clean[doc] = value
         if len(clean) > top_k:
             clean = {doc: clean[doc] for doc in ranked_doc_ids(clean)[:top_k]}
@@ -187,49 +201,15 @@ def check_ranking(
     return ranking
 
 
-def results_document(run: RunOutcome, outcome: RetrieverOutcome) -> dict[str, Any]:
-    """The self-describing results file of one retriever (the unit a regression check compares)."""
-    return {
-        "schema_version": RESULTS_SCHEMA_VERSION,
-        "kind": "rag_eval.results",
-        "created": run.created,
-        "config": {"path": str(run.config.path), "resolved": run.config.model.model_dump(mode="json")},
-        "dataset": run.dataset.summary(),
-        "retriever": {
-            "label": outcome.spec.label,
-            "adapter": outcome.spec.adapter,
-            "params": outcome.spec.params,
-            "description": outcome.description,
-        },
-        "top_k": run.config.model.top_k,
-        "timings": outcome.timings,
-        "packages": package_versions(),
-        "query_texts": {q: run.dataset.queries[q].text for q in outcome.results.query_ids},
-        "results": outcome.results.to_dict(),
-        "rankings": ranking_with_grades(outcome.ranking, run.dataset.judgements),
-    }
-
-
-def ranking_with_grades(
-    ranking: Mapping[str, Mapping[str, float]], judgements: Mapping[str, Mapping[str, float]]
-) -> dict[str, list[list[Any]]]:
-    """``{qid: [[doc_id, score, grade or None], ...]}`` in rank order, for comparison reports."""
-    from rag_eval.trec import ranked_doc_ids
-
-    out = {}
-    for qid in sorted(ranking):
-        grades = judgements.get(qid, {})
-        out[qid] = [[doc, ranking[qid][doc], grades.get(doc)] for doc in ranked_doc_ids(ranking[qid])]
-    return out
-
-
 def write_outputs(run: RunOutcome, extra: Mapping[str, str] | None = None) -> list[Path]:
-    """Render everything first, then write all files as one step; returns the paths.
+    """Render everything first, then replace the output folder's set of files as one step; returns the paths.
 
-    Every file is first written in full to a temporary file beside its target;
-    only when all are on disk are they renamed into place. A failure while
-    writing (disk full, no permission, the output folder is a file) removes the
-    temporary files and leaves every earlier output untouched.
+    The new set is staged in full beside the folder and swapped in at once
+    (:mod:`rag_eval.output_folder`): after a failure (disk full, no permission,
+    the output folder is a file) or a kill at any moment, the folder holds exactly
+    the previous set or the new one. Files of the previous set that this run does
+    not write (a retriever removed from the config) disappear; files the user keeps
+    in the folder stay. A second run writing into the same folder is refused.
     """
     import json
 
@@ -246,40 +226,40 @@ def write_outputs(run: RunOutcome, extra: Mapping[str, str] | None = None) -> li
     files[out_dir / "report.md"] = render_run_report(run)
     for name, text in (extra or {}).items():
         files[out_dir / name] = text
-    _write_all(files, out_dir)
+    _write_all(files, out_dir, run.config.path)
     return list(files)
 
 
-def _write_all(files: Mapping[Path, str], out_dir: Path) -> None:
-    from rag_eval.atomic import atomic_write_many
+def _write_all(files: Mapping[Path, str], out_dir: Path, config_path: Path | None = None) -> None:
+    from rag_eval.output_folder import replace_output_set
 
-    try:
-        atomic_write_many(dict(files))
-    except OSError as error:
-        where = error.filename or out_dir
-        raise RagEvalError(f"{where}: cannot write the outputs: {error.strerror or error}") from error
-
-
-def package_versions() -> dict[str, str]:
-    """Versions of Python and the packages that shape the numbers (from metadata, no imports)."""
-    versions = {"python": platform.python_version()}
-    for name in _PACKAGES:
-        try:
-            versions[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            continue
-    return versions
+    # By name: every output lies directly in out_dir (a label cannot hold a "/").
+    replace_output_set(out_dir, {path.name: text.encode("utf-8") for path, text in files.items()}, config_path)
 
 
 def _call(spec: RetrieverSpec, step: str, method: Any, *args: Any) -> Any:
+    """Call a retriever's method; whatever it raises becomes one RetrieverError naming it and the step.
+
+    SystemExit included: a plug-in that calls ``sys.exit()`` has failed, and must not end
+    rag-eval with the plug-in's exit code (which CI would read as a verdict). Ctrl-C
+    (KeyboardInterrupt) still stops the run.
+    """
+    where = f"retriever {spec.label!r} ({spec.adapter}) failed in {step}()"
     try:
         return method(*args)
     except RagEvalError as error:
-        raise RetrieverError(f"retriever {spec.label!r} ({spec.adapter}) failed in {step}(): {_one_line(error)}") from error
-    except Exception as error:
+        raise RetrieverError(f"{where}: {_one_line(error)}") from error
+    except SystemExit as error:
         raise RetrieverError(
-            f"retriever {spec.label!r} ({spec.adapter}) failed in {step}(): {type(error).__name__}: {_one_line(error)}"
+            f"{where}: it called sys.exit({error.code!r}); a plug-in must raise an exception, not exit the process"
         ) from error
+    except Exception as error:
+        raise RetrieverError(f"{where}: {type(error).__name__}: {_one_line(error)}") from error
+
+
+def _short_repr(value: Any, limit: int = 40) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
 
 
 def _one_line(error: BaseException) -> str:
@@ -288,11 +268,9 @@ def _one_line(error: BaseException) -> str:
 
 
 def _accepts(factory: Any, name: str) -> bool:
-    try:
-        parameters = inspect.signature(factory).parameters
-    except (TypeError, ValueError):
-        return False
-    return name in parameters or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values())
+    from rag_eval.retrievers import registry
+
+    return registry.accepts(factory, name)
 
 
 def _disabled(progress: bool | None) -> bool | None:

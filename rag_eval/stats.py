@@ -6,9 +6,12 @@ is the per-query difference ``delta = candidate - baseline`` (higher metric
 values are better, so a positive delta is a win for the candidate). Everything
 here works on those paired deltas:
 
-* :func:`bootstrap_ci`: percentile bootstrap confidence interval of the mean delta;
-* :func:`permutation_test`: paired randomisation (sign-flip) test, exact for small n;
-* :func:`paired_t_test`: the classical paired t-test;
+* :func:`bootstrap_ci`: percentile bootstrap confidence interval of the mean delta
+  (``scipy.stats.bootstrap``, ``method='percentile'``; not BCa);
+* :func:`permutation_test`: paired randomisation (sign-flip) test, exact for small n
+  (written here: enumerating 2**n sign patterns as one matrix product is much faster
+  than ``scipy.stats.permutation_test`` for the n <= 16 exact case);
+* :func:`paired_t_test`: the classical paired t-test (``scipy.stats.ttest_1samp`` on the deltas);
 * :func:`holm`: Holm-Bonferroni adjustment when several metrics are checked at once;
 * :func:`win_tie_loss`: per-query counts;
 * :func:`compare_paired`: all of the above in one :class:`PairedComparison`.
@@ -17,18 +20,26 @@ The module is pure (no I/O, no global random state): every random procedure
 takes a ``seed`` and builds its own :class:`numpy.random.Generator`, so a report
 is reproducible bit for bit. All arithmetic is float64 and nothing is rounded;
 rounding is the renderer's job.
+
+scipy is imported inside the functions that need it (about 0.4 s), so importing this
+module is cheap: the config schema and the CLI parser read :data:`MIN_RESAMPLES` and
+:data:`MAX_RESAMPLES` from here without loading scipy.
 """
 
 from __future__ import annotations
 
+import inspect
 import math
+import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
+from functools import cache
 
 import numpy as np
-from scipy import special
 
 __all__ = [
+    "MAX_RESAMPLES",
+    "MIN_RESAMPLES",
     "PairedComparison",
     "bootstrap_ci",
     "compare_paired",
@@ -38,6 +49,13 @@ __all__ = [
     "permutation_test",
     "win_tie_loss",
 ]
+
+
+# Resampling limits shared by the CLI (--resamples), the config (regression.resamples) and
+# the functions below: past a million resamples the p-value and CI no longer move in their
+# printed digits, while memory and time grow linearly (10**12 resamples would need TiBs).
+MIN_RESAMPLES = 100
+MAX_RESAMPLES = 1_000_000
 
 # Upper bound on the number of elements in one block of resampled indices or
 # signs (1 Mi elements = 8 MiB as int64/float64). Resampling is vectorised, but
@@ -62,13 +80,6 @@ def _as_deltas(deltas: np.ndarray, name: str = "deltas") -> np.ndarray:
         bad = np.flatnonzero(~np.isfinite(array))
         raise ValueError(f"{name} contains NaN or infinite values at positions {bad[:10].tolist()}")
     return array
-
-
-# Resampling limits shared by the CLI (--resamples), the config (regression.resamples) and
-# the functions below: past a million resamples the p-value and CI no longer move in their
-# printed digits, while memory and time grow linearly (10**12 resamples would need TiBs).
-MIN_RESAMPLES = 100
-MAX_RESAMPLES = 1_000_000
 
 
 def _check_n_resamples(n_resamples: int) -> int:
@@ -119,21 +130,22 @@ def bootstrap_ci(
 ) -> tuple[float, float]:
     """Percentile bootstrap confidence interval of the mean delta.
 
-    Method (percentile bootstrap, Efron): draw ``n_resamples`` resamples of the
-    n deltas with replacement (queries are resampled as units, which keeps the
-    pairing), compute the mean of each, and return the ``(1 - confidence) / 2``
-    and ``(1 + confidence) / 2`` quantiles of those means (numpy's default
-    linear interpolation between order statistics). This is what
-    ``scipy.stats.bootstrap(..., method='percentile')`` computes for a
-    one-sample mean; no bias correction or acceleration (BCa) is applied.
+    Computed by ``scipy.stats.bootstrap(..., method='percentile')``: draw
+    ``n_resamples`` resamples of the n deltas with replacement (queries are
+    resampled as units, which keeps the pairing), compute the mean of each, and
+    return the ``(1 - confidence) / 2`` and ``(1 + confidence) / 2`` quantiles of
+    those means (linear interpolation between order statistics, numpy's default).
+    It is the percentile interval, not scipy's default BCa: no bias correction or
+    acceleration, which is what the comparison report says it shows.
 
-    Resample indices are drawn from ``numpy.random.default_rng(seed)`` in
-    blocks of at most ~1 Mi indices, so memory stays bounded for large n and the
+    The generator is ``numpy.random.default_rng(seed)`` and resamples are drawn in
+    batches of at most ~1 Mi indices, so memory stays bounded for large n and the
     result depends only on (deltas, confidence, n_resamples, seed).
 
-    When all deltas are equal (including a single query) every resample mean is
-    that value, so the interval is returned as exactly ``(d, d)`` rather than
-    computed (the computed mean of equal values can be off by an ulp).
+    When all deltas are equal (including a single query, which scipy refuses)
+    every resample mean is that value, so the interval is returned as exactly
+    ``(d, d)`` rather than computed (the computed mean of equal values can be
+    off by an ulp).
 
     Raises:
         ValueError: on empty or non-finite deltas, ``confidence`` outside (0, 1),
@@ -150,17 +162,28 @@ def bootstrap_ci(
         value = float(d[0])
         return value, value
 
-    rng = np.random.default_rng(seed)
-    means = np.empty(n_resamples, dtype=np.float64)
-    rows = max(1, _CHUNK_ELEMENTS // n)
-    for start in range(0, n_resamples, rows):
-        stop = min(start + rows, n_resamples)
-        indices = rng.integers(0, n, size=(stop - start, n))
-        means[start:stop] = d[indices].mean(axis=1)
+    from scipy import stats as sps
 
-    alpha = (1.0 - confidence) / 2.0
-    low, high = np.quantile(means, [alpha, 1.0 - alpha])
-    return float(low), float(high)
+    result = sps.bootstrap(
+        (d,),
+        np.mean,
+        n_resamples=n_resamples,
+        batch=max(1, _CHUNK_ELEMENTS // n),  # resamples per vectorised call: a bounded block of indices
+        vectorized=True,
+        confidence_level=confidence,
+        method="percentile",
+        **{_bootstrap_generator_keyword(): np.random.default_rng(seed)},
+    )
+    interval = result.confidence_interval
+    return float(interval.low), float(interval.high)
+
+
+@cache
+def _bootstrap_generator_keyword() -> str:
+    """``rng`` (scipy >= 1.15), or ``random_state`` for the older scipy that pyproject still allows."""
+    from scipy import stats as sps
+
+    return "rng" if "rng" in inspect.signature(sps.bootstrap).parameters else "random_state"
 
 
 def _tie_tolerance(d: np.ndarray) -> float:
@@ -245,9 +268,9 @@ def permutation_test(deltas: np.ndarray, *, n_resamples: int = 10_000, seed: int
 def paired_t_test(deltas: np.ndarray) -> float:
     """Two-sided p-value of the paired t-test (one-sample t-test of the deltas against 0).
 
-    ``t = mean / (sd / sqrt(n))`` with the sample standard deviation (ddof=1),
-    ``p = 2 * P(T_{n-1} <= -|t|)``; equal to ``scipy.stats.ttest_rel`` on the
-    baseline and candidate values.
+    ``scipy.stats.ttest_1samp(deltas, 0)``, which equals ``scipy.stats.ttest_rel`` on
+    the baseline and candidate values: ``t = mean / (sd / sqrt(n))`` with the sample
+    standard deviation (ddof=1), ``p = 2 * P(T_{n-1} >= |t|)``.
 
     Degenerate cases, where the t statistic is undefined (scipy returns NaN),
     get a definite answer so that a regression gate never sees NaN:
@@ -268,17 +291,19 @@ def paired_t_test(deltas: np.ndarray) -> float:
         return 1.0 if d[0] == 0.0 else 0.0
     # t is scale-invariant; rescaling by a power of two (exact) so that the largest
     # |delta| is in [0.5, 1) keeps the squares in the variance from underflowing
-    # (deltas ~1e-170) or overflowing (~1e170), which would give t = inf or 0.
+    # (deltas ~1e-170) or overflowing (~1e170), where scipy alone gives p = 0 or 1.
     _, exponent = math.frexp(float(np.abs(d).max()))
     d = np.ldexp(d, -exponent)
-    mean = float(d.mean())
-    sd = float(d.std(ddof=1))
-    if not sd > 0.0:  # cannot happen after rescaling; never divide by zero regardless
-        return 1.0 if mean == 0.0 else 0.0
-    t = mean / (sd / math.sqrt(n))
-    # stdtr is the Student t CDF; the lower tail at -|t| avoids the cancellation
-    # of 1 - cdf(|t|) for large |t|.
-    return float(2.0 * special.stdtr(n - 1, -abs(t)))
+    from scipy import stats as sps
+
+    with warnings.catch_warnings():
+        # Deltas equal but for rounding (every query moved by "the same" amount) make scipy warn of
+        # precision loss; t is then huge and p ~ 0, the same limit as exactly equal deltas above.
+        warnings.filterwarnings("ignore", "Precision loss occurred", RuntimeWarning)
+        p = float(sps.ttest_1samp(d, 0.0).pvalue)
+    if math.isnan(p):  # cannot happen after rescaling (sd > 0); never hand NaN to a gate regardless
+        return 1.0 if float(d.mean()) == 0.0 else 0.0
+    return p
 
 
 def holm(p_values: Sequence[float]) -> list[float]:
@@ -287,9 +312,10 @@ def holm(p_values: Sequence[float]) -> list[float]:
     Step-down procedure: with the m p-values sorted ascending,
     ``adj_(i) = max_{j <= i} min(1, (m - j + 1) * p_(j))`` (1-based). The
     running maximum keeps the adjusted values in the same order as the raw ones,
-    so rejecting ``adj <= alpha`` is exactly Holm's procedure at family-wise
-    error rate alpha. Tied p-values get the same adjusted value whatever their
-    order.
+    so comparing ``adj`` with alpha is exactly Holm's procedure at family-wise
+    error rate alpha (the regression gates count ``adj < alpha`` as significant,
+    so ``adj == alpha`` is not). Tied p-values get the same adjusted value
+    whatever their order.
 
     Raises:
         ValueError: on a NaN or a value outside [0, 1].

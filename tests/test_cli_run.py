@@ -78,10 +78,14 @@ def test_run_writes_outputs_and_prints_the_main_metric(tmp_path, capsys):
     assert main(["run", str(config), "--no-progress"]) == 0
     captured = capsys.readouterr()
     out = tmp_path / "out"
-    assert sorted(p.name for p in out.iterdir()) == ["report.md", "seed-ranking.json", "seed-ranking.run"]
+    # .rag_eval.json: the manifest of the set (rag_eval.output_folder)
+    assert sorted(p.name for p in out.iterdir()) == [".rag_eval.json", "report.md", "seed-ranking.json", "seed-ranking.run"]
     # nDCG@4 of q-largest-ocean by hand (grades 3, 2, 0, 1; ideal 3, 2, 1), the 9 other queries score 0.
     ndcg = (3 + 2 / math.log2(3) + 1 / math.log2(5)) / (3 + 2 / math.log2(3) + 1 / 2)
-    assert captured.out.splitlines() == [f"seed-ranking\tndcg@4\t{ndcg / 10:.4f}", f"report: {out / 'report.md'}"]
+    assert captured.out.splitlines() == [
+        f"seed-ranking\tndcg@4\t{ndcg / 10:.4f}\t(9 of 10 judged queries unanswered, scored 0)",
+        f"report: {out / 'report.md'}",
+    ]
     assert captured.err == ""
     doc = json.loads((out / "seed-ranking.json").read_text())
     assert doc["results"]["per_query"]["q-largest-ocean"]["ndcg@4"] == pytest.approx(ndcg, abs=1e-15)
@@ -104,8 +108,10 @@ def test_example_config_runs_via_the_console_script(tmp_path):
         capture_output=True, text=True, timeout=120, cwd=tmp_path,
     )
     assert result.returncode == 0, result.stderr
-    assert sorted(p.name for p in out.iterdir()) == ["bm25.json", "bm25.run", "report.md", "seed-ranking.json", "seed-ranking.run"]
-    assert "seed-ranking\tndcg@4\t0.0985" in result.stdout.splitlines()
+    assert sorted(p.name for p in out.iterdir()) == [
+        ".rag_eval.json", "bm25.json", "bm25.run", "report.md", "seed-ranking.json", "seed-ranking.run"
+    ]
+    assert "seed-ranking\tndcg@4\t0.0985\t(9 of 10 judged queries unanswered, scored 0)" in result.stdout.splitlines()
     assert "DCG@4 = 3.0000 + 1.2619 + 0.0000 + 0.4307 = **4.6925**" in (out / "report.md").read_text()
 
 
@@ -139,7 +145,7 @@ def bad_unknown_retriever(ws: Path) -> tuple[Path, str]:
 
 def bad_missing_dataset(ws: Path) -> tuple[Path, str]:
     path = write_config(ws, dataset={"path": "data/missing.yaml"})
-    return path, f"rag-eval: error: {ws / 'data' / 'missing.yaml'}: no such file (query set)"
+    return path, f"rag-eval: error: {ws / 'data' / 'missing.yaml'}: no such file"
 
 
 def bad_missing_beir_file(ws: Path) -> tuple[Path, str]:
@@ -148,14 +154,14 @@ def bad_missing_beir_file(ws: Path) -> tuple[Path, str]:
     (beir / "corpus.jsonl").write_text('{"_id": "d1", "text": "x"}\n')
     (beir / "qrels" / "test.tsv").write_text("q1\td1\t1\n")
     path = write_config(ws, dataset={"path": "beir", "format": "beir"})
-    return path, f"rag-eval: error: {beir / 'queries.jsonl'}: no such file (queries)"
+    return path, f"rag-eval: error: {beir / 'queries.jsonl'}: no such file; expected a BEIR queries file"
 
 
 def bad_dataset_content(ws: Path) -> tuple[Path, str]:
     data = {"corpus": [{"id": "d1", "text": "x"}], "queries": [{"id": "q1", "text": "x", "judgements": {"d9": 1}}]}
     (ws / "set.yaml").write_text(yaml.safe_dump(data))
     path = write_config(ws, dataset={"path": "set.yaml"})
-    return path, f"rag-eval: error: {ws / 'set.yaml'}: query 'q1' judges doc 'd9', which is not in the corpus"
+    return path, f"rag-eval: error: {ws / 'set.yaml'}: queries[0](q1).judgements.d9: passage 'd9' is not in the corpus"
 
 
 def bad_retriever_params(ws: Path) -> tuple[Path, str]:
@@ -246,7 +252,7 @@ def test_a_retriever_raising_with_a_multi_line_message_still_one_line(workspace,
 def test_nothing_is_created_when_the_output_folder_did_not_exist(tmp_path, capsys):
     config = write_config(tmp_path, retrievers=[{"label": "lexical", "adapter": "bm25", "params": {"k1": -1}}])
     assert main(["run", str(config)]) == 2
-    assert "need k1 >= 0" in capsys.readouterr().err
+    assert "retriever 'lexical': params.k1: must be greater than or equal to 0, got -1" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run.yaml"]
 
@@ -256,11 +262,11 @@ def test_unreadable_config_is_one_line(tmp_path, capsys):
     path.write_bytes("name: caf\xe9\n".encode("latin-1"))
     assert main(["run", str(path)]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and err.startswith(f"rag-eval: error: {path}: not UTF-8 text")
+    assert err.count("\n") == 1 and err.startswith(f"rag-eval: error: {path}: line 1, column 10: not UTF-8 text")
     folder = tmp_path / "a-folder.yaml"
     folder.mkdir()
     assert main(["run", str(folder)]) == 2
-    assert capsys.readouterr().err == f"rag-eval: error: {folder}: is a folder, expected a YAML file\n"
+    assert capsys.readouterr().err == f"rag-eval: error: {folder}: is a folder, expected a YAML run config (a regular file)\n"
 
 
 def test_output_folder_that_is_a_file_is_one_line(tmp_path, capsys):

@@ -140,6 +140,7 @@ def _set_option(key, value):
 def _drop_query(qid):
     def edit(document):
         del document["results"]["per_query"][qid]
+        document["results"]["num_queries"] -= 1
 
     return edit
 
@@ -159,8 +160,8 @@ def _set_fingerprint(document):
 @pytest.mark.parametrize(
     "edit, gate, message",
     [
-        (_set_fingerprint, "ndcg@4", r"incomparable results: different datasets \(baseline .*bm25\.json: ocean-facts "
-         r"fingerprint [0-9a-f]{16}; candidate .*seed-ranking\.json: another-dataset fingerprint 0000000000000000\)"),
+        (_set_fingerprint, "ndcg@4", (r"incomparable results: different datasets \(baseline .*bm25\.json: ocean-facts "
+         r"fingerprint [0-9a-f]{16}; candidate .*seed-ranking\.json: another-dataset fingerprint 0000000000000000\)")),
         (_set_option("gain", "exponential"), "ndcg@4",
          "different metric semantics: gain is 'linear' in the baseline .* and 'exponential' in the candidate"),
         (_set_option("aggregation", "micro"), "ndcg@4", "different metric semantics: aggregation is 'macro'"),
@@ -170,11 +171,11 @@ def _set_fingerprint(document):
         (_drop_metric("ndcg@4"), "ndcg@4", r"incomparable results: .*seed-ranking\.json has no ndcg@4 \(it has ndcg@1,"),
         (lambda document: None, "ndcg@7", r"incomparable results: .*bm25\.json has no ndcg@7"),
         (_drop_query("q-warmest-ocean"), "ndcg@4",
-         r"incomparable results: different query sets \(1 only in the baseline, e.g. \['q-warmest-ocean'\]; "
-         r"0 only in the candidate"),
+         (r"incomparable results: different query sets \(1 only in the baseline, e.g. \['q-warmest-ocean'\]; "
+         r"0 only in the candidate")),
         (_set_top_k(5), "ndcg@10",
-         r"different metric semantics: ndcg@10 looks at the top 10 but the baseline .* retrieved top_k=10 and the "
-         r"candidate .* top_k=5"),
+         (r"different metric semantics: ndcg@10 looks at the top 10 but the baseline .* retrieved top_k=10 and the "
+         r"candidate .* top_k=5")),
     ],
     ids=["dataset", "gain", "aggregation", "no_relevant", "relevance_threshold", "metric-missing", "cutoff", "queries",
          "depth"],
@@ -187,6 +188,63 @@ def test_incomparable_results_exit_2_naming_the_difference(runs, tmp_path, capsy
     assert re.search(message, err), err
 
 
+def test_incomparable_results_still_write_the_report_and_the_summary(runs, tmp_path, capsys, monkeypatch):
+    """A CI job summary must not stay empty: both files say why no gate was evaluated."""
+    candidate = _edited_copy(runs / "seed-ranking.json", tmp_path, _set_fingerprint)
+    report, summary = tmp_path / "comparison.md", tmp_path / "summary.md"
+    summary.write_text("## Tests\n\nall green\n")
+    code, out, err = compare_cli(capsys, runs / "bm25.json", candidate, "--report", report, "--summary", summary)
+    assert code == 2 and out == "" and err.count("\n") == 1
+    reason = err.removeprefix("rag-eval: error: incomparable results: ").strip()
+    assert reason.startswith("different datasets")
+    text = report.read_text()
+    assert text.startswith("# Regression check: ⚠️ INCOMPARABLE\n")
+    assert f"Baseline `bm25` ({runs / 'bm25.json'}) vs candidate `seed-ranking` ({candidate})" in text
+    assert "no gate was evaluated (exit code 2)" in text
+    why = next(line for line in text.splitlines() if line.startswith("**Why:** "))
+    assert why.startswith("**Why:** different datasets (baseline ") and "another-dataset" in why
+    appended = summary.read_text()
+    assert appended.startswith("## Tests\n\nall green\n### rag-eval regression check: ⚠️ INCOMPARABLE\n")
+    assert why in appended
+    # The same through $GITHUB_STEP_SUMMARY.
+    job = tmp_path / "job.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(job))
+    assert compare_cli(capsys, runs / "bm25.json", candidate)[0] == 2
+    assert job.read_text().startswith("### rag-eval regression check: ⚠️ INCOMPARABLE\n")
+
+
+def test_run_with_an_incomparable_baseline_writes_the_job_summary_only(runs, tmp_path, capsys, monkeypatch):
+    baseline = _edited_copy(runs / "bm25.json", tmp_path, _set_fingerprint)
+    config = yaml.safe_load((FIXTURES / "bm25_baseline.yaml").read_text())
+    config["dataset"]["path"] = str(REPO / "datasets" / "ocean_facts.yaml")
+    config["regression"] = {"baseline": baseline.name, "gates": {"ndcg@10": {"max_drop": 0.01}}, "resamples": 200}
+    path = tmp_path / "candidate.yaml"
+    path.write_text(yaml.safe_dump(config))
+    summary = tmp_path / "summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    code = main(["run", str(path), "--output", str(tmp_path / "out"), "--no-progress"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith("rag-eval: error: incomparable results: different datasets")
+    assert not (tmp_path / "out").exists()  # incomparable: no outputs
+    text = summary.read_text()
+    assert text.startswith("### rag-eval regression check: ⚠️ INCOMPARABLE\n")
+    assert f"Baseline `bm25` ({baseline}) vs candidate of this run" in text
+
+
+def test_run_refuses_a_summary_that_is_its_baseline(runs, tmp_path, capsys):
+    baseline = _edited_copy(runs / "bm25.json", tmp_path, lambda document: None)
+    before = baseline.read_bytes()
+    config = yaml.safe_load((FIXTURES / "bm25_baseline.yaml").read_text())
+    config["dataset"]["path"] = str(REPO / "datasets" / "ocean_facts.yaml")
+    config["regression"] = {"baseline": baseline.name, "gates": {"ndcg@10": {"max_drop": 0.01}}, "resamples": 200}
+    path = tmp_path / "candidate.yaml"
+    path.write_text(yaml.safe_dump(config))
+    code = main(["run", str(path), "--output", str(tmp_path / "out"), "--no-progress", "--summary", str(baseline)])
+    err = capsys.readouterr().err
+    assert code == 2 and f"--summary {baseline}: is the baseline file" in err
+    assert baseline.read_bytes() == before and not (tmp_path / "out").exists()
+
+
 @pytest.mark.parametrize(
     "extra, message",
     [
@@ -194,7 +252,7 @@ def test_incomparable_results_exit_2_naming_the_difference(runs, tmp_path, capsy
         (["--gate", "ndgc@4"], "gate 'ndgc@4'"),
         (["--gate", "ndcg@4:alpha=2"], "alpha must be between 0 and 1"),
         (["--confidence", "1.5"], "confidence must be between 0 and 1"),
-        (["--resamples", "0"], "resamples must be a positive integer"),
+        (["--resamples", "0"], "resamples must be from 100 to 1,000,000"),
     ],
 )
 def test_bad_options_exit_2(runs, capsys, extra, message):
@@ -203,12 +261,28 @@ def test_bad_options_exit_2(runs, capsys, extra, message):
     assert code == 2 and message in err
 
 
+def test_cli_and_config_share_the_resampling_limits(runs, capsys):
+    """--resamples and regression.resamples accept exactly the limits of rag_eval.stats, and both say so."""
+    from rag_eval.config.schema import RegressionSpec
+    from rag_eval.stats import MAX_RESAMPLES, MIN_RESAMPLES
+
+    field = RegressionSpec.model_json_schema()["properties"]["resamples"]
+    assert (field["minimum"], field["maximum"]) == (MIN_RESAMPLES, MAX_RESAMPLES) == (100, 1_000_000)
+    assert main(["compare", "--help"]) == 0
+    assert "resamples, from 100 to 1,000,000 (default 10,000)" in " ".join(capsys.readouterr().out.split())
+    pair = [str(runs / "bm25.json"), str(runs / "seed-ranking.json"), "--gate", "ndcg@10:max_drop=1"]
+    for value, expected in [(MIN_RESAMPLES - 1, 2), (MIN_RESAMPLES, 0), (MAX_RESAMPLES + 1, 2)]:
+        assert main(["compare", *pair, "--resamples", str(value)]) == expected
+        err = capsys.readouterr().err
+        assert ("resamples must be from 100 to 1,000,000" in err) == (expected == 2)
+
+
 def test_bad_files_exit_2(runs, tmp_path, capsys):
     (tmp_path / "report.md").write_text("# not json\n")
     for baseline, message in [
         (tmp_path / "missing.json", "missing.json: no such file"),
-        (tmp_path / "report.md", "report.md: line 1: not valid JSON"),
-        (tmp_path, "cannot read it"),
+        (tmp_path / "report.md", "report.md: line 1, column 1: not valid JSON"),
+        (tmp_path, "is a folder, expected a results file"),
     ]:
         code, out, err = compare_cli(capsys, baseline, runs / "bm25.json")
         assert code == 2 and message in err and out == ""
@@ -269,7 +343,18 @@ def test_report_file(runs, tmp_path, capsys):
     assert lost  # the seed ranking returns nothing for this query: all are lost
     section = report.split(f"### {worst}: ")[1].split("###")[0]
     assert f"Relevant passages lost from the top 4: {', '.join(f'`{d}`' for d in lost)}. Gained: none." in section
-    assert all(f"**`{d}`** (lost)" in section for d in lost)
+    # Each lost passage with its text, read from the dataset (the results files keep the first 60 characters).
+    corpus = {p["id"]: p["text"] for p in yaml.safe_load((REPO / "datasets" / "ocean_facts.yaml").read_text())["corpus"]}
+    for doc in lost:
+        text = corpus[doc] if len(corpus[doc]) <= 60 else corpus[doc][:59].rstrip() + "…"
+        assert f"**`{doc}` {_md(text)}** (lost)" in section
+
+
+def _md(text: str) -> str:
+    """Markdown-escaped as a table cell (the characters the ocean-facts texts hold)."""
+    for ch in "*_`[]<>#~":
+        text = text.replace(ch, "\\" + ch)
+    return text
 
 
 # ---- --summary and $GITHUB_STEP_SUMMARY -----------------------------------------------------
@@ -295,7 +380,7 @@ def test_github_step_summary_is_appended(runs, tmp_path, capsys, monkeypatch):
     assert compare_cli(capsys, runs / "bm25.json", runs / "seed-ranking.json", "--gate", "ndcg@4")[0] == 1
     text = summary.read_text()
     assert text.startswith("## Tests\n\nall green\n")
-    headings = re.findall(r"^### rag-eval regression check: (.*)$", text, flags=re.M)
+    headings = re.findall(r"^### rag-eval regression check: (.*)$", text, flags=re.MULTILINE)
     assert headings == ["✅ PASS", "❌ FAIL"]
     helpers.assert_tables_well_formed(text)
     # An explicit --summary goes there instead.
@@ -314,7 +399,7 @@ def test_unwritable_summary_exits_2(runs, tmp_path, capsys):
 
 
 def _code_blocks(markdown: str, language: str) -> list[str]:
-    return re.findall(rf"^```{language}\n(.*?)^```", markdown, flags=re.M | re.S)
+    return re.findall(rf"^```{language}\n(.*?)^```", markdown, flags=re.MULTILINE | re.DOTALL)
 
 
 def test_ci_doc_workflow_is_a_pull_request_job():

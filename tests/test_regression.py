@@ -9,6 +9,7 @@ on paper; the p-values of the real ocean-facts runs are checked against scipy.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import importlib.util
 import itertools
 import json
@@ -20,18 +21,20 @@ from scipy import stats as sps
 
 from rag_eval import stats
 from rag_eval.cli import main
-from rag_eval.errors import ComparisonError, ConfigError
+from rag_eval.errors import ComparisonError, ConfigError, InputFormatError
 from rag_eval.regression import (
     Gate,
+    PairedValues,
     ResultsFile,
     compare,
+    decide,
     gates_from_config,
     load_results_file,
     make_gate,
+    pair_by_query,
     parse_gate,
 )
 from rag_eval.report.comparison import render_comparison, render_verdict_summary
-from rag_eval.results import Results
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).resolve().parent / "regression_fixtures"
@@ -55,7 +58,7 @@ def _no_job_summary(monkeypatch):
 
 
 def as_file(document, path="doc.json") -> ResultsFile:
-    return ResultsFile(path, document, Results.from_dict(document["results"]))
+    return ResultsFile.from_document(path, document)
 
 
 # ---- the hand-made case ------------------------------------------------------------------
@@ -109,9 +112,17 @@ RANK_CAND = {
 }
 
 
-def hand_pair():
+def hand_documents():
     base = helpers.results_document(BASE, label="old", query_texts=TEXTS, rankings=RANK_BASE)
     cand = helpers.results_document(CAND, label="new", query_texts=TEXTS, rankings=RANK_CAND)
+    return base, cand
+
+
+def hand_pair(base_edits=None, cand_edits=None):
+    """The hand-made pair as ResultsFiles; ``*_edits``: {key: value} set at the documents' top level first."""
+    base, cand = hand_documents()
+    base.update(base_edits or {})
+    cand.update(cand_edits or {})
     return as_file(base, "old.json"), as_file(cand, "new.json")
 
 
@@ -258,7 +269,7 @@ def test_direction_comes_from_the_metric_definition(monkeypatch):
     base, cand = hand_pair()
     gate = [make_gate("ndcg@3", 0.0)]
     assert not compare(base, cand, gate, n_resamples=RESAMPLES).passed
-    monkeypatch.setitem(measures._HIGHER_IS_BETTER, "ndcg", False)
+    monkeypatch.setitem(measures.FAMILIES, "ndcg", dataclasses.replace(measures.FAMILIES["ndcg"], higher_is_better=False))
     verdict = compare(base, cand, gate, n_resamples=RESAMPLES)
     (g,) = verdict.gates
     assert verdict.passed and g.mean_delta == -0.1875
@@ -281,6 +292,132 @@ def test_no_paired_query_is_an_error_not_a_crash():
     b = {"q1": {"ndcg@10": None}, "q2": {"ndcg@10": None}}
     with pytest.raises(ComparisonError, match="no query has a value in both"):
         compare(as_file(helpers.results_document(b)), as_file(helpers.results_document(b)), [make_gate("ndcg@10")])
+
+
+# ---- significance at the boundary: p == alpha ------------------------------------------------
+#
+# mrr@10 deltas of the hand case: -1/2, -1/2, -1/2, -1/4 (sum -7/4). Of the 16 sign patterns only
+# all-minus (-7/4) and all-plus (+7/4) reach |sum| >= 7/4: the next largest is 5/4 (flip the -1/4).
+# So p = 2/16 = 0.125, exact in binary, and the gate's alpha can be set to exactly that value.
+
+
+def test_p_equal_to_alpha_is_not_significant():
+    base, cand = hand_pair()
+    at = compare(base, cand, [parse_gate("mrr@10:max_drop=0.1,alpha=0.125")], n_resamples=RESAMPLES)
+    (g,) = at.gates
+    assert g.p_permutation == g.p_adjusted == 0.125 == 2 / 16
+    assert at.passed  # p == alpha: not significant, so the large drop does not fail the gate
+    assert g.reason == "drop 0.4375 exceeds max_drop 0.1 but is not significant (p=0.1250 ≥ alpha 0.125)"
+    assert g.gate.describe() == "drop ≤ 0.1, unless p ≥ 0.125"
+    # The smallest alpha above p: significant, the gate fails.
+    just_above = make_gate("mrr@10", 0.1, alpha=float(np.nextafter(0.125, 1.0)))
+    (g,) = compare(base, cand, [just_above], n_resamples=RESAMPLES).gates
+    assert not g.passed and g.reason.startswith("dropped 0.4375 > max_drop 0.1, significant (p=0.1250 < alpha 0.125")
+
+
+def test_holm_adjusted_p_equal_to_alpha_is_not_significant():
+    # Two gates with alpha: Holm doubles the smaller raw p (mrr 0.125 -> 0.25) and keeps ndcg's 0.5.
+    base, cand = hand_pair()
+    gates = [make_gate("ndcg@3", 0.0, alpha=0.25), make_gate("mrr@10", 0.0, alpha=0.25)]
+    verdict = compare(base, cand, gates, n_resamples=RESAMPLES)
+    assert [g.p_adjusted for g in verdict.gates] == [0.5, 0.25]
+    assert verdict.passed
+    above = [make_gate(g.metric, 0.0, alpha=float(np.nextafter(0.25, 1.0))) for g in gates]
+    ndcg, mrr = compare(base, cand, above, n_resamples=RESAMPLES).gates
+    assert ndcg.passed and not mrr.passed
+
+
+def test_cli_gate_at_p_equal_to_alpha_passes(tmp_path, capsys):
+    base, cand = hand_documents()
+    (tmp_path / "old.json").write_text(json.dumps(base))
+    (tmp_path / "new.json").write_text(json.dumps(cand))
+    args = ["compare", str(tmp_path / "old.json"), str(tmp_path / "new.json"), "--resamples", "200"]
+    assert main([*args, "--gate", "mrr@10:max_drop=0.1,alpha=0.125"]) == 0
+    assert main([*args, "--gate", "mrr@10:max_drop=0.1,alpha=0.1251"]) == 1
+    capsys.readouterr()
+
+
+# ---- pairing by query id, and the pure decision --------------------------------------------
+
+# 20 queries (> 16: the permutation test samples, so both resampling statistics depend on
+# the order of the deltas they are given); values are multiples of 1/8, exact in binary.
+MANY_IDS = [f"q{i:02d}" for i in range(20)]
+MANY_BASE = {q: {"ndcg@10": (i % 8) / 8, "mrr@10": ((i * 3) % 8) / 8} for i, q in enumerate(MANY_IDS)}
+MANY_CAND = {q: {"ndcg@10": ((i * 5) % 8) / 8, "mrr@10": ((i + 1) % 8) / 8} for i, q in enumerate(MANY_IDS)}
+
+
+def _in_order(table, ids):
+    return {q: table[q] for q in ids}
+
+
+def test_shuffled_query_order_gives_the_same_verdict_and_deltas():
+    gates = [make_gate("ndcg@10", 0.0, alpha=0.05), make_gate("mrr@10", 0.01)]
+    ordered = compare(
+        as_file(helpers.results_document(MANY_BASE)), as_file(helpers.results_document(MANY_CAND)), gates,
+        n_resamples=RESAMPLES, seed=3,
+    )
+    rng = np.random.default_rng(0)
+    for _ in range(3):
+        b_ids, c_ids = list(rng.permutation(MANY_IDS)), list(rng.permutation(MANY_IDS))
+        assert b_ids != MANY_IDS and c_ids != MANY_IDS and b_ids != c_ids
+        base = as_file(helpers.results_document(_in_order(MANY_BASE, b_ids)))
+        cand = as_file(helpers.results_document(_in_order(MANY_CAND, c_ids)))
+        assert list(base.results.query_ids) == b_ids  # the files really list them in these orders
+        shuffled = compare(base, cand, gates, n_resamples=RESAMPLES, seed=3)
+        # Every number, the CI and the sampled p-value included, is identical; deltas too, in the same order.
+        assert shuffled.gates == ordered.gates
+        assert {m: list(d.items()) for m, d in shuffled.deltas.items()} == {
+            m: list(d.items()) for m, d in ordered.deltas.items()
+        }
+    # The deltas are candidate - baseline of the same query, whatever the position.
+    for i, q in enumerate(MANY_IDS):
+        assert ordered.deltas["ndcg@10"][q] == ((i * 5) % 8) / 8 - (i % 8) / 8
+
+
+def test_pair_by_query_pairs_ids_not_positions():
+    base = as_file(helpers.results_document(_in_order(BASE, ["qd", "qb", "qa", "qc"]))).results
+    cand = as_file(helpers.results_document(_in_order(CAND, ["qc", "qa", "qd", "qb"]))).results
+    paired = pair_by_query("ndcg@3", base, cand)
+    assert paired.query_ids == ("qa", "qb", "qc", "qd")
+    assert paired.baseline.tolist() == [1.0, 0.75, 0.5, 0.25]
+    assert paired.candidate.tolist() == [0.5, 0.5, 0.25, 0.5]
+    assert (paired.baseline_value, paired.candidate_value) == (0.625, 0.4375)
+    assert paired.deltas() == {"qa": -0.5, "qb": -0.25, "qc": -0.25, "qd": 0.25}
+
+
+def test_pair_by_query_refuses_mismatched_query_sets():
+    base = as_file(helpers.results_document(BASE)).results
+    other = dict(CAND)
+    other["qz"] = other.pop("qa")
+    cand = as_file(helpers.results_document(other)).results
+    with pytest.raises(ComparisonError, match=(
+        r"^incomparable results: different query sets \(1 only in the baseline, e.g. \['qa'\]; "
+        r"1 only in the candidate, e.g. \['qz'\]\)$"
+    )):
+        pair_by_query("ndcg@3", base, cand)
+    twice = dataclasses.replace(base, query_ids=("qa", "qb", "qa", "qd"))
+    with pytest.raises(ComparisonError, match="the baseline lists query 'qa' more than once"):
+        pair_by_query("ndcg@3", twice, base)
+
+
+def test_decide_is_pure_and_holds_the_paired_comparison():
+    """decide() needs no file: arrays and gates in, GateResults out, each holding its PairedComparison."""
+    b = np.array([1.0, 0.75, 0.5, 0.25])
+    c = np.array([0.5, 0.5, 0.25, 0.5])
+    values = PairedValues("ndcg@3", ("qa", "qb", "qc", "qd"), b, c, 0.625, 0.4375)
+    (g,) = decide([make_gate("ndcg@3", 0.1, alpha=0.5)], [values], n_resamples=RESAMPLES, seed=1)
+    assert g.comparison == stats.compare_paired(b, c, n_resamples=RESAMPLES, seed=1)
+    assert isinstance(g.comparison, stats.PairedComparison)
+    assert (g.baseline, g.candidate, g.mean_delta, g.n) == (0.625, 0.4375, -0.1875, 4)
+    assert (g.p_permutation, g.p_adjusted) == (0.5, 0.5)  # p == alpha: not significant
+    assert g.passed and (g.wins, g.ties, g.losses) == (1, 0, 3)
+    # The same numbers as compare() on the files holding these values.
+    (from_files,) = compare(*hand_pair(), [make_gate("ndcg@3", 0.1, alpha=0.5)], n_resamples=RESAMPLES, seed=1).gates
+    assert from_files == g
+    with pytest.raises(ValueError, match="paired"):
+        decide([make_gate("mrr@10")], [values])
+    with pytest.raises(ConfigError, match="resamples"):
+        decide([make_gate("ndcg@3")], [values], n_resamples=10)
 
 
 # ---- comparability -----------------------------------------------------------------------
@@ -307,8 +444,8 @@ def _edit(document, where, value):
     ],
 )
 def test_incomparable_results_name_what_differs(where, value, message):
-    base, cand = hand_pair()
-    edited = as_file(_edit(cand.document, where, value), "new.json")
+    base, _ = hand_pair()
+    edited = as_file(_edit(hand_documents()[1], where, value), "new.json")
     with pytest.raises(ComparisonError, match=message):
         compare(base, edited, [make_gate("ndcg@3")])
 
@@ -332,31 +469,31 @@ def test_different_query_sets():
 
 
 def test_different_retrieval_depth_matters_only_below_the_cutoff():
-    base, cand = hand_pair()
-    base.document["top_k"], cand.document["top_k"] = 100, 3
+    base, cand = hand_pair({"top_k": 100}, {"top_k": 3})
     # ndcg@3 looks at the top 3 on both sides: comparable.
     assert compare(base, cand, [make_gate("ndcg@3", 0.5)], n_resamples=RESAMPLES).passed
     # mrr@10 would look at 10 passages of one run and 3 of the other.
     with pytest.raises(ComparisonError, match=r"mrr@10 looks at the top 10 but the baseline old\.json retrieved "
                        r"top_k=100 and the candidate new\.json top_k=3"):
         compare(base, cand, [make_gate("mrr@10")])
-    cand.document["top_k"] = 100
+    _, cand = hand_pair(cand_edits={"top_k": 100})
     assert compare(base, cand, [make_gate("mrr@10", 0.5)], n_resamples=RESAMPLES).passed
 
 
 def test_load_results_file_errors(tmp_path):
-    with pytest.raises(ComparisonError, match="no such file"):
+    # Loading errors are bad input (exit 2), not incomparable results; the wide table is test_bad_input_compare.py.
+    with pytest.raises(InputFormatError, match="missing.json: no such file"):
         load_results_file(tmp_path / "missing.json")
     (tmp_path / "bad.json").write_text("{not json")
-    with pytest.raises(ComparisonError, match="line 1: not valid JSON"):
+    with pytest.raises(InputFormatError, match="bad.json: line 1, column 2: not valid JSON"):
         load_results_file(tmp_path / "bad.json")
     (tmp_path / "other.json").write_text('{"kind": "something else"}')
-    with pytest.raises(ComparisonError, match="not a rag_eval results file"):
+    with pytest.raises(InputFormatError, match="not a rag_eval results file"):
         load_results_file(tmp_path / "other.json")
     (tmp_path / "binary.json").write_bytes(b"\xff\xfe\x00\x81")
-    with pytest.raises(ComparisonError, match="not a text file"):
+    with pytest.raises(InputFormatError, match="line 1, column 1: not UTF-8 text"):
         load_results_file(tmp_path / "binary.json")
-    with pytest.raises(ComparisonError, match="cannot read it"):
+    with pytest.raises(InputFormatError, match="is a folder, expected a results file"):
         load_results_file(tmp_path)
 
 
@@ -416,7 +553,7 @@ def test_report_verdict_table_first():
     assert first[0] == [
         "Metric", "Baseline", "Candidate", "Δ (mean)", "95% CI", "p (permutation)", "p (t-test)", "Gate", "Result",
     ]
-    ndcg, recall, mrr = verdict.gates
+    ndcg, _recall, _mrr = verdict.gates
     assert first[1][:4] == ["ndcg@3", "0.6250", "0.4375", "-0.1875"]
     assert first[1][4] == f"[{ndcg.ci_low:+.4f}, {ndcg.ci_high:+.4f}]"
     assert first[1][5] == "0.5000 (Holm 0.5000)"
@@ -512,9 +649,7 @@ def test_report_explains_micro_aggregation():
 
 
 def test_report_without_rankings_says_so():
-    base, cand = hand_pair()
-    for file in (base, cand):
-        file.document["rankings"] = {}
+    base, cand = hand_pair({"rankings": {}}, {"rankings": {}})
     verdict = compare(base, cand, [make_gate("ndcg@3")], n_resamples=RESAMPLES)
     assert "The results files hold no rankings" in render_comparison(verdict)
 
@@ -597,7 +732,7 @@ def test_assert_no_regression_rejects_bad_arguments(bm25_baseline):
         assert_no_regression(config)
     with pytest.raises(ConfigError, match="no gates"):
         assert_no_regression(config, bm25_baseline)
-    with pytest.raises(ConfigError, match=r"gate ndcg@5 is not among the config's metrics"):
+    with pytest.raises(ConfigError, match=r"regression gate ndcg@5 is not among metrics"):
         assert_no_regression(config, bm25_baseline, gates={"ndcg@5": {"max_drop": 0}})
     with pytest.raises(ConfigError, match="retriever 'dense' is not a retriever label"):
         assert_no_regression(config, bm25_baseline, gates={"ndcg@10": {}}, retriever="dense")
@@ -626,6 +761,43 @@ def test_run_with_regression_section_in_process(bm25_baseline, tmp_path, capsys)
     report = (tmp_path / "out" / "comparison.md").read_text()
     assert report.startswith("# Regression check: ✅ PASS")
     helpers.assert_tables_well_formed(report)
+
+
+def test_run_loads_the_baseline_once_and_builds_each_results_document_once(bm25_baseline, tmp_path, capsys,
+                                                                          monkeypatch):
+    """`rag-eval run` with a regression section: the baseline is read once (before retrieval) and the
+    candidate's results document is the one written to disk, built once."""
+    import yaml
+
+    from rag_eval import results_file
+
+    reads, built = [], []
+    real_read, real_rankings = results_file.read_text, results_file.ranking_with_grades
+    monkeypatch.setattr(results_file, "read_text", lambda path, *a, **k: reads.append(str(path)) or real_read(path, *a, **k))
+    monkeypatch.setattr(results_file, "ranking_with_grades", lambda *a: built.append(1) or real_rankings(*a))
+    config = yaml.safe_load((FIXTURES / "bm25_baseline.yaml").read_text())
+    config["dataset"]["path"] = str(REPO / "datasets" / "ocean_facts.yaml")
+    config["regression"] = {"baseline": str(bm25_baseline), "gates": {"ndcg@10": {"max_drop": 0.0}}, "resamples": 200}
+    path = tmp_path / "self.yaml"
+    path.write_text(yaml.safe_dump(config))
+    assert main(["run", str(path), "--output", str(tmp_path / "out"), "--no-progress"]) == 0
+    capsys.readouterr()
+    assert reads == [str(bm25_baseline)]
+    assert built == [1]  # one retriever: one document, shared by the verdict and the writer
+
+
+def test_compare_refuses_resampling_settings_out_of_range():
+    base, cand = hand_pair()
+    gate = [make_gate("ndcg@3", 1.0)]
+    for kwargs, message in [
+        ({"n_resamples": 10**12}, "resamples must be an integer from 100 to 1,000,000, got 1000000000000"),
+        ({"n_resamples": 99}, "resamples must be an integer from 100 to 1,000,000, got 99"),
+        ({"seed": -1}, "seed must be an integer >= 0 \\(numpy refuses negative seeds\\), got -1"),
+        ({"confidence": 1.0}, "confidence must be between 0 and 1 \\(exclusive\\), got 1.0"),
+        ({"confidence": float("nan")}, "confidence must be between 0 and 1"),
+    ]:
+        with pytest.raises(ConfigError, match=message):
+            compare(base, cand, gate, **kwargs)
 
 
 def test_all_hand_values_are_exact_in_binary():

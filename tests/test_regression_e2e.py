@@ -29,7 +29,7 @@ def rag_eval(*args: object, cwd: Path) -> subprocess.CompletedProcess:
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(FIXTURES), env.get("PYTHONPATH")]))
     return subprocess.run(
         [sys.executable, "-m", "rag_eval.cli", *map(str, args)],
-        cwd=cwd, env=env, capture_output=True, text=True, timeout=120,
+        check=False, cwd=cwd, env=env, capture_output=True, text=True, timeout=120,
     )
 
 
@@ -50,7 +50,7 @@ def ndcg10(path: Path) -> dict[str, float]:
 @pytest.fixture(scope="module")
 def baseline(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("baseline")
-    done = rag_eval("run", FIXTURES / "bm25_baseline.yaml", "--output", out, "--no-progress", cwd=out)
+    done = rag_eval("run", FIXTURES / "bm25_baseline.yaml", "--output", out, "--no-progress", cwd=out.parent)
     assert done.returncode == 0, done.stderr
     assert "verdict:" not in done.stdout  # no regression section: no verdict
     return out / "bm25.json"

@@ -11,6 +11,8 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
+import subprocess
+import sys
 from collections import Counter
 from fractions import Fraction
 
@@ -371,6 +373,64 @@ def test_bootstrap_chunked_matches_scipy(monkeypatch):
     se = deltas.std(ddof=1) / math.sqrt(deltas.size)
     assert abs(low - ref.low) < 0.2 * se
     assert abs(high - ref.high) < 0.2 * se
+
+
+@pytest.mark.parametrize("deltas", BOOT_CASES)
+@pytest.mark.parametrize("seed", [0, 17])
+def test_bootstrap_is_scipy_percentile_draw_for_draw(deltas, seed):
+    """Same generator seed -> the same resamples: scipy's own call (no batches) gives the same interval."""
+    low, high = bootstrap_ci(deltas, confidence=0.9, n_resamples=3_000, seed=seed)
+    ref = sps.bootstrap(
+        (deltas,), np.mean, method="percentile", confidence_level=0.9, n_resamples=3_000,
+        rng=np.random.default_rng(seed),
+    ).confidence_interval
+    assert (low, high) == (float(ref.low), float(ref.high))
+
+
+def test_bootstrap_by_hand_in_numpy():
+    """The percentile interval written out: resample indices, means, the 2.5% / 97.5% quantiles (linear)."""
+    deltas = BOOT_CASES[1]
+    n, n_resamples = deltas.size, 4_000
+    indices = np.random.default_rng(21).integers(0, n, size=(n_resamples, n))
+    means = np.sort(deltas[indices].mean(axis=1))
+
+    def quantile(q):  # linear interpolation between order statistics (Hyndman & Fan type 7)
+        position = q * (n_resamples - 1)
+        below = math.floor(position)
+        return means[below] + (position - below) * (means[below + 1] - means[below])
+
+    low, high = bootstrap_ci(deltas, n_resamples=n_resamples, seed=21)
+    assert low == pytest.approx(quantile(0.025), rel=1e-12)
+    assert high == pytest.approx(quantile(0.975), rel=1e-12)
+
+
+def test_bootstrap_is_the_percentile_interval_not_bca():
+    """The report says "percentile bootstrap": on skewed deltas scipy's default (BCa) differs, ours does not."""
+    deltas = BOOT_CASES[1]  # exponential: skewed, so the bias correction moves the interval
+    common = {"n_resamples": 5_000, "confidence_level": 0.95}
+    bca = sps.bootstrap((deltas,), np.mean, method="BCa", rng=np.random.default_rng(2), **common)
+    pct = sps.bootstrap((deltas,), np.mean, method="percentile", rng=np.random.default_rng(2), **common)
+    ours = bootstrap_ci(deltas, n_resamples=5_000, seed=2)
+    assert ours == (float(pct.confidence_interval.low), float(pct.confidence_interval.high))
+    se = deltas.std(ddof=1) / math.sqrt(deltas.size)
+    assert abs(ours[0] - bca.confidence_interval.low) > 0.05 * se  # same draws, a visibly different interval
+
+
+def test_bootstrap_batches_do_not_change_the_draws(monkeypatch):
+    deltas = BOOT_CASES[0]
+    whole = bootstrap_ci(deltas, n_resamples=2_000, seed=9)
+    monkeypatch.setattr(stats, "_CHUNK_ELEMENTS", 7 * deltas.size)  # 7 resamples per batch, a ragged last one
+    assert bootstrap_ci(deltas, n_resamples=2_000, seed=9) == whole
+
+
+def test_importing_stats_does_not_load_scipy():
+    """The limits are read by the config schema and the CLI parser: importing them must stay cheap."""
+    code = (
+        "import sys; from rag_eval.stats import MAX_RESAMPLES, MIN_RESAMPLES; import rag_eval.regression; "
+        "print(MIN_RESAMPLES, MAX_RESAMPLES, 'scipy' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["100", "1000000", "False"]
 
 
 def test_bootstrap_hand_cases_binomial():

@@ -8,7 +8,8 @@ grades, marking relevant passages the candidate lost from or gained in the top k
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from rag_eval.metrics.measures import parse_metric
 from rag_eval.output import escape_cell
@@ -25,8 +26,10 @@ def render_verdict_summary(verdict: Verdict) -> str:
     lines = [
         f"### rag-eval regression check: {status}",
         "",
-        f"Baseline `{escape_code(verdict.baseline.label)}` ({escape_code(verdict.baseline.path)}) vs candidate "
-        f"`{escape_code(verdict.candidate.label)}` ({escape_code(verdict.candidate.path)}).",
+        (
+            f"Baseline `{escape_code(verdict.baseline.label)}` ({escape_code(verdict.baseline.path)}) vs candidate "
+            f"`{escape_code(verdict.candidate.label)}` ({escape_code(verdict.candidate.path)})."
+        ),
         "",
     ]
     lines += _verdict_table(verdict.gates, verdict.confidence)
@@ -42,8 +45,11 @@ def render_comparison(verdict: Verdict, passages: Mapping[str, Mapping[str, str]
     lines += ["", _stats_note(verdict.confidence), ""]
     if verdict.baseline.results.options.get("aggregation") == "micro":
         lines += [
-            "Aggregation is micro: Baseline and Candidate are the dataset values (Σ DCG / Σ IDCG for nDCG), "
-            "while Δ, its CI, the tests and the gates use the per-query values, so Δ need not equal their difference.",
+            (
+                "Aggregation is micro: Baseline and Candidate are the dataset values (Σ DCG / Σ IDCG for nDCG), "
+                "while Δ, its CI, the tests and the gates use the per-query values, so Δ need not equal their "
+                "difference."
+            ),
             "",
         ]
     lines += _win_tie_loss(verdict)
@@ -74,13 +80,20 @@ def _verdict_table(gates: Sequence[GateResult], confidence: float) -> list[str]:
 def _stats_note(confidence: float) -> str:
     return (
         f"Δ = candidate − baseline, over queries paired by id. {confidence * 100:g}% CI: percentile bootstrap of the "
-        "mean Δ (seeded). p (permutation): paired randomisation test, two-sided; Holm-corrected when several gates "
-        "ask for significance. p (t-test): paired t-test, for reference."
+        "mean Δ (seeded; the plain percentile interval, not BCa). p (permutation): paired randomisation test, "
+        "two-sided, exact up to 16 queries; Holm-corrected when several gates ask for significance. A gate with "
+        "alpha counts a drop as significant only when p < alpha (p = alpha is not). "
+        "p (t-test): paired t-test, for reference."
     )
 
 
 def _win_tie_loss(verdict: Verdict) -> list[str]:
-    lines = ["## Wins, ties and losses per query", "", "| Metric | Queries | Improved | Unchanged | Regressed |", "|---|---:|---:|---:|---:|"]
+    lines = [
+        "## Wins, ties and losses per query",
+        "",
+        "| Metric | Queries | Improved | Unchanged | Regressed |",
+        "|---|---:|---:|---:|---:|",
+    ]
     for g in verdict.gates:
         lines.append(f"| {g.gate.metric} | {g.n} | {g.wins} | {g.ties} | {g.losses} |")
     return lines + [""]
@@ -113,9 +126,8 @@ def _movers(verdict: Verdict, result: GateResult) -> list[str]:
         for qid, _ in rows:
             b = verdict.baseline.results.values[metric][b_index[qid]]
             c = verdict.candidate.results.values[metric][c_index[qid]]
-            lines.append(
-                f"| {escape_cell(qid)} | {escape_cell(_shorten(texts.get(qid, ''), 90))} | {fmt(b)} | {fmt(c)} | {signed(c - b)} |"
-            )
+            text = escape_cell(_shorten(texts.get(qid, ""), 90))
+            lines.append(f"| {escape_cell(qid)} | {text} | {fmt(b)} | {fmt(c)} | {signed(c - b)} |")
         lines.append("")
     return lines
 
@@ -151,14 +163,16 @@ def _side_by_side(verdict: Verdict, result: GateResult, passages: Mapping[str, M
         gained = sorted(cand_relevant - base_relevant)
         lines += [
             "",
-            f"Relevant passages lost from the top {k}: {', '.join(f'`{escape_code(d)}`' for d in lost) or 'none'}. "
-            f"Gained: {', '.join(f'`{escape_code(d)}`' for d in gained) or 'none'}.",
+            (
+                f"Relevant passages lost from the top {k}: {', '.join(f'`{escape_code(d)}`' for d in lost) or 'none'}. "
+                f"Gained: {', '.join(f'`{escape_code(d)}`' for d in gained) or 'none'}."
+            ),
             "",
         ]
     return lines
 
 
-def _relevance_rule(metric: str, options: Mapping[str, Any]):
+def _relevance_rule(metric: str, options: Mapping[str, Any]) -> Callable[[float | None], bool]:
     """What "relevant" means for ``metric``, as its kernel counts it.
 
     Graded metrics (nDCG, DCG) gain from every grade > 0; binary metrics (recall,

@@ -1,0 +1,53 @@
+"""What a run produced, before anything is written: the records the runner fills and
+the renderers (report, results file, regression check) read.
+
+They live apart from runner.py so that the renderers need not import the runner
+(which imports them to write the outputs): data flows runner -> outcome -> renderers.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # annotations only: this module stays free of the config and dataset loaders
+    from rag_eval.config.schema import LoadedConfig, RetrieverSpec
+    from rag_eval.dataset import Dataset
+    from rag_eval.results import Results
+
+
+@dataclass
+class RetrieverOutcome:
+    """One retriever's ranking, its evaluation and what it cost."""
+
+    spec: RetrieverSpec
+    description: dict[str, Any]
+    ranking: dict[str, dict[str, float]]
+    results: Results
+    timings: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def label(self) -> str:
+        """The retriever's label from the config (unique within a run)."""
+        return self.spec.label
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+@dataclass
+class RunOutcome:
+    """Everything a run produced, before anything is written.
+
+    ``documents`` holds each retriever's results document once built
+    (:func:`rag_eval.results_file.results_document`), so that the regression check
+    and the writer use the same one instead of building it twice.
+    """
+
+    config: LoadedConfig
+    dataset: Dataset
+    outcomes: list[RetrieverOutcome]
+    created: str = field(default_factory=_now)
+    documents: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False, compare=False)
