@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from conftest import REPO
+
 from rag_eval.config.schema import LoadedConfig, RunConfig, load_config
 from rag_eval.dataset import Dataset, Query, load_yaml_query_set
 from rag_eval.evaluate import evaluate
@@ -138,17 +138,22 @@ def test_ocean_facts_report_tables_are_valid(ocean_report):
 
 
 def test_ocean_facts_awkward_passages_stay_in_their_cells(ocean_report):
-    awkward = section(section(ocean_report, "### q-deepest-point: “What is the deepest point in the ocean?”", "### "), "#### awkward", "#### ")
+    awkward = section(
+        section(ocean_report, "### q-deepest-point: “What is the deepest point in the ocean?”", "### "),
+        "#### awkward",
+        "#### ",
+    )
     lines = awkward.split("\n")
     start = lines.index("| Rank | Passage | Grade |") + 2
-    rows = lines[start:lines.index("", start)]
+    rows = lines[start : lines.index("", start)]
     assert len(rows) == 3
     assert rows[0] == (
-        "| 1 | Average depth by ocean: Pacific \\| about 4,000 m; Indian \\| about 3,700 m; Atlantic \\| about 3,600 m; "
-        "Arctic \\| about 1,200… (`average-depths`) | 1 |"
+        "| 1 | Average depth by ocean: Pacific \\| about 4,000 m; Indian \\| about 3,700 m; "
+        "Atlantic \\| about 3,600 m; Arctic \\| about 1,200… (`average-depths`) | 1 |"
     )
     assert rows[1] == (
-        '| 2 | The name Sahara comes from the Arabic word \\*sahra\\*, which simply means "desert". (`sahara-name`) | unjudged |'
+        '| 2 | The name Sahara comes from the Arabic word \\*sahra\\*, which simply means "desert". '
+        "(`sahara-name`) | unjudged |"
     )
     assert rows[2].startswith("| 3 | The Challenger Deep") and rows[2].endswith("(`challenger-deep`) | 3 |")
     assert all(cells(row) == 3 for row in rows)
@@ -165,6 +170,9 @@ def test_ocean_facts_header_and_summary(ocean_report):
     assert header in summary
     # seed-ranking: nDCG@4 0.98544 on one query, 0 on nine: 0.098544 -> 0.0985.
     assert "| seed-ranking | 0.1000 | " in summary and " | 0.0985 | " in summary
+    # One relevant passage, found: singular.
+    sea = section(ocean_report, "### q-sea-no-coastline: “Which sea has no coastline?”", "### ")
+    assert "(1 of 1 relevant passage in the top 4, the first at rank 1; " in sea
 
 
 # ---- a report built from hand-made data ---------------------------------------------------------------
@@ -173,7 +181,10 @@ CORPUS = {
     "pacific": {"title": "Pacific", "text": "The Pacific Ocean is the largest ocean."},
     "atlantic": {"title": "", "text": "The Atlantic Ocean separates Europe and America."},
     "depths": {"title": "", "text": "Average depth: Pacific | 4,000 m; Indian | 3,700 m"},
-    "name": {"title": "", "text": "From *sahra* with `code`, _under_, [link](http://x), <b>bold</b> # no heading \\ end"},
+    "name": {
+        "title": "",
+        "text": "From *sahra* with `code`, _under_, [link](http://x), <b>bold</b> # no heading \\ end",
+    },
     "multi": {"title": "", "text": "First line\nsecond line\n\n| not | a | row |"},
     "odd|id`x": {"title": "", "text": "A passage whose id has a pipe and a backtick."},
 }
@@ -228,8 +239,9 @@ def hand_run(**overrides) -> RunOutcome:
     raw.update(overrides)
     config = LoadedConfig(Path("configs/does-not-exist/golden.yaml"), raw, RunConfig.model_validate(raw))
     judgements = {q: j for q, j in JUDGEMENTS.items() if q in QUERIES}
-    dataset = Dataset("golden *set*", dict(QUERIES), judgements, dict(CORPUS), "datasets/golden.yaml",
-                      ("a note with a | pipe",))
+    dataset = Dataset(
+        "golden *set*", dict(QUERIES), judgements, dict(CORPUS), "datasets/golden.yaml", ("a note with a | pipe",)
+    )
     outcomes = []
     for spec in config.model.retrievers:
         ranking = RANKINGS[spec.label]
@@ -256,7 +268,9 @@ def check_golden(name: str, text: str) -> None:
         path.write_text(text, encoding="utf-8")
     assert path.is_file(), f"{path} is missing; create it with RAG_EVAL_UPDATE_GOLDEN=1"
     expected = path.read_text(encoding="utf-8")
-    assert text == expected, f"{name} differs from the golden file; if intended, regenerate with RAG_EVAL_UPDATE_GOLDEN=1"
+    assert text == expected, (
+        f"{name} differs from the golden file; if intended, regenerate with RAG_EVAL_UPDATE_GOLDEN=1"
+    )
 
 
 def test_golden_two_retrievers():
@@ -323,7 +337,7 @@ def test_summary_bolds_the_best_and_says_what_was_left_out():
     rows = {
         line.split(" | ")[0][2:]: line.split(" | ")[1:]
         for line in summary.split("\n")
-        if line.startswith("| alpha") or line.startswith("| beta")
+        if line.startswith(("| alpha", "| beta"))
     }
     assert rows["alpha"][0] == "**0.5849**" and rows["beta"][0] == "0.5426"
     # recall@3: alpha (2/3 + 1 + 0)/3 = 0.5556; beta (1 + 1/2 + 0)/3 = 0.5 -> alpha bold.
@@ -337,8 +351,44 @@ def test_summary_bolds_the_best_and_says_what_was_left_out():
     assert "Queries scored: 4." in summary
     assert "Not scored: 1 query without judgements (q-unjudged)." in summary
     assert "Left out of ndcg@3, recall@3, precision@2, mrr@3: 1 query with no relevant passage (q-zero)." in summary
-    assert "alpha retrieved nothing for 1 judged quer(ies)" in summary
-    assert "beta retrieved nothing for 1 judged quer(ies)" in summary
+    # alpha's unanswered q-missed enters every mean; beta's unanswered q-zero is left out of the quality metrics.
+    assert "alpha retrieved nothing for 1 judged query; it scores 0 and stays in the mean." in summary
+    assert "beta retrieved nothing for 1 judged query; it scores 0 in every mean it enters." in summary
+    assert "quer(ies)" not in report
+    # Beside each main-metric mean, why it is what it is: alpha's 0.5849 counts q-missed as 0 among
+    # 3 judged queries, both leave q-zero out.
+    header = summary.split("\n")[2]
+    assert header.endswith(" | judged@3 | Note on ndcg@3 |")
+    left_out = (
+        "1 judged query with no relevant passage left out of the mean (no\\_relevant: skip; trec\\_eval scores them 0)"
+    )
+    assert rows["alpha"][6] == f"1 of 3 judged queries unanswered, scored 0; {left_out} |"
+    assert rows["beta"][6] == f"{left_out} |"
+
+
+def test_summary_notes_are_the_ones_the_terminal_prints(ocean_report):
+    """The seed ranking's 0.0985 carries its reason in the report, as `rag-eval run` prints it beside its headline."""
+    summary = section(ocean_report, "## 📊 Summary", "## ")
+    seed = next(line for line in summary.split("\n") if line.startswith("| seed-ranking |"))
+    bm25 = next(line for line in summary.split("\n") if line.startswith("| bm25 |"))
+    assert "| ndcg@4 |" in summary and summary.split("\n")[2].endswith(" | idcg@4 | Note on ndcg@4 |")
+    # 9 of the 10 judged queries have no stored ranking: nDCG@4 0.98544 / 10 = 0.0985.
+    assert " | 0.0985 | " in seed and seed.endswith(" | 9 of 10 judged queries unanswered, scored 0 |")
+    assert bm25.endswith(" | 3.4008 | 4.3425 |  |")  # bm25 answered every query: nothing to explain
+    assert "seed-ranking retrieved nothing for 9 judged queries; they score 0 and stay in the mean." in summary
+
+
+def test_no_note_column_when_no_mean_needs_one():
+    run = hand_run(retrievers=[{"label": "alpha", "adapter": "static", "params": {"path": "runs/alpha.run"}}])
+    run.outcomes[0].results = evaluate(
+        {"q-ocean": JUDGEMENTS["q-ocean"]}, {"q-ocean": RANKINGS["alpha"]["q-ocean"]}, run.config.model.metrics
+    )
+    summary = section(render_run_report(run), "## 📊 Summary", "## ")
+    assert (
+        "| Retriever | ndcg@3 | recall@3 | precision@2 | mrr@3 | dcg@3 | judged@3 |\n|---|" + "---:|" * 6 + "\n"
+        in summary
+    )
+    assert "Note on" not in summary and "retrieved nothing" not in summary
 
 
 def test_per_query_table_has_every_judged_query():
@@ -356,7 +406,13 @@ def test_derivations_show_the_worst_queries_beyond_the_limit():
     headings = [line for line in derivations.split("\n") if line.startswith("### ")]
     # Mean nDCG@3: q-missed 0, q-ocean (0.895 + 0.7908)/2, q|pipe (0.8597 + 0.7602)/2, q-zero undefined (last).
     assert headings == ["### q-missed: “What is deep?”", "### q\\|pipe: “A query \\| with a pipe and \\*stars\\*”"]
-    assert "The 2 queries with the lowest ndcg@3 (of 4)." in derivations
+    assert "The 2 of 4 judged queries with the lowest mean ndcg@3 over alpha and beta, lowest first." in derivations
+    single = render_run_report(
+        hand_run(retrievers=[{"label": "beta", "adapter": "bm25", "params": {}}], report={"detailed_queries": 1})
+    )
+    # beta alone: q-missed 0, q|pipe 0.7602, q-ocean 0.7908, q-zero n/a -> q-missed.
+    assert "The 1 of 4 judged queries with the lowest ndcg@3 of beta, lowest first." in single
+    assert [line for line in single.split("\n") if line.startswith("### ")] == ["### q-missed: “What is deep?”"]
     every = render_run_report(hand_run(report={"detailed_queries": 4}))
     headings = [line for line in every.split("\n") if line.startswith("### ")]
     assert len(headings) == 4 and "Every judged query." in every
@@ -366,6 +422,14 @@ def test_missed_relevant_passages_are_listed():
     report = render_run_report(hand_run())
     missed = section(section(report, "### q-missed: “What is deep?”", "### "), "#### beta", "#### ")
     assert "Relevant passages not in the top 3:" in missed
+    assert "*Failed: no relevant passage was found (0 of 2 relevant passages in the top 3; " in missed
+    pipe = section(
+        section(report, "### q\\|pipe: “A query \\| with a pipe and \\*stars\\*”", "### "), "#### beta", "#### "
+    )
+    assert (
+        "Relevant passage not in the top 3:\n\n- A passage whose id has a pipe and a bac… (`odd¦id'x`) (grade 1)"
+        in pipe
+    )
     assert "- Average depth: Pacific \\| 4,000 m; India… (`depths`) (grade 2)" in missed
     assert "- The Pacific Ocean is the largest ocean. (`pacific`) (grade 1)" in missed
     alpha = section(section(report, "### q-missed: “What is deep?”", "### "), "#### alpha", "#### ")
@@ -378,8 +442,8 @@ def test_weird_text_and_ids_stay_inside_tables():
     assert "First line second line \\| not \\| a \\| row \\| (`multi`)" in report
     assert "(`odd¦id'x`)" in report
     assert (
-        "From \\*sahra\\* with \\`code\\`, \\_under\\_, \\[link\\](http://x), \\<b\\>bold\\</b\\> \\# no heading \\\\ end"
-        in report
+        "From \\*sahra\\* with \\`code\\`, \\_under\\_, \\[link\\](http://x), "
+        "\\<b\\>bold\\</b\\> \\# no heading \\\\ end" in report
     )
 
 

@@ -11,19 +11,20 @@ from __future__ import annotations
 
 import json
 import math
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from rag_eval.metrics.kernels import gain_values
 from rag_eval.metrics.measures import parse_metric
-from rag_eval.output import escape_cell
+from rag_eval.output import escape_cell, mean_notes
 
 if TYPE_CHECKING:  # imported for annotations only: rendering needs no runner
-    from rag_eval.runner import RetrieverOutcome, RunOutcome
+    from rag_eval.run_outcome import RetrieverOutcome, RunOutcome
 
 DECIMALS = 4
 
 
-def render_run_report(run: "RunOutcome") -> str:
+def render_run_report(run: RunOutcome) -> str:
     """The whole report.md of a run."""
     config = run.config.model
     main = config.primary_metric
@@ -33,7 +34,7 @@ def render_run_report(run: "RunOutcome") -> str:
     title = config.report.title or f"RAG Evaluation: {run.config.name}"
     out += [f"# {escape_inline(title)}", ""]
     out += _header(run, options)
-    out += _summary(run.outcomes, config.metrics, run.dataset.unjudged_query_ids)
+    out += _summary(run, main)
     out += _per_query_table(run, main)
     out += _derivations(run, main, k)
     return "\n".join(out).rstrip() + "\n"
@@ -42,17 +43,21 @@ def render_run_report(run: "RunOutcome") -> str:
 # ---- header ----------------------------------------------------------------------------
 
 
-def _header(run: "RunOutcome", options: Mapping[str, Any]) -> list[str]:
+def _header(run: RunOutcome, options: Mapping[str, Any]) -> list[str]:
     dataset = run.dataset
     config = run.config.model
     judged = len(dataset.judged_query_ids)
     lines = [
         "## 📚 What was evaluated",
         "",
-        f"- **Dataset:** {escape_inline(dataset.name)} (`{escape_code(dataset.source)}`), "
-        f"fingerprint `{dataset.fingerprint}`",
-        f"- **Queries:** {len(dataset.queries)} ({judged} with judgements), **passages:** {len(dataset.corpus)}, "
-        f"**judgements:** {sum(len(j) for j in dataset.judgements.values())}",
+        (
+            f"- **Dataset:** {escape_inline(dataset.name)} (`{escape_code(dataset.source)}`), "
+            f"fingerprint `{dataset.fingerprint}`"
+        ),
+        (
+            f"- **Queries:** {len(dataset.queries)} ({judged} with judgements), **passages:** {len(dataset.corpus)}, "
+            f"**judgements:** {sum(len(j) for j in dataset.judgements.values())}"
+        ),
         f"- **Retrieved per query (top_k):** {config.top_k}",
         f"- **Run at:** {run.created}",
     ]
@@ -61,17 +66,29 @@ def _header(run: "RunOutcome", options: Mapping[str, Any]) -> list[str]:
     unjudged = dataset.unjudged_query_ids
     if unjudged:
         lines.append(f"- **Queries without judgements (not scored):** {escape_inline(', '.join(unjudged))}")
-    lines += ["", "**Retrievers**", "", "| Retriever | Adapter | Parameters | Index (s) | Search (s) | Notes |", "|---|---|---|---:|---:|---|"]
+    lines += [
+        "",
+        "**Retrievers**",
+        "",
+        "| Retriever | Adapter | Parameters | Index (s) | Search (s) | Notes |",
+        "|---|---|---|---:|---:|---|",
+    ]
     for outcome in run.outcomes:
-        params = json.dumps(outcome.spec.params, sort_keys=True, ensure_ascii=False, default=str) if outcome.spec.params else "defaults"
+        params = (
+            json.dumps(outcome.spec.params, sort_keys=True, ensure_ascii=False, default=str)
+            if outcome.spec.params
+            else "defaults"
+        )
         notes = _description_notes(outcome.description)
+        index_s, search_s = (outcome.timings.get(key, float("nan")) for key in ("index_s", "search_s"))
         lines.append(
-            f"| {escape_cell(outcome.label)} | {escape_cell(outcome.spec.adapter)} | {escape_cell(_shorten(params, 200))} | "
-            f"{outcome.timings.get('index_s', float('nan')):.3f} | {outcome.timings.get('search_s', float('nan')):.3f} | "
-            f"{escape_cell(notes)} |"
+            f"| {escape_cell(outcome.label)} | {escape_cell(outcome.spec.adapter)} | "
+            f"{escape_cell(_shorten(params, 200))} | {index_s:.3f} | {search_s:.3f} | {escape_cell(notes)} |"
         )
     gain = options.get("gain", "linear")
-    gain_text = "gain = grade (linear, as trec_eval)" if gain == "linear" else "gain = 2^grade - 1 (exponential, Burges et al.)"
+    gain_text = (
+        "gain = grade (linear, as trec_eval)" if gain == "linear" else "gain = 2^grade - 1 (exponential, Burges et al.)"
+    )
     policy = {
         "skip": "left out of the mean and listed",
         "zero": "scored 0 and kept in the mean (as trec_eval)",
@@ -86,10 +103,15 @@ def _header(run: "RunOutcome", options: Mapping[str, Any]) -> list[str]:
         "",
         "**Semantics** (what the numbers mean)",
         "",
-        f"- nDCG: {gain_text}; discount 1 / log₂(rank + 1); "
-        "ideal ranking built from all judged passages with grade > 0, retrieved or not.",
+        (
+            f"- nDCG: {gain_text}; discount 1 / log₂(rank + 1); "
+            "ideal ranking built from all judged passages with grade > 0, retrieved or not."
+        ),
         "- Ties: equal scores are ordered by passage id, descending (trec_eval's rule).",
-        f"- Binary metrics (precision, recall, MRR, MAP, hit rate): relevant = grade ≥ {options.get('relevance_threshold', 1):g}.",
+        (
+            "- Binary metrics (precision, recall, MRR, MAP, hit rate): "
+            f"relevant = grade ≥ {options.get('relevance_threshold', 1):g}."
+        ),
         f"- A judged query with no relevant passage: {policy}. A judged query with nothing retrieved scores 0.",
         f"- Dataset value: {aggregation}.",
         "",
@@ -106,16 +128,27 @@ def _description_notes(description: Mapping[str, Any]) -> str:
 # ---- summary and per-query tables ------------------------------------------------------------
 
 
-def _summary(outcomes: Sequence["RetrieverOutcome"], metrics: Sequence[str], unjudged: Sequence[str] = ()) -> list[str]:
+def _summary(run: RunOutcome, main: str) -> list[str]:
+    """The table of dataset values, one row per retriever, then what was scored and left out.
+
+    Where the main metric's mean needs a reason to be read right (a retriever that
+    answered few queries, queries left out by ``no_relevant``), the reason stands in a
+    last column beside the number: the same phrases the terminal prints
+    (:func:`rag_eval.output.mean_notes`).
+    """
+    outcomes = run.outcomes
+    metrics = run.config.model.metrics
     lines = ["## 📊 Summary", ""]
     if not outcomes:
         return lines + ["No retriever was run.", ""]
+    notes = {o.label: mean_notes(o.results, main, run.dataset.judgements) for o in outcomes}
+    why = any(notes.values())
     best = {}
     for name in metrics:
         values = [o.results.aggregate[name] for o in outcomes if not math.isnan(o.results.aggregate[name])]
         best[name] = max(values) if values else None
-    lines.append("| Retriever | " + " | ".join(metrics) + " |")
-    lines.append("|---|" + "---:|" * len(metrics))
+    lines.append("| Retriever | " + " | ".join(metrics) + " |" + (f" Note on {main} |" if why else ""))
+    lines.append("|---|" + "---:|" * len(metrics) + ("---|" if why else ""))
     for outcome in outcomes:
         cells = []
         for name in metrics:
@@ -128,6 +161,8 @@ def _summary(outcomes: Sequence["RetrieverOutcome"], metrics: Sequence[str], unj
             ):
                 text = f"**{text}**"
             cells.append(text)
+        if why:
+            cells.append(escape_cell("; ".join(notes[outcome.label])))
         lines.append(f"| {escape_cell(outcome.label)} | " + " | ".join(cells) + " |")
     micro = outcomes[0].results.options.get("aggregation") == "micro"
     means = (
@@ -137,19 +172,18 @@ def _summary(outcomes: Sequence["RetrieverOutcome"], metrics: Sequence[str], unj
     )
     bold = "; **bold** = best in its column" if len(outcomes) > 1 else ""
     lines += ["", f"{means}, {DECIMALS} decimals{bold}."]
-    left = _left_out_lines(outcomes, metrics, unjudged)
+    left = _left_out_lines(outcomes, metrics, run.dataset.unjudged_query_ids)
     lines += left + [""]
     return lines
 
 
-def _left_out_lines(outcomes: Sequence["RetrieverOutcome"], metrics: Sequence[str], unjudged: Sequence[str]) -> list[str]:
+def _left_out_lines(outcomes: Sequence[RetrieverOutcome], metrics: Sequence[str], unjudged: Sequence[str]) -> list[str]:
     results = outcomes[0].results
     scored = len(results.query_ids)
     lines = [f"Queries scored: {scored}."]
     if unjudged:
         lines.append(
-            f"Not scored: {len(unjudged)} quer{'y' if len(unjudged) == 1 else 'ies'} without judgements "
-            f"({escape_inline(', '.join(unjudged))})."
+            f"Not scored: {_queries(len(unjudged))} without judgements ({escape_inline(', '.join(unjudged))})."
         )
     by_reason: dict[tuple[str, ...], list[str]] = {}
     for name in metrics:
@@ -158,24 +192,46 @@ def _left_out_lines(outcomes: Sequence["RetrieverOutcome"], metrics: Sequence[st
             by_reason.setdefault(tuple(missing), []).append(name)
     for missing, names in by_reason.items():
         lines.append(
-            f"Left out of {', '.join(names)}: {len(missing)} quer{'y' if len(missing) == 1 else 'ies'} "
+            f"Left out of {', '.join(names)}: {_queries(len(missing))} "
             f"with no relevant passage ({escape_inline(', '.join(missing))})."
         )
     for outcome in outcomes:
-        if outcome.results.unanswered_queries:
-            lines.append(
-                f"{escape_inline(outcome.label)} retrieved nothing for {len(outcome.results.unanswered_queries)} "
-                "judged quer(ies); they score 0 and stay in the mean."
-            )
+        unanswered = outcome.results.unanswered_queries
+        if not unanswered:
+            continue
+        one = len(unanswered) == 1
+        # A query with no relevant passage is left out of some means (said above) even when unanswered.
+        left_out = set().union(*outcome.results.left_out.values())
+        if left_out.intersection(unanswered):
+            effect = "it scores 0 in every mean it enters" if one else "they score 0 in every mean they enter"
+        else:
+            effect = "it scores 0 and stays in the mean" if one else "they score 0 and stay in the mean"
+        lines.append(
+            f"{escape_inline(outcome.label)} retrieved nothing for {_queries(len(unanswered), 'judged')}; {effect}."
+        )
     return [" ".join(lines)]
 
 
-def _per_query_table(run: "RunOutcome", main: str) -> list[str]:
+def _queries(n: int, adjective: str = "") -> str:
+    """``1 query``, ``9 judged queries``: a count with its noun."""
+    return f"{n} {adjective + ' ' if adjective else ''}quer{'y' if n == 1 else 'ies'}"
+
+
+def _and(names: Sequence[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def _per_query_table(run: RunOutcome, main: str) -> list[str]:
     outcomes = run.outcomes
     if not outcomes:
         return []
     query_ids = outcomes[0].results.query_ids
-    lines = [f"## 🔎 Per query: {main}", "", "| Query | Text | " + " | ".join(escape_cell(o.label) for o in outcomes) + " |"]
+    lines = [
+        f"## 🔎 Per query: {main}",
+        "",
+        "| Query | Text | " + " | ".join(escape_cell(o.label) for o in outcomes) + " |",
+    ]
     lines.append("|---|---|" + "---:|" * len(outcomes))
     any_missing = False
     for i, qid in enumerate(query_ids):
@@ -206,7 +262,7 @@ def _at(k: int | None) -> str:
     return "" if k is None else f"@{k}"
 
 
-def select_detailed_queries(run: "RunOutcome", main: str, limit: int) -> tuple[list[str], bool]:
+def select_detailed_queries(run: RunOutcome, main: str, limit: int) -> tuple[list[str], bool]:
     """All judged queries up to ``limit``; beyond that the ``limit`` worst (lowest mean of ``main``)."""
     if not run.outcomes:
         return [], False
@@ -223,7 +279,7 @@ def select_detailed_queries(run: "RunOutcome", main: str, limit: int) -> tuple[l
     return [query_ids[i] for i in order[:limit]], True
 
 
-def _derivations(run: "RunOutcome", main: str, k: int | None) -> list[str]:
+def _derivations(run: RunOutcome, main: str, k: int | None) -> list[str]:
     config = run.config.model
     chosen, worst = select_detailed_queries(run, main, config.report.detailed_queries)
     if not chosen:
@@ -231,8 +287,12 @@ def _derivations(run: "RunOutcome", main: str, k: int | None) -> list[str]:
     options = run.outcomes[0].results.options
     gain = options.get("gain", "linear")
     heading = f"## 🧮 How nDCG{_at(k)} was computed"
+    labels = [escape_inline(o.label) for o in run.outcomes]
+    # Chosen by the mean over the retrievers (select_detailed_queries): say so, and over which.
+    by = f"{main} of {labels[0]}" if len(labels) == 1 else f"mean {main} over {_and(labels)}"
     intro = (
-        f"The {len(chosen)} queries with the lowest {main} (of {len(run.outcomes[0].results.query_ids)})."
+        f"The {len(chosen)} of {_queries(len(run.outcomes[0].results.query_ids), 'judged')} with the lowest "
+        f"{by}, lowest first."
         if worst
         else "Every judged query."
     )
@@ -304,15 +364,27 @@ def derivation(
         lines.append(f"**nDCG{at}** = DCG{at} / IDCG{at} = {fmt(dcg)} / {fmt(idcg)} = **{fmt(ndcg)}**")
     elif no_relevant == "zero":
         ndcg = math.nan
-        lines.append(f"**nDCG{at}** = **0.0000**: IDCG{at} = 0 because no passage is judged relevant, and such a query scores 0 (no_relevant: zero).")
+        lines.append(
+            f"**nDCG{at}** = **0.0000**: IDCG{at} = 0 because no passage is judged relevant, "
+            "and such a query scores 0 (no_relevant: zero)."
+        )
     else:
         ndcg = math.nan
-        lines.append(f"**nDCG{at}** is undefined: IDCG{at} = 0 because no passage is judged relevant (left out of the mean).")
+        lines.append(
+            f"**nDCG{at}** is undefined: IDCG{at} = 0 because no passage is judged relevant (left out of the mean)."
+        )
     lines += ["", f"*{interpretation(ndcg, grades, judgements, k)}*", ""]
-    missed = [doc for doc, g in sorted(judgements.items(), key=lambda item: (-item[1], item[0])) if g > 0 and doc not in ranked]
+    missed = [
+        doc
+        for doc, g in sorted(judgements.items(), key=lambda item: (-item[1], item[0]))
+        if g > 0 and doc not in ranked
+    ]
     if missed:
-        lines += [f"Relevant passages not in the top {k}:" if k is not None else "Relevant passages not retrieved:", ""]
-        lines += [f"- {passage_cell(doc, corpus, passage_chars)} (grade {fmt_grade(judgements[doc])})" for doc in missed]
+        passages = "Relevant passage" if len(missed) == 1 else "Relevant passages"
+        lines += [f"{passages} not in the top {k}:" if k is not None else f"{passages} not retrieved:", ""]
+        lines += [
+            f"- {passage_cell(doc, corpus, passage_chars)} (grade {fmt_grade(judgements[doc])})" for doc in missed
+        ]
         lines.append("")
     return lines
 
@@ -323,8 +395,11 @@ def _dcg_table(grades: Sequence[float | None], gain: str, name: str, k: int | No
     values = np.array([np.nan if g is None else g for g in grades], dtype=np.float64)
     gains = gain_values(values, gain) if values.size else values
     exponential = gain == "exponential"
-    head = "| Position (i) | Grade | " + ("Gain 2^grade − 1 | " if exponential else "") + "log₂(i+1) | " + (
-        "gain / log₂(i+1) |" if exponential else "grade / log₂(i+1) |"
+    head = (
+        "| Position (i) | Grade | "
+        + ("Gain 2^grade − 1 | " if exponential else "")
+        + "log₂(i+1) | "
+        + ("gain / log₂(i+1) |" if exponential else "grade / log₂(i+1) |")
     )
     lines = [f"**{name}{_at(k)}**", "", head, "|---:|---:|" + ("---:|" if exponential else "") + "---:|---:|"]
     total = 0.0
@@ -344,9 +419,7 @@ def _dcg_table(grades: Sequence[float | None], gain: str, name: str, k: int | No
     return total, lines
 
 
-def interpretation(
-    ndcg: float, grades: Sequence[float | None], judgements: Mapping[str, float], k: int | None
-) -> str:
+def interpretation(ndcg: float, grades: Sequence[float | None], judgements: Mapping[str, float], k: int | None) -> str:
     """One plain sentence on what the nDCG value says about this ranking."""
     if math.isnan(ndcg):
         return "No passage is judged relevant for this query, so nDCG cannot tell good from bad rankings here."
@@ -354,7 +427,8 @@ def interpretation(
     found = sum(1 for g in grades if g is not None and g > 0)
     first = next((i for i, g in enumerate(grades, start=1) if g is not None and g > 0), None)
     unjudged = sum(1 for g in grades if g is None)
-    facts = f"{found} of {relevant_total} relevant passages " + (f"in the top {k}" if k is not None else "retrieved")
+    where = f"in the top {k}" if k is not None else "retrieved"
+    facts = f"{found} of {relevant_total} relevant passage{'' if relevant_total == 1 else 's'} {where}"
     if first is not None:
         facts += f", the first at rank {first}"
     if unjudged:
@@ -368,14 +442,14 @@ def interpretation(
     elif ndcg > 0:
         verdict = "Poor: most of the relevant material is missing or ranked low"
     else:
-        verdict = "Failed: no relevant passage in the top k"
+        verdict = "Failed: no relevant passage was found"  # the facts say where it was looked for
     return f"{verdict} ({facts})."
 
 
 # ---- formatting helpers --------------------------------------------------------------------
 
 
-def fmt(value: float) -> str:
+def fmt(value: float | None) -> str:
     """A metric value as printed everywhere in reports."""
     return "n/a" if value is None or math.isnan(value) else f"{value:.{DECIMALS}f}"
 
