@@ -281,24 +281,29 @@ def _cmd_run(args: argparse.Namespace) -> int:
         if summary:
             _check_output(summary, "--summary", [("config", args.config), ("baseline", baseline_path)], append=True)
         baseline = load_results_file(baseline_path)  # loaded once, before any retrieval: fail early
-    run = execute(config, progress=False if args.no_progress else None)
-    verdict = None
-    extra = {}
-    if regression is not None:
-        from rag_eval.errors import ComparisonError
-        from rag_eval.regression import verdict_for_run
-        from rag_eval.report.comparison import render_comparison
+    from rag_eval.output_folder import hold_output_folder
 
-        # Compared before anything is written: incomparable results leave no output behind,
-        # but the CI job summary says why.
-        try:
-            verdict = verdict_for_run(run, baseline)
-        except ComparisonError as error:
-            if summary:
-                _append_summary(summary, _incomparable_markdown(baseline, None, error, heading=3))
-            raise
-        extra["comparison.md"] = render_comparison(verdict, run.dataset.corpus)
-    written = write_outputs(run, extra)
+    # The output folder is checked and locked before any retrieval: a refused folder or a
+    # second run into it fails at once, not after the first run's retrievers have worked.
+    with hold_output_folder(config.output_dir, config.path):
+        run = execute(config, progress=False if args.no_progress else None)
+        verdict = None
+        extra = {}
+        if regression is not None:
+            from rag_eval.errors import ComparisonError
+            from rag_eval.regression import verdict_for_run
+            from rag_eval.report.comparison import render_comparison
+
+            # Compared before anything is written: incomparable results leave no output behind,
+            # but the CI job summary says why.
+            try:
+                verdict = verdict_for_run(run, baseline)
+            except ComparisonError as error:
+                if summary:
+                    _append_summary(summary, _incomparable_markdown(baseline, None, error, heading=3))
+                raise
+            extra["comparison.md"] = render_comparison(verdict, run.dataset.corpus)
+        written = write_outputs(run, extra)
     _print_headlines(run)
     report = next(p for p in written if p.name == "report.md")
     print(f"report: {report}")

@@ -1,8 +1,9 @@
 """Run a config: load the dataset, run each retriever, evaluate, write outputs.
 
-Nothing is written until every retriever has run and been evaluated: the
-report, the results files and the run files are then each written atomically,
-so a failed run leaves what the user had untouched.
+Nothing is written until every retriever has run and been evaluated; the
+report, the results files and the run files then replace the previous set as a
+whole (rag_eval/output_folder.py), so a failed or killed run leaves the old
+complete set and a finished one the new complete set.
 """
 
 from __future__ import annotations

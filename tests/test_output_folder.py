@@ -519,3 +519,34 @@ def test_the_lock_is_reentrant_in_one_thread_and_refuses_another(tmp_path):
     assert refused == [message]
     assert sorted(os.listdir(folder)) == [MANIFEST, "report.md", "two.json", "two.run"]
     assert sorted(os.listdir(tmp_path)) == ["out"]
+
+
+def test_rag_eval_run_is_refused_before_any_retrieval_while_another_run_writes(out, holder):
+    # A plug-in that leaves a mark when indexing: the refused run must not get that far.
+    mark = out.parent / "indexed.mark"
+    plugin = out.parent / "marking_plugin.py"
+    plugin.write_text(
+        "class Marking:\n"
+        "    def index(self, corpus):\n"
+        f"        open({str(mark)!r}, 'w').close()\n"
+        "    def search(self, queries, top_k):\n"
+        "        return {}\n"
+    )
+    config = out.parent / "run.yaml"
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "name": "lock-test",
+                "dataset": {"path": str(REPO / "datasets" / "ocean_facts.yaml")},
+                "retrievers": [{"label": "marking", "adapter": "marking_plugin:Marking"}],
+                "metrics": ["ndcg@4"],
+                "output": "out",
+            }
+        )
+    )
+    cli = [str(Path(sys.executable).parent / "rag-eval"), "run", str(config), "--no-progress"]
+    result = subprocess.run(cli, check=False, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2, result.stderr
+    assert "another rag-eval run" in result.stderr
+    assert not mark.exists()
+    assert snapshot(out) == expected(OLD)
