@@ -215,10 +215,10 @@ def _add_semantics_options(p: argparse.ArgumentParser) -> None:
 
 def _cmd_evaluate(args: argparse.Namespace) -> int:
     from rag_eval.allocator import keep_freed_memory
-    from rag_eval.evaluate import EvaluationOptions, prepare, score
+    from rag_eval.engine import BEIR_QRELS, prepare, read_judgements, read_run
+    from rag_eval.evaluate import EvaluationOptions, score
     from rag_eval.metrics.measures import parse_metrics
     from rag_eval.output import format_results
-    from rag_eval.trec import BEIR_QRELS, read_judgements, read_run
 
     # This process is ours and its work is numpy on large arrays: reuse freed memory instead of
     # taking a page fault on every fresh temporary (rag_eval.allocator). Only here: other

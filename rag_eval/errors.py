@@ -45,15 +45,3 @@ class EvaluationError(RagEvalError):
 
 class ComparisonError(RagEvalError):
     """Two results cannot be compared (different dataset, semantics or queries)."""
-
-
-def located(path: object, where: str | None, problem: str, fix: str | None = None) -> str:
-    """Format a one-line message: ``path: where: problem (fix)``."""
-    parts = [str(path)] if path is not None else []
-    if where:
-        parts.append(where)
-    parts.append(problem)
-    message = ": ".join(parts)
-    if fix:
-        message += f"; {fix}"
-    return message

@@ -15,8 +15,6 @@ from collections.abc import Mapping
 
 import numpy as np
 
-RULE = "score descending, then id descending (UTF-8 bytes), as trec_eval"
-
 
 def _key(item: tuple[str, float]) -> tuple[float, str]:
     return (item[1], item[0])
@@ -52,6 +50,15 @@ def id_rank(ids: np.ndarray | list[str]) -> np.ndarray:
     rank = np.empty(len(ids), dtype=np.int64)
     rank[order] = np.arange(len(ids), dtype=np.int64)
     return rank
+
+
+def order_in_groups(groups: np.ndarray, scores: np.ndarray, rank_of_ids: np.ndarray) -> np.ndarray:
+    """Order of 1-d rows by group ascending, then within each group by the rule (score desc, id desc).
+
+    ``rank_of_ids`` holds each row's id position in ascending byte order (:func:`id_rank`
+    or the engine's packed equivalent).
+    """
+    return np.lexsort((-rank_of_ids, -scores, groups))
 
 
 def order_rows(scores: np.ndarray, rank_of_ids: np.ndarray) -> np.ndarray:

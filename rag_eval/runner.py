@@ -163,7 +163,7 @@ def check_ranking(
     A doc id not in the corpus, a non-numeric or NaN score, or a query id that
     was not asked stops the run with an error naming the retriever.
     """
-    from rag_eval.trec import ranked_doc_ids
+    from rag_eval.ranking import top_k as best_of
 
     if not isinstance(raw, Mapping):
         raise RetrieverError(f"retriever {label!r}: search() returned {type(raw).__name__}, expected {{qid: {{doc_id: score}}}}")
@@ -195,7 +195,7 @@ def check_ranking(
                 )
             clean[doc] = value
         if len(clean) > top_k:
-            clean = {doc: clean[doc] for doc in ranked_doc_ids(clean)[:top_k]}
+            clean = best_of(clean, top_k)
         ranking[qid] = clean
     for qid in queries:
         ranking.setdefault(qid, {})

@@ -19,9 +19,9 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from test_differential import FLOAT32_SCORES, TREC_GRADES, TREC_NAMES, TREC_REQUEST, trec_eval_reference
 
-from rag_eval.evaluate import EvaluationOptions, evaluate_tables
+from rag_eval import evaluate
+from rag_eval.engine import read_qrels, read_run
 from rag_eval.metrics.measures import parse_metrics
-from rag_eval.trec import read_qrels, read_run
 
 pytest.importorskip("pytrec_eval")
 
@@ -78,9 +78,8 @@ def test_long_unicode_ids_in_any_line_order_match_trec_eval(data, level, shuffle
         qrels_path, run_path = Path(folder) / "ids.qrels", Path(folder) / "ids.run"
         write_shuffled(qrels_path, qrels_lines, qrels_order)
         write_shuffled(run_path, run_lines, run_order)
-        results = evaluate_tables(
-            read_qrels(qrels_path), read_run(run_path), parse_metrics(TREC_NAMES),
-            EvaluationOptions(no_relevant="zero", relevance_threshold=level),
+        results = evaluate(
+            read_qrels(qrels_path), read_run(run_path), TREC_NAMES, no_relevant="zero", relevance_threshold=level
         )
     reference = trec_eval_reference(judgements, run, TREC_REQUEST, level)
     assert set(results.query_ids) == set(judgements)

@@ -1,17 +1,18 @@
 """The kernels' sorting helpers against plain numpy references (lexsort, first occurrence), and the
 engine's vectorised ranking against the one ranking rule (rag_eval.ranking)."""
 
-import importlib
 import random
 
 import numpy as np
 import pytest
 
 from rag_eval import ranking
+from rag_eval.engine import from_nested, prepare, read_run
+from rag_eval.engine.packed_ids import PackedIds
+from rag_eval.engine.ranks import RunRanker
+from rag_eval.engine.tables import byte_order_keys
 from rag_eval.metrics.kernels import sort_desc_within_groups
-from rag_eval.packed_ids import PackedIds
-from rag_eval.tables import byte_order_keys, from_nested
-from rag_eval.trec import format_run, read_run
+from rag_eval.trec import format_run
 
 
 def _reference(groups: np.ndarray, values: np.ndarray):
@@ -52,8 +53,6 @@ def test_sort_desc_within_groups_random_whole_and_fractional_grades():
 
 # ---- the engine's ranking is rag_eval.ranking's rule ---------------------------------------
 
-engine = importlib.import_module("rag_eval.evaluate")
-
 # Scores that tie, that differ in the last bit only (the sort's scaled keys cannot tell them
 # apart: the exact tie-break must), -0.0 with 0.0, and extremes that stretch the scaling.
 HARD_SCORES = [1.0, float(np.nextafter(1.0, 2.0)), float(np.nextafter(1.0, 0.0)), 0.0, -0.0, 2.5, 2.5, -3.0,
@@ -87,17 +86,41 @@ def _lines_in_order(text: str, order: str, rng: random.Random) -> str:
 @pytest.mark.parametrize("infinite", [False, True])  # scores scaled as floats, or ordered by their bits
 @pytest.mark.parametrize("n_queries", [3, 40])
 def test_engine_ranks_equal_ranking_rule(tmp_path, order, long_ids, infinite, n_queries):
-    """trec_ranks (vectorised, for all queries at once) against ranking.ranked_ids, query by query,
+    """The engine's ranks (vectorised, for all queries at once) against ranking.ranked_ids, query by query,
     for a run read from a file in any line order and for the same run given as dicts."""
     rng = random.Random(f"{order}-{long_ids}-{infinite}-{n_queries}")
     run = _random_run(rng, n_queries, long_ids, infinite)
     path = tmp_path / "r.run"
     path.write_text(_lines_in_order(format_run(run), order, rng), encoding="utf-8")
     for table in (read_run(path), from_nested(run, "run")):
-        ranks = engine.trec_ranks(table, np.arange(len(table)))
+        ranks = RunRanker(table).ranks(np.arange(len(table)))
         for row, (code, doc) in enumerate(zip(table.query_codes.tolist(), table.docs.tolist())):
             qid = table.query_keys[code]
             assert ranks[row] == ranking.ranked_ids(run[qid]).index(doc), (qid, doc)
+
+
+@pytest.mark.parametrize("order", ["sorted", "shuffled"])
+@pytest.mark.parametrize("long_ids", [False, True])
+def test_prepare_ranks_every_judged_document_by_the_rule(tmp_path, order, long_ids):
+    """Through the engine's interface: every document judged (its grade names it), prepare() gives
+    each its rank by ranking.ranked_ids, for a file in any line order and for dicts in any order or
+    in rank order (the dict join)."""
+    rng = random.Random(f"prepare-{order}-{long_ids}")
+    run = _random_run(rng, 30, long_ids, infinite=False)
+    names = {}
+    judgements = {q: {d: names.setdefault((q, d), len(names) + 1.0) for d in docs} for q, docs in run.items()}
+    doc_of = {grade: key for key, grade in names.items()}
+    path = tmp_path / "r.run"
+    path.write_text(_lines_in_order(format_run(run), order, rng), encoding="utf-8")
+    in_rank_order = {q: dict(ranking.ranked(docs)) for q, docs in run.items()}
+    for table in (read_run(path), from_nested(run, "run"), from_nested(in_rank_order, "run")):
+        joined = prepare(from_nested(judgements, "judgements"), table)
+        ranked = joined.ranked
+        assert ranked.row_grade.size == len(names)
+        for query, pos, grade in zip(ranked.row_query.tolist(), ranked.row_pos.tolist(), ranked.row_grade.tolist()):
+            qid, doc = doc_of[grade]
+            assert joined.query_ids[query] == qid
+            assert pos == ranking.ranked_ids(run[qid]).index(doc), (qid, doc)
 
 
 @pytest.mark.parametrize("scores", [
@@ -116,7 +139,7 @@ def test_engine_ranks_equal_ranking_rule_at_extreme_score_ranges(scores):
         as_given.setdefault(q, {})[d] = s
     as_given = {q: as_given[q] for q in rng.sample(list(as_given), len(as_given))}
     table = from_nested(as_given, "run")
-    ranks = engine.trec_ranks(table, np.arange(len(table)))
+    ranks = RunRanker(table).ranks(np.arange(len(table)))
     for row, (code, doc) in enumerate(zip(table.query_codes.tolist(), table.docs.tolist())):
         qid = table.query_keys[code]
         assert ranks[row] == ranking.ranked_ids(run[qid]).index(doc), (qid, doc)
@@ -127,7 +150,7 @@ def test_engine_ranks_rows_asked_for_in_any_order_and_more_than_once():
     table = from_nested({"q2": run["q2"], "q1": run["q1"]}, "run")  # q1's rows not in score order
     rows = np.array([4, 0, 2, 2, 3, 1, 4, 4, 0])
     expected = [ranking.ranked_ids(run[table.query_keys[table.query_codes[r]]]).index(table.docs[r]) for r in rows]
-    assert engine.trec_ranks(table, rows).tolist() == expected
+    assert RunRanker(table).ranks(rows).tolist() == expected
 
 
 def test_byte_order_keys_is_the_rule_tie_break():

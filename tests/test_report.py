@@ -492,10 +492,10 @@ def per_query_values(report: str, main: str) -> dict[tuple[str, str], str]:
 def test_every_derivation_ends_on_the_value_in_the_per_query_table(overrides):
     run = hand_run(**overrides)
     if run.config.model.top_k == 2:  # what the runner would have kept
-        from rag_eval.trec import ranked_doc_ids
+        from rag_eval.ranking import top_k
 
         for outcome in run.outcomes:
-            outcome.ranking = {q: {d: r[d] for d in ranked_doc_ids(r)[:2]} for q, r in outcome.ranking.items()}
+            outcome.ranking = {q: top_k(r, 2) for q, r in outcome.ranking.items()}
             outcome.results = evaluate(JUDGEMENTS, outcome.ranking, run.config.model.metrics)
     report = render_run_report(run)
     main = run.config.model.primary_metric

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from rag_eval.evaluate import EvaluationOptions, evaluate_tables
+from rag_eval import evaluate
+from rag_eval.engine import read_qrels, read_run
 from rag_eval.metrics.measures import parse_metrics
-from rag_eval.trec import read_qrels, read_run
 
 CUTS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
 TREC_MEASURES = (
@@ -42,11 +42,12 @@ def read_expected(path: Path) -> dict[tuple[str, str], float]:
 def test_every_trec_eval_value_is_reproduced(trec_eval_test, qrels_name, out_name, threshold):
     expected = read_expected(trec_eval_test / out_name)
     metrics = parse_metrics(TREC_MEASURES)
-    results = evaluate_tables(
+    results = evaluate(
         read_qrels(trec_eval_test / qrels_name),
         read_run(trec_eval_test / "results.test"),
         metrics,
-        EvaluationOptions(no_relevant="zero", relevance_threshold=threshold),
+        no_relevant="zero",
+        relevance_threshold=threshold,
     )
     checked = 0
     for trec_name, metric in zip(TREC_MEASURES, metrics):

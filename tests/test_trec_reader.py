@@ -13,9 +13,10 @@ import random
 import numpy as np
 import pytest
 
-from rag_eval import trec
+from rag_eval import engine, trec
+from rag_eval.engine import reader
+from rag_eval.engine.packed_ids import PackedIds
 from rag_eval.errors import InputFormatError
-from rag_eval.packed_ids import PackedIds
 
 
 def reference(path, value_index):
@@ -67,7 +68,7 @@ def random_id(rng: random.Random, prefix: str) -> str:
 
 @pytest.fixture
 def small_chunks(monkeypatch):
-    monkeypatch.setattr(trec, "_CHUNK_BYTES", 257)
+    monkeypatch.setattr(reader, "_CHUNK_BYTES", 257)  # the reader's internals: many small chunks
 
 
 @pytest.mark.parametrize("seed", range(8))
@@ -75,7 +76,7 @@ def small_chunks(monkeypatch):
 def test_run_matches_line_reader(tmp_path, small_chunks, seed, sep):
     rng = random.Random(seed)
     lines = []
-    for q in range(rng.randint(1, 30)):
+    for _ in range(rng.randint(1, 30)):
         qid = random_id(rng, "q")
         docs = {random_id(rng, "d") for _ in range(rng.randint(1, 12))}
         for rank, doc in enumerate(sorted(docs), start=1):
@@ -86,7 +87,7 @@ def test_run_matches_line_reader(tmp_path, small_chunks, seed, sep):
     expected = reference(path, 4)
     if len({(q, d) for q, d, _ in expected}) != len(expected):
         pytest.skip("random ids repeated a pair")
-    same(as_rows(trec.read_run(path)), expected)
+    same(as_rows(engine.read_run(path)), expected)
 
 
 @pytest.mark.parametrize("content", [
@@ -98,7 +99,7 @@ def test_run_matches_line_reader(tmp_path, small_chunks, seed, sep):
 def test_irregular_layouts_read_like_trec_eval(tmp_path, content):
     path = tmp_path / "r.run"
     path.write_bytes(content.encode())
-    same(as_rows(trec.read_run(path)), [("q1", "a", 2.5), ("q1", "b", 1.5)])
+    same(as_rows(engine.read_run(path)), [("q1", "a", 2.5), ("q1", "b", 1.5)])
 
 
 def test_qrels_and_numbers_at_chunk_edges(tmp_path, small_chunks):
@@ -106,7 +107,7 @@ def test_qrels_and_numbers_at_chunk_edges(tmp_path, small_chunks):
     lines = [f"{random_id(rng, 'q')} 0 {random_id(rng, 'd')}{i} {number_text(rng, finite=True)}" for i in range(400)]
     path = tmp_path / "q.qrels"
     path.write_text("\n".join(lines) + "\n")
-    table = trec.read_qrels(path)
+    table = engine.read_qrels(path)
     same(as_rows(table), reference(path, 3))
 
 
@@ -118,7 +119,7 @@ def test_number_parser_is_exact_on_many_random_numbers(tmp_path):
     ]
     path = tmp_path / "q.qrels"
     path.write_text("".join(f"q 0 d{i} {t}\n" for i, t in enumerate(texts)))
-    values = trec.read_qrels(path).values
+    values = engine.read_qrels(path).values
     for text, value in zip(texts, values.tolist()):
         want = float(text)
         assert value == want and np.signbit(value) == np.signbit(want), text
@@ -135,7 +136,7 @@ def test_malformed_numbers_are_errors(tmp_path, bad, message):
     path = tmp_path / "r.run"
     path.write_text(f"q1 Q0 a 1 2.0 t\nq1 Q0 b 2 {bad} t\n")
     with pytest.raises(InputFormatError, match=message):
-        trec.read_run(path)
+        engine.read_run(path)
 
 
 def test_duplicate_found_by_the_fast_reader_names_the_line(tmp_path, small_chunks):
@@ -143,7 +144,7 @@ def test_duplicate_found_by_the_fast_reader_names_the_line(tmp_path, small_chunk
     path = tmp_path / "r.run"
     path.write_text("\n".join(lines) + "\n")
     with pytest.raises(InputFormatError, match=r"r.run:301: query 'q3' lists doc 'd10' again \(first on line 11\)"):
-        trec.read_run(path)
+        engine.read_run(path)
 
 
 def test_packed_ids_round_trip_in_memory_proportional_to_the_ids():
@@ -157,15 +158,14 @@ def test_packed_ids_round_trip_in_memory_proportional_to_the_ids():
 
 def test_results_survive_hash_collisions(tmp_path, monkeypatch):
     """Every match is confirmed on the ids, so even a hash that collides always is exact."""
-    from rag_eval import evaluate, tables
-    from rag_eval.evaluate import EvaluationOptions, evaluate_tables
-    from rag_eval.metrics.measures import parse_metrics
+    from rag_eval import evaluate
+    from rag_eval.engine import tables
 
     rng = random.Random(5)
     qrels = {f"q{q}": {f"d{rng.randint(0, 40)}": rng.randint(0, 3) for _ in range(15)} for q in range(20)}
     run = {f"q{q}": {f"d{d}": float(rng.randint(0, 9)) for d in rng.sample(range(40), 25)} for q in range(22)}
     (tmp_path / "q").write_text("".join(f"{q} 0 {d} {g}\n" for q, docs in qrels.items() for d, g in docs.items()))
-    trec.write_run(run, tmp_path / "r")
+    (tmp_path / "r").write_text(trec.format_run(run))
     metrics = ["ndcg@10", "map", "mrr", "recall@20", "precision@5"]
     expected = evaluate(qrels, run, metrics)
 
@@ -177,9 +177,7 @@ def test_results_survive_hash_collisions(tmp_path, monkeypatch):
     monkeypatch.setattr(PackedIds, "hashes", lambda self, rows=None: np.zeros(len(self) if rows is None else len(rows),
                                                                             dtype=np.uint64))
     in_memory = evaluate(qrels, run, metrics)
-    from_files = evaluate_tables(
-        trec.read_qrels(tmp_path / "q"), trec.read_run(tmp_path / "r"), parse_metrics(metrics), EvaluationOptions()
-    )
+    from_files = evaluate(engine.read_qrels(tmp_path / "q"), engine.read_run(tmp_path / "r"), metrics)
     for name in expected.aggregate:
         assert in_memory.aggregate[name] == expected.aggregate[name]
         assert from_files.aggregate[name] == expected.aggregate[name]
@@ -187,7 +185,7 @@ def test_results_survive_hash_collisions(tmp_path, monkeypatch):
 
     (tmp_path / "dup").write_text("q1 Q0 a 1 2 t\nq1 Q0 b 2 1 t\nq1 Q0 a 3 0.5 t\n")
     with pytest.raises(InputFormatError, match=r"dup:3: query 'q1' lists doc 'a' again"):
-        trec.read_run(tmp_path / "dup")
+        engine.read_run(tmp_path / "dup")
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -219,9 +217,8 @@ def test_dict_runs_in_rank_order_take_the_fast_join_and_agree(tmp_path, seed):
 def test_files_joined_in_small_blocks_agree_with_the_dict_join(tmp_path, monkeypatch, block):
     """Large inputs are hashed and looked up a block at a time; forcing tiny blocks (and
     judged queries the run never answered) must give the same numbers as the dict join."""
-    from rag_eval import evaluate, tables
-    from rag_eval.evaluate import EvaluationOptions, evaluate_tables
-    from rag_eval.metrics.measures import parse_metrics
+    from rag_eval import evaluate
+    from rag_eval.engine import tables
 
     rng = random.Random(block)
     qrels = {f"q{q}": {f"d{rng.randint(0, 60)}": rng.randint(0, 3) for _ in range(12)} for q in range(25)}
@@ -232,15 +229,14 @@ def test_files_joined_in_small_blocks_agree_with_the_dict_join(tmp_path, monkeyp
         scores = {f"d{d}": float(rng.randint(0, 20)) for d in rng.sample(range(60), 30)}
         run[f"q{q}"] = dict(sorted(scores.items(), key=lambda item: -item[1]))
     (tmp_path / "q").write_text("".join(f"{q} 0 {d} {g}\n" for q, docs in qrels.items() for d, g in docs.items()))
-    trec.write_run(run, tmp_path / "r")
+    (tmp_path / "r").write_text(trec.format_run(run))
     metrics = ["ndcg@10", "ndcg", "map", "mrr", "recall@20", "precision@5", "r_precision"]
     expected = evaluate(qrels, run, metrics, no_relevant="zero")  # the dict join: no pair hashing at all
 
     monkeypatch.setattr(tables, "_LOOKUP_BLOCK_ROWS", block)
     monkeypatch.setattr(tables, "_SCRATCH_ROWS", block)
-    from_files = evaluate_tables(
-        trec.read_qrels(tmp_path / "q"), trec.read_run(tmp_path / "r"), parse_metrics(metrics),
-        EvaluationOptions(no_relevant="zero"),
+    from_files = evaluate(
+        engine.read_qrels(tmp_path / "q"), engine.read_run(tmp_path / "r"), metrics, no_relevant="zero",
     )
     for name in expected.aggregate:
         assert from_files.aggregate[name] == expected.aggregate[name], name
@@ -255,7 +251,7 @@ def test_an_id_over_40_bytes_followed_by_a_shorter_one(tmp_path):
     long_id = "a" * 41
     path = tmp_path / "r.run"
     path.write_text(f"q1 Q0 {long_id} 1 2.0 t\nq1 Q0 b 2 1.0 t\n")
-    same(as_rows(trec.read_run(path)), [("q1", long_id, 2.0), ("q1", "b", 1.0)])
+    same(as_rows(engine.read_run(path)), [("q1", long_id, 2.0), ("q1", "b", 1.0)])
 
 
 def test_dbpedia_style_ids_are_read_exactly(tmp_path, small_chunks):
@@ -268,7 +264,7 @@ def test_dbpedia_style_ids_are_read_exactly(tmp_path, small_chunks):
             lines.append(f"{qid} Q0 <dbpedia:{name}> {rank} {10 - rank}.5 run")
     path = tmp_path / "dbpedia.run"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    same(as_rows(trec.read_run(path)), reference(path, 4))
+    same(as_rows(engine.read_run(path)), reference(path, 4))
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -292,7 +288,7 @@ def test_ids_of_random_lengths_and_unicode_in_any_line_order(tmp_path, small_chu
     path = tmp_path / "r.run"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     expected = reference(path, 4)
-    table = trec.read_run(path)
+    table = engine.read_run(path)
     same(as_rows(table), expected)
     assert table.query_keys == list(dict.fromkeys(q for q, _, _ in expected))  # in order of first appearance
 
@@ -308,7 +304,7 @@ def test_a_2kb_id_among_200k_lines_takes_memory_in_proportion_to_the_file(tmp_pa
     size = path.stat().st_size  # about 6 MiB
     tracemalloc.start()
     try:
-        table = trec.read_run(path)
+        table = engine.read_run(path)
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
@@ -321,9 +317,9 @@ def test_a_2kb_id_among_200k_lines_takes_memory_in_proportion_to_the_file(tmp_pa
 
 
 @pytest.mark.parametrize("reader, content", [
-    (trec.read_qrels, "\ufeffq1 0 a 1\nq1 0 b 0\n"),
-    (trec.read_run, "\ufeffq1 Q0 a 1 2.0 t\nq1 Q0 b 2 1.0 t\n"),
-    (trec.read_run, "\ufeffq1  Q0 a 1 2.0 t\r\nq1 Q0 b 2 1.0 t\r\n"),  # irregular: the line reader
+    (engine.read_qrels, "\ufeffq1 0 a 1\nq1 0 b 0\n"),
+    (engine.read_run, "\ufeffq1 Q0 a 1 2.0 t\nq1 Q0 b 2 1.0 t\n"),
+    (engine.read_run, "\ufeffq1  Q0 a 1 2.0 t\r\nq1 Q0 b 2 1.0 t\r\n"),  # irregular: the line reader
 ])
 def test_a_leading_bom_is_not_part_of_the_first_query_id(tmp_path, reader, content):
     path = tmp_path / "file"
@@ -337,18 +333,18 @@ def test_a_non_breaking_space_is_part_of_an_id(tmp_path):
     """Fields are separated by ASCII whitespace only, as in trec_eval."""
     path = tmp_path / "r.run"
     path.write_text("q1 Q0 a\u00a0b 1 2.0 t\nq\u20031 Q0 c 2 1.0 t\n", encoding="utf-8")
-    same(as_rows(trec.read_run(path)), [("q1", "a\u00a0b", 2.0), ("q\u20031", "c", 1.0)])
+    same(as_rows(engine.read_run(path)), [("q1", "a\u00a0b", 2.0), ("q\u20031", "c", 1.0)])
     # Regression: the scan that names a bad line split on Unicode spaces ("found 5 fields").
     qrels = tmp_path / "q.qrels"
     qrels.write_text("q1 0 a\u00a0b 1\nq1 0 c 1\nq1 0 c 0\n", encoding="utf-8")
     with pytest.raises(InputFormatError, match=r"q.qrels:3: query 'q1' lists doc 'c' again \(first on line 2\)"):
-        trec.read_qrels(qrels)
+        engine.read_qrels(qrels)
 
 
 def test_vertical_tab_and_form_feed_separate_fields_as_in_trec_eval(tmp_path):
     path = tmp_path / "q.qrels"
     path.write_bytes(b"q1\x0b0\x0ca 1\n")
-    same(as_rows(trec.read_qrels(path)), [("q1", "a", 1.0)])
+    same(as_rows(engine.read_qrels(path)), [("q1", "a", 1.0)])
 
 
 @pytest.mark.parametrize("content, message", [
@@ -364,20 +360,17 @@ def test_bad_lines_are_named(tmp_path, content, message):
     path = tmp_path / "r.run"
     path.write_bytes(content)
     with pytest.raises(InputFormatError, match=message):
-        trec.read_run(path)
+        engine.read_run(path)
 
 
 def test_a_nul_in_an_id_never_matches_the_id_without_it(tmp_path):
     """Regression: 'a\\x00' was packed like 'a' and matched it (nDCG 1.0 instead of an error)."""
-    from rag_eval.evaluate import EvaluationOptions, evaluate_tables
-    from rag_eval.metrics.measures import parse_metrics
-    from rag_eval.tables import from_nested
+    from rag_eval import evaluate
 
     path = tmp_path / "r.run"
     path.write_text("q1 Q0 a 1 2.0 t\n")
-    judged = from_nested({"q1": {"a\x00": 1}}, "judgements")
-    with pytest.raises(InputFormatError, match=r"'a\\x00' holds a NUL character"):
-        evaluate_tables(judged, trec.read_run(path), parse_metrics(["ndcg"]), EvaluationOptions())
+    with pytest.raises(InputFormatError, match=r"judgements: query 'q1': doc id 'a\\x00' holds the control character U\+0000"):
+        evaluate({"q1": {"a\x00": 1}}, engine.read_run(path), ["ndcg"])
 
 
 @pytest.mark.parametrize("make, what", [
@@ -389,7 +382,7 @@ def test_special_files_are_refused_without_opening_them(tmp_path, make, what):
     path = tmp_path / "special.run"
     make(path)
     with pytest.raises(InputFormatError, match=f"special.run: .*{what}"):
-        trec.read_run(path)
+        engine.read_run(path)
 
 
 @pytest.mark.parametrize("hashing", ["real", "all equal", "three values"])

@@ -331,10 +331,10 @@ def derivation(
     A query without any relevant passage is worded after the ``no_relevant``
     policy: undefined and left out (skip) or scored 0 (zero), as in the tables.
     """
-    from rag_eval.trec import ranked_doc_ids
+    from rag_eval.ranking import ranked_ids
 
     at = _at(k)
-    ranked = ranked_doc_ids(scores)[:k]
+    ranked = ranked_ids(scores)[:k]
     lines = [f"#### {escape_inline(label)}", ""] if multiple else []
     if not ranked:
         relevant = sum(1 for g in judgements.values() if g > 0)

@@ -21,7 +21,6 @@ from rag_eval.retrievers.params import AdapterParams, check_params
 from rag_eval.retrievers.topk import select_top_k
 
 ADAPTER = "bm25"
-METHODS = ("robertson", "lucene", "atire", "bm25l", "bm25+")
 
 # Score cells (queries x passages) held at once while selecting the top k.
 _MAX_CELLS = 1 << 24

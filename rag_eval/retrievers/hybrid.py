@@ -56,8 +56,6 @@ from rag_eval.retrievers.base import Corpus, Queries, Ranking, describe
 from rag_eval.retrievers.params import AdapterParams, Folder, RetrieverRef, check_params
 
 ADAPTER = "hybrid"
-METHODS = ("rrf", "weighted")
-NORMALIZATIONS = ("minmax", "zscore")
 
 
 class HybridChild(RetrieverRef):

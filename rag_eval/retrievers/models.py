@@ -81,7 +81,7 @@ def offline_mode() -> bool:
         from huggingface_hub import constants
 
         return bool(constants.HF_HUB_OFFLINE)
-    except Exception:  # noqa: BLE001  # pragma: no cover - huggingface_hub missing or changed
+    except Exception:  # pragma: no cover - huggingface_hub missing or changed
         return False
 
 
@@ -91,7 +91,7 @@ def hf_cache_dir() -> Path:
         from huggingface_hub import constants
 
         return Path(constants.HF_HUB_CACHE)
-    except Exception:  # noqa: BLE001  # pragma: no cover - huggingface_hub missing
+    except Exception:  # pragma: no cover - huggingface_hub missing
         if os.environ.get("HF_HUB_CACHE"):
             return Path(os.environ["HF_HUB_CACHE"])
         home = os.environ.get("HF_HOME") or os.path.join(os.path.expanduser("~"), ".cache", "huggingface")
@@ -182,12 +182,12 @@ def resolve_model(spec: str, adapter: str, *, allow_download: bool | None = None
     if allow_download is None:
         allow_download = not offline
     if not allow_download:
-        raise RetrieverError(_not_found_message(spec, adapter, local, repo_id, offline, cause=None))
+        raise RetrieverError(_not_found_message(spec, adapter, local, repo_id, cause=None))
     return ResolvedModel(spec, None, "hub")
 
 
 def _not_found_message(
-    spec: str, adapter: str, local: Path, repo_id: str, offline: bool, cause: BaseException | None
+    spec: str, adapter: str, local: Path, repo_id: str, cause: BaseException | None
 ) -> str:
     where = hf_cache_dir() / ("models--" + repo_id.replace("/", "--"))
     if cause is None:
@@ -351,7 +351,7 @@ def _load(kind: str, resolved: ResolvedModel, adapter: str, **kwargs: Any) -> An
     except Exception as error:  # transformers' tracebacks are long; the user needs one line
         if resolved.path is None:
             local = Path(resolved.spec).expanduser()
-            message = _not_found_message(resolved.spec, adapter, local, _hub_id(resolved.spec), offline_mode(), error)
+            message = _not_found_message(resolved.spec, adapter, local, _hub_id(resolved.spec), error)
         else:
             message = (
                 f"{adapter}: cannot load model {resolved.spec!r} from {resolved.path}: {_short(error)}; "

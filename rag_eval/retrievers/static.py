@@ -71,7 +71,7 @@ class StaticRetriever:
         Cut at ``top_k`` in trec_eval order (score descending, ties by doc id
         descending), so a tie at the cutoff keeps the documents trec_eval ranks first.
         """
-        from rag_eval.trec import ranked_doc_ids
+        from rag_eval import ranking
 
         if self.rankings and queries and not any(qid in self.rankings for qid in queries):
             # Scoring every query 0 in silence would hide a query-id mismatch (e.g. "PLAIN-1" vs "1").
@@ -92,7 +92,7 @@ class StaticRetriever:
                         raise RetrieverError(
                             f"static: {self.path or 'rankings'}: query {qid!r} ranks doc {doc!r}, which is not in the corpus"
                         )
-            out[qid] = {doc: ranked[doc] for doc in ranked_doc_ids(ranked)[:top_k]}
+            out[qid] = ranking.top_k(ranked, top_k)
         return out
 
     def describe(self) -> dict[str, Any]:
@@ -127,9 +127,9 @@ def _load(path: Path) -> Any:
     try:
         if path.suffix == ".json":
             return parse_json(read_text(path, "JSON ranking file", MAX_DOCUMENT_BYTES, RetrieverError), path, RetrieverError)
-        from rag_eval.trec import read_run, table_to_nested
+        from rag_eval.engine import read_run, to_nested
 
-        return table_to_nested(read_run(path))
+        return to_nested(read_run(path))
     except (RetrieverError, InputFormatError) as error:
         raise RetrieverError(f"static: {error}") from None
 

@@ -6,7 +6,7 @@ columns is also where input is checked: a NaN score, a non-numeric grade or the
 same document twice in one query is an error naming the query and the document.
 
 Doc ids are held either as Python strings (``docs``, from dicts and DataFrames)
-or, for tables read from files, as :class:`~rag_eval.packed_ids.PackedIds`
+or, for tables read from files, as :class:`~rag_eval.engine.packed_ids.PackedIds`
 (``packed_docs``: the UTF-8 bytes of each id in uint64 words, ids of any length).
 Rows are matched on a 64-bit hash of (query, doc id) and every match is then
 confirmed on the ids themselves, so a hash collision can cost time but never
@@ -18,16 +18,20 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from collections.abc import Mapping as AbcMapping
 from dataclasses import dataclass
-from itertools import chain, islice
-from typing import Any
+from itertools import chain, repeat
+from operator import contains, methodcaller
+from typing import Any, NoReturn
 
 import numpy as np
 
+from rag_eval.engine.packed_ids import PackedIds
 from rag_eval.errors import InputFormatError
-from rag_eval.packed_ids import PackedIds
+from rag_eval.ids import any_control_characters, id_problem, shown_id
 from rag_eval.ranking import id_rank
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_VALUES = methodcaller("values")
+_ID_RULE = "ids must be non-empty and may not hold control characters"
 _SCRATCH_ROWS = 1 << 16  # rows per step where a whole-length temporary would add to the peak memory
 _LOOKUP_BLOCK_ROWS = 1 << 20  # judgements looked up at once (sorted within a block for locality)
 _FIXED_WIDTH_CHARS = 1 << 22  # byte_order_keys copies str ids to one fixed width up to this many characters
@@ -95,21 +99,34 @@ class FlatTable:
 def from_nested(data: Mapping[Any, Mapping[Any, Any]], what: str) -> FlatTable:
     """Flatten ``{qid: {doc_id: value}}`` without a Python loop per row.
 
-    ``what`` is "run" or "judgements" and appears in error messages.
+    Ids are str (or int, taken as their digits) and follow rag_eval.ids, as in files:
+    an empty id or one with a control character is an error naming the query and
+    the id. ``what`` is "run" or "judgements" and appears in error messages.
     """
     if not isinstance(data, AbcMapping):
         raise InputFormatError(f"{what}: expected a mapping {{query_id: {{doc_id: value}}}}, got {type(data).__name__}")
     inner = list(data.values())
-    for qid, per_query in zip(data, inner):
-        if type(per_query) is not dict and not isinstance(per_query, AbcMapping):
-            raise InputFormatError(
-                f"{what}: query {qid!r}: expected a mapping {{doc_id: value}}, got {type(per_query).__name__}"
-            )
-    query_keys = [_as_id(q) for q in data]
+    for kind in set(map(type, inner)):  # one look per type, not per query
+        if not issubclass(kind, AbcMapping):
+            qid = next(q for q, d in zip(data, inner) if type(d) is kind)
+            raise InputFormatError(f"{what}: query {qid!r}: expected a mapping {{doc_id: value}}, got {kind.__name__}")
+    query_keys = list(data)
+    if not all(type(q) is str for q in query_keys):
+        query_keys = [_as_id(q) for q in query_keys]
     lengths = np.fromiter(map(len, inner), dtype=np.int64, count=len(inner))
     total = int(lengths.sum())
-    as_given = all(type(d) is str for d in islice(chain.from_iterable(inner), 64))
+    # The id rule (rag_eval.ids) on every id at once: one scan of the ids joined, in C calls of
+    # 64 queries each. TypeError: some doc id is not a str; those are converted below.
+    try:
+        batches = (chain.from_iterable(inner[i : i + 64]) for i in range(0, len(inner), 64))
+        clean = not any_control_characters(chain(query_keys, map("".join, batches)))
+        as_given = True
+    except TypeError:
+        as_given = False
     if as_given:
+        if not clean or "" in query_keys or any(map(contains, inner, repeat(""))):
+            _raise_first_bad_id(query_keys, inner, what)
+
         # Doc ids are only needed for a few rows (matches, ties, messages): build them on demand.
         def docs_of_dicts() -> np.ndarray:
             return np.fromiter(chain.from_iterable(inner), dtype=object, count=total)
@@ -117,8 +134,10 @@ def from_nested(data: Mapping[Any, Mapping[Any, Any]], what: str) -> FlatTable:
         docs, source = None, docs_of_dicts
     else:
         docs, source = np.array([_as_id(d) for d in chain.from_iterable(inner)], dtype=object), None
+        if any_control_characters(chain(query_keys, docs)) or "" in query_keys or not all(map(len, docs)):
+            _raise_first_bad_id(query_keys, inner, what)
     try:
-        values = np.fromiter(chain.from_iterable(d.values() for d in inner), dtype=np.float64, count=total)
+        values = np.fromiter(chain.from_iterable(map(_VALUES, inner)), dtype=np.float64, count=total)
     except (TypeError, ValueError):
         values = None
     codes = np.repeat(np.arange(len(query_keys), dtype=np.int32 if total < 2**31 else np.int64), lengths)
@@ -131,6 +150,20 @@ def from_nested(data: Mapping[Any, Mapping[Any, Any]], what: str) -> FlatTable:
         _raise_first_non_numeric(data, what)
     check_values(table, what)
     return table
+
+
+def _raise_first_bad_id(query_keys: list[str], inner: list[Mapping[Any, Any]], what: str) -> NoReturn:
+    """Raise for the first id, in the order given, that breaks the id rule (rag_eval.ids)."""
+    for qid, per_query in zip(query_keys, inner):
+        problem = id_problem(qid)
+        if problem is not None:
+            raise InputFormatError(f"{what}: query id {shown_id(qid)} {problem}; {_ID_RULE}")
+        for doc in per_query:
+            doc = _as_id(doc)
+            problem = id_problem(doc)
+            if problem is not None:
+                raise InputFormatError(f"{what}: query {shown_id(qid)}: doc id {shown_id(doc)} {problem}; {_ID_RULE}")
+    raise RuntimeError("no id breaks the rule")  # pragma: no cover - called only when one does
 
 
 def from_dataframe(frame: Any, value_column: str, what: str) -> FlatTable:
@@ -152,10 +185,25 @@ def from_dataframe(frame: Any, value_column: str, what: str) -> FlatTable:
         raise InputFormatError(
             f"{what}: row {row}: {value_column} {frame[value_column].iloc[row]!r} is not a number"
         ) from None
-    table = FlatTable([str(u) for u in uniques], codes.astype(np.int64), docs, values)
+    query_keys = [str(u) for u in uniques]
+    if any_control_characters(chain(query_keys, docs)) or "" in query_keys or not all(map(len, docs)):
+        for row, (code, doc) in enumerate(zip(codes.tolist(), docs.tolist())):
+            for kind, value in (("query id", query_keys[code]), ("doc id", doc)):
+                problem = id_problem(value)
+                if problem is not None:
+                    raise InputFormatError(f"{what}: row {row}: {kind} {shown_id(value)} {problem}; {_ID_RULE}")
+    table = FlatTable(query_keys, codes.astype(np.int64), docs, values)
     check_values(table, what)
     check_unique_pairs(table, what)
     return table
+
+
+def to_nested(table: FlatTable) -> dict[str, dict[str, float]]:
+    """``FlatTable`` back to ``{qid: {doc_id: value}}`` (for small data: a Python object per row)."""
+    out: dict[str, dict[str, float]] = {}
+    for code, doc, value in zip(table.query_codes.tolist(), table.docs.tolist(), table.values.tolist()):
+        out.setdefault(table.query_keys[code], {})[doc] = value
+    return out
 
 
 def check_values(table: FlatTable, what: str) -> None:
