@@ -23,8 +23,17 @@ On disk, for an output folder ``P/N``:
   an old folder is emptied as above; hidden ``.NAME.XXXXXXXX.tmp`` files of earlier
   versions are deleted. An old folder holding a file that differs from N's copy is never
   deleted: it is renamed ``P/.N.rag_eval-kept-<id>`` and the run stops, saying so.
-* A folder without a manifest (written by rag_eval <= 0.1, or the user's): the files the
-  new set names are replaced, every other entry is kept.
+* rag_eval never replaces a file it did not write. In a folder with a manifest, an entry
+  named like a file of the new set (report.md, comparison.md, <label>.json, <label>.run)
+  that the manifest does not list is the user's: the write is refused, naming it. A folder
+  without a manifest was written by rag_eval <= 0.1, or is the user's: an entry the new set
+  names is replaced only when it is recognisably rag_eval's output -- report.md whose third
+  line is the generated ``## 📚 What was evaluated``, comparison.md starting
+  ``# Regression check: ✅ PASS`` (or ``❌ FAIL``), <label>.json starting with
+  ``"schema_version"`` and ``"kind": "rag_eval.results"``, <label>.run whose first line is
+  a TREC run line tagged <label> (or is empty) beside such a <label>.json -- and refused
+  otherwise. A ``.rag_eval.json`` that is not a manifest is refused too. Every entry the
+  new set does not name is kept.
 """
 
 from __future__ import annotations
@@ -37,7 +46,7 @@ import secrets
 import stat
 import sys
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
@@ -57,6 +66,14 @@ _MAX_MANIFEST_BYTES = 1 << 20
 _STALE_TEMPORARY = re.compile(r"\..+\.(md|json|run)\.[a-z0-9_]{8}\.tmp", re.DOTALL)
 # os.link failures after which a regular file is copied instead.
 _NO_LINK = {errno.EXDEV, errno.EPERM, errno.EACCES, errno.EMLINK, errno.ENOTSUP, errno.EOPNOTSUPP}
+# What rag_eval <= 0.1 wrote, recognised in a folder without a manifest (see the module's docstring).
+_OLD_REPORT_HEADING = "## \N{BOOKS} What was evaluated"
+_OLD_COMPARISON_TITLES = (
+    "# Regression check: \N{WHITE HEAVY CHECK MARK} PASS",
+    "# Regression check: \N{CROSS MARK} FAIL",
+)
+_OLD_RESULTS_START = re.compile(rb'\A\{\s*"schema_version":\s*\d+,\s*"kind":\s*"rag_eval\.results",')
+_RECOGNISE_BYTES = 1 << 16
 _AT_FDCWD = -100
 _RENAME_NOREPLACE = 1
 _RENAME_EXCHANGE = 2
@@ -88,10 +105,42 @@ def replace_output_set(
     with hold_output_folder(folder, config_path) as real:
         try:
             repair(real)
+            check_replaceable(folder, names)  # again under the lock: a file may have been saved meanwhile
             _replace(real, {name: files[name] for name in names})
         except OSError as error:
             raise _cannot_write(folder, error) from error
     return real
+
+
+def check_replaceable(folder: str | os.PathLike[str], names: Iterable[str]) -> None:
+    """RagEvalError, one line naming the file and the fix, when writing ``names`` would replace a user's file.
+
+    An entry of ``folder`` named in ``names`` (or the manifest's name) may be replaced only
+    when rag_eval wrote it: the manifest lists it or, without a manifest, it is recognisably
+    the output of an earlier rag_eval (see the module's docstring).
+    """
+    real = Path(os.path.realpath(folder))
+    if not real.is_dir():
+        return
+    manifest = read_manifest(real)
+    if manifest is None and os.path.lexists(real / MANIFEST):
+        raise RagEvalError(
+            f"{Path(folder) / MANIFEST}: not a manifest rag_eval wrote, and a run would replace it; "
+            "move it elsewhere or choose another output folder (output: or --output)"
+        )
+    for name in sorted(set(names) - {MANIFEST}):
+        if not os.path.lexists(real / name):
+            continue
+        if manifest is not None and name not in manifest.files:
+            why = f"not written by rag_eval (the folder's {MANIFEST} does not list it)"
+        elif manifest is None and not _written_by_old_rag_eval(real, name):
+            why = "not recognisably written by rag_eval (the folder has no manifest)"
+        else:
+            continue
+        raise RagEvalError(
+            f"{Path(folder) / name}: {why}, and this run would replace it; move it elsewhere or choose another "
+            "output folder (output: or --output)"
+        )
 
 
 def check_output_folder(folder: str | os.PathLike[str], config_path: str | os.PathLike[str] | None = None) -> Path:
@@ -439,6 +488,48 @@ def _release(folder: Path, fd: int) -> None:
 
 def _lock_path(folder: Path) -> Path:
     return folder.with_name(f".{folder.name}.rag_eval-lock")
+
+
+# ---- files of rag_eval <= 0.1 (no manifest) ------------------------------------------------------------
+
+
+def _written_by_old_rag_eval(folder: Path, name: str) -> bool:
+    """Whether ``folder/name`` is, by its first bytes, one of the outputs rag_eval wrote before manifests."""
+    head = _head(folder / name)
+    if head is None:
+        return False
+    lines = head.decode("utf-8", "replace").split("\n", 3)
+    if name == "report.md":
+        return lines[0].startswith("# ") and len(lines) > 2 and lines[2] == _OLD_REPORT_HEADING
+    if name == "comparison.md":
+        return lines[0] in _OLD_COMPARISON_TITLES
+    if name.endswith(".json"):
+        return bool(_OLD_RESULTS_START.match(head))
+    if name.endswith(".run"):
+        label = name[: -len(".run")]
+        results = _head(folder / f"{label}.json")
+        fields = lines[0].split()
+        tagged = not head or (len(fields) == 6 and fields[1] == "Q0" and fields[5] == label)
+        # A run file alone could be the user's own run of the same name: only its results file vouches for it.
+        return tagged and results is not None and bool(_OLD_RESULTS_START.match(results))
+    return False
+
+
+def _head(path: Path) -> bytes | None:
+    """The first bytes of a regular file (never following a link or blocking on a FIFO); None otherwise."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        return os.read(fd, _RECOGNISE_BYTES)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 # ---- helpers ----------------------------------------------------------------------------------------------

@@ -21,7 +21,8 @@ import yaml
 
 from rag_eval.cli import main
 
-EARLIER = b"an earlier run's file\r\n\xc3\xa9\n"
+# An earlier rag_eval's report (no manifest: recognised by its generated heading, so a run may replace it).
+EARLIER = "# RAG Evaluation: tiny\n\n## \N{BOOKS} What was evaluated\n\nan earlier run's file\r\n\u00e9\n".encode()
 PASSAGES = [{"id": "d1", "text": "alpha beta"}, {"id": "d2", "text": "gamma delta"}]
 QUERIES = [{"id": "q1", "text": "alpha", "judgements": {"d1": 2, "d2": 0}}]
 BILLION_LAUGHS = "x0: &x0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n" + "".join(

@@ -21,7 +21,8 @@ from conftest import REPO
 from rag_eval.cli import main
 
 OCEAN = REPO / "datasets" / "ocean_facts.yaml"
-OLD_REPORT = "# an older report\n\nkept | byte for byte \r\n\u00e9\n"
+# An older rag_eval's report (no manifest: recognised by its generated heading, so a run may replace it).
+OLD_REPORT = "# an older report\n\n## \N{BOOKS} What was evaluated\n\nkept | byte for byte \r\n\u00e9\n"
 
 
 def rag_eval_executable() -> str:
@@ -287,7 +288,7 @@ def test_a_write_failing_midway_leaves_every_old_output(workspace, capsys, monke
             {"label": "two", "adapter": "static", "params": {"rankings": {"q-largest-ocean": ["indian-third"]}}},
         ],
     )
-    (workspace / "out" / "one.json").write_text("old results\n")
+    (workspace / "out" / "one.json").write_text('{\n  "schema_version": 1,\n  "kind": "rag_eval.results",\n  "old": 1\n}\n')
     before = snapshot(workspace / "out")
     real_fsync = os.fsync
     calls = []

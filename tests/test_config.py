@@ -12,7 +12,7 @@ import yaml
 from rag_eval.cli import main
 from rag_eval.config.loader import MAX_ALIAS_NODES, MAX_NESTING, load_yaml
 from rag_eval.config.schema import LABEL_RULE, folder_name, load_config
-from rag_eval.errors import ConfigError
+from rag_eval.errors import ConfigError, RagEvalError
 from rag_eval.runner import build_retriever, load_config_dataset
 from rag_eval.stats import MAX_RESAMPLES, MIN_RESAMPLES
 
@@ -397,6 +397,38 @@ def test_scalars_python_cannot_build_are_located(tmp_path, value, expected):
     assert str(excinfo.value).startswith(f"{path}: line 2, column 8: {expected}")
 
 
+YAML11 = "as text, not as a number: in YAML 1.1 a number with an exponent needs a dot and a sign in the exponent"
+
+
+@pytest.mark.parametrize(
+    "value, advice",
+    [("1e3", "write 1000 or 1.0e+3"), ("1E2", "write 100 or 1.0e+2"), ("1e-3", "write 1.0e-3")],
+)
+def test_a_number_yaml_reads_as_text_is_explained_not_blamed_on_quotes(project, value, advice):
+    # YAML 1.1 reads an unquoted 1e3 or 1.0e308 as a string; the message said "written without quotes".
+    path = write(project / "configs" / "run.yaml", valid(top_k=12345)).resolve()
+    path.write_text(path.read_text().replace("top_k: 12345", f"top_k: {value}"))
+    assert problems(path) == [f"{path}: top_k: YAML reads {value} {YAML11}; {advice}"]
+
+
+def test_a_grade_yaml_reads_as_text_is_explained(project):
+    config = write(project / "configs" / "run.yaml", valid()).resolve()
+    data = project / "data" / "tiny.yaml"
+    data.write_text(data.read_text().replace("d1: 2", "d1: 1.0e308"))
+    assert "d1: 1.0e308" in data.read_text()
+    with pytest.raises(RagEvalError) as excinfo:
+        load_config_dataset(load_config(config))
+    assert str(excinfo.value) == f"{data}: queries[0](q1).judgements.d1: YAML reads 1.0e308 {YAML11}; write 1.0e+308"
+    # Quoted, the same text is a string on purpose: the message about quotes is then the right one.
+    data.write_text(data.read_text().replace("d1: 1.0e308", "d1: '1.0e308'"))
+    with pytest.raises(RagEvalError, match=r"written without quotes \(got '1\.0e308'\)$"):
+        load_config_dataset(load_config(config))
+    # Written as YAML 1.1 reads a float, it is one; and an unquoted 1e3 where text is wanted stays text.
+    data.write_text(data.read_text().replace("d1: '1.0e308'", "d1: 2.5e+0"))
+    assert load_config_dataset(load_config(config)).judgements["q1"]["d1"] == 2.5
+    assert load_yaml(write(project / "ids.yaml", "id: 1e3\n")) == {"id": "1e3"}
+
+
 # ---- the config file itself ---------------------------------------------------------------------------------
 
 
@@ -456,7 +488,6 @@ def test_config_not_utf8_names_line_and_column(tmp_path):
     [
         ("../../../x", "x"),
         ("/etc/cron.d/evil", "etc-cron.d-evil"),
-        ("..", "run"),
         ("Ocean facts: v2/BM25", "Ocean-facts-v2-BM25"),
         ("a..b", "a.b"),
         (".hidden", "hidden"),
@@ -470,6 +501,52 @@ def test_default_output_folder_is_a_safe_name_under_reports(project, name, folde
     assert config.output_dir.parent == project / "reports"
     assert folder_name(name) == folder
     assert config.name == name  # the report still shows the name as written
+
+
+@pytest.mark.parametrize("name", ["...", "\N{GRINNING FACE}\N{GRINNING FACE}", "..", "-", "/", "\N{BOOKS}.\N{BOOKS}"])
+def test_a_name_with_nothing_left_for_a_folder_name_needs_an_output(project, name):
+    # Before: every such name became reports/run, so two configs wrote over each other's results.
+    path = write(project / "configs" / "run.yaml", valid(name=name))
+    assert folder_name(name) == ""
+    assert problems(path) == [
+        f"{path}: name: {name!r} has no letter or digit to name the default output folder reports/<name>; "
+        "give 'output:' (or --output), or a name with letters or digits"
+    ]
+    assert load_config(write(project / "configs" / "run.yaml", valid(name=name, output="../out"))).name == name
+    assert load_config(path, output="elsewhere").name == name
+
+
+def test_a_config_file_name_with_nothing_left_for_a_folder_name_needs_a_name_or_an_output(project):
+    config = {key: value for key, value in valid().items() if key != "name"}
+    path = write(project / "configs" / "\N{GRINNING FACE}.yaml", config)
+    assert problems(path) == [
+        f"{path}: the config file's name '\N{GRINNING FACE}' has no letter or digit to name the default output "
+        "folder reports/<name>; give 'name:' with letters or digits, or 'output:' (or --output)"
+    ]
+    assert load_config(write(path, {**config, "name": "smile"})).output_dir == project / "reports" / "smile"
+
+
+def test_the_default_output_folder_does_not_depend_on_the_current_folder(project, monkeypatch):
+    # Before: `cd configs && rag-eval run run.yaml` wrote configs/reports/tiny-run, the absolute path reports/tiny-run.
+    path = write(project / "configs" / "run.yaml", valid())
+    expected = project / "reports" / "tiny-run"
+    assert load_config(path).output_dir == expected
+    monkeypatch.chdir(project / "configs")
+    assert load_config("run.yaml").output_dir == Path("..", "reports", "tiny-run")  # relative, as given
+    assert load_config("./run.yaml").output_dir.resolve() == expected
+    monkeypatch.chdir(project)
+    assert load_config(Path("configs", "run.yaml")).output_dir == Path("reports", "tiny-run")
+    monkeypatch.chdir(project / "data")
+    assert load_config(Path("..", "configs", "run.yaml")).output_dir == Path("..", "reports", "tiny-run")
+
+
+def test_an_output_given_on_the_command_line_is_relative_to_the_current_folder(project, monkeypatch):
+    path = write(project / "configs" / "run.yaml", valid(output="ignored"))
+    monkeypatch.chdir(project / "data")
+    config = load_config(Path("..", "configs", "run.yaml"), output="out")
+    assert config.output_dir == Path("out")  # printed as short as it was typed
+    assert config.model.output == os.path.join("..", "data", "out")  # recorded relative to the config, as output:
+    assert load_config(path, output=str(project / "abs")).output_dir == project / "abs"
 
 
 def test_explicit_output_chooses_any_folder(project, tmp_path):
@@ -529,3 +606,12 @@ def test_regression_limits_are_those_of_the_statistics(project):
     for resamples in (MIN_RESAMPLES, MAX_RESAMPLES):
         path = write(project / "configs" / "run.yaml", valid(regression=regression(resamples=resamples, seed=2**40)))
         assert load_config(path).model.regression.resamples == resamples
+
+
+def test_two_gates_on_one_metric_under_two_spellings_are_refused(project):
+    # They were counted as two gates; `rag-eval validate` now says so before anything runs.
+    regression = {"baseline": "b.json", "gates": {"ndcg@10": {"max_drop": 0.1}, "ndcg_cut_10": {}}}
+    path = write(project / "configs" / "run.yaml", valid(regression=regression)).resolve()
+    assert problems(path) == [
+        f"{path}: (top level): regression gates 'ndcg@10' and 'ndcg_cut_10' both gate ndcg@10; keep one"
+    ]

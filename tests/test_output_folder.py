@@ -28,6 +28,8 @@ from rag_eval.output_folder import MANIFEST, replace_output_set
 OLD = {"report.md": b"old report\n", "one.json": b'{"set": "old"}\n', "one.run": b"q1 Q0 d1 1 1.0 one\n"}
 NEW = {"report.md": b"new report\n", "two.json": b'{"set": "new"}\n', "two.run": b"q1 Q0 d2 1 2.0 two\n"}
 LATER = {"report.md": b"later report\n", "three.json": b'{"set": "later"}\n'}
+# report.md as rag_eval <= 0.1 wrote it (no manifest): a title, then the generated "What was evaluated" heading.
+OLDER_REPORT = "# RAG Evaluation: ocean\n\n## \N{BOOKS} What was evaluated\n\n- **Dataset:** ocean\n".encode()
 USER = {"baseline.json": b'{"kept": "by the user"}\n', "notes/today.txt": b"my notes\n", "notes/deep/x.bin": b"\0\1"}
 
 
@@ -94,7 +96,7 @@ def test_a_folder_without_manifest_keeps_every_file_the_new_set_does_not_name(tm
     """Written by an older rag_eval or by the user: only the names the new set writes are replaced."""
     folder = tmp_path / "out"
     folder.mkdir()
-    (folder / "report.md").write_bytes(b"older rag_eval report\n")
+    (folder / "report.md").write_bytes(OLDER_REPORT)
     (folder / "old-retriever.json").write_bytes(b'{"kind": "rag_eval.results"}\n')
     replace_output_set(folder, NEW)
     assert (folder / "report.md").read_bytes() == NEW["report.md"]
@@ -550,3 +552,153 @@ def test_rag_eval_run_is_refused_before_any_retrieval_while_another_run_writes(o
     assert "another rag-eval run" in result.stderr
     assert not mark.exists()
     assert snapshot(out) == expected(OLD)
+
+
+# ---- files rag_eval did not write are never replaced --------------------------------------------------------
+
+# The results file and run file of retriever "bm25" as rag_eval <= 0.1 wrote them (no manifest).
+OLDER_RESULTS = b'{\n  "schema_version": 1,\n  "kind": "rag_eval.results",\n  "created": "2026-01-01"\n}\n'
+OLDER_RUN = b"q1\tQ0\td1\t1\t2.0\tbm25\nq1\tQ0\td2\t2\t1.0\tbm25\n"
+OLDER_COMPARISON = "# Regression check: \N{CROSS MARK} FAIL\n\nndcg@10 dropped\n".encode()
+NOT_RECOGNISED = "not recognisably written by rag_eval (the folder has no manifest)"
+OLDER_SET = {"report.md": b"new\n", "bm25.json": b"{}\n", "bm25.run": b"", "comparison.md": b"new\n"}
+
+
+def refusal(path: Path, why: str) -> str:
+    return (
+        f"{path}: {why}, and this run would replace it; move it elsewhere or choose another output folder "
+        "(output: or --output)"
+    )
+
+
+def test_a_users_file_named_like_an_output_is_refused_where_the_manifest_does_not_list_it(out):
+    # Before: two.json, which the user saved, was silently replaced (and deleted by the run after).
+    (out / "two.json").write_bytes(b"the user's own two.json\n")
+    before = snapshot(out)
+    with pytest.raises(RagEvalError) as excinfo:
+        replace_output_set(out, NEW)
+    why = f"not written by rag_eval (the folder's {MANIFEST} does not list it)"
+    assert str(excinfo.value) == refusal(out / "two.json", why)
+    assert snapshot(out) == before and siblings(out) == ["out"]
+
+
+@pytest.mark.parametrize("name", ["report.md", "bm25.json", "bm25.run", "comparison.md"])
+def test_a_folder_without_manifest_refuses_to_replace_a_users_file(tmp_path, name):
+    # The attack: `mkdir u; echo mine > u/report.md; echo mine > u/a.json; rag-eval run --output u` replaced both.
+    folder = tmp_path / "u"
+    folder.mkdir()
+    (folder / "bm25.json").write_bytes(OLDER_RESULTS)  # so that the run file is judged on its own content
+    (folder / name).write_bytes(b"mine\n")
+    before = snapshot(folder)
+    with pytest.raises(RagEvalError) as excinfo:
+        replace_output_set(folder, OLDER_SET)
+    assert str(excinfo.value) == refusal(folder / name, NOT_RECOGNISED)
+    assert snapshot(folder) == before and sorted(os.listdir(tmp_path)) == ["u"]
+
+
+def test_a_folder_without_manifest_written_by_an_older_rag_eval_is_replaced(tmp_path):
+    folder = tmp_path / "reports"
+    folder.mkdir()
+    older = {
+        "report.md": OLDER_REPORT, "bm25.json": OLDER_RESULTS, "bm25.run": OLDER_RUN, "comparison.md": OLDER_COMPARISON
+    }
+    for name, data in older.items():
+        (folder / name).write_bytes(data)
+    (folder / "notes.txt").write_bytes(b"mine\n")
+    replace_output_set(folder, OLDER_SET)
+    assert {name: (folder / name).read_bytes() for name in OLDER_SET} == OLDER_SET
+    assert (folder / "notes.txt").read_bytes() == b"mine\n"
+
+
+@pytest.mark.parametrize(
+    "files, refused",
+    [
+        # A run file tagged with another name (the user's own system's run).
+        ({"bm25.json": OLDER_RESULTS, "bm25.run": b"q1 Q0 d1 1 2.0 Anserini\n"}, "bm25.run"),
+        # A run file tagged bm25, but no results file of rag_eval's beside it.
+        ({"bm25.run": OLDER_RUN}, "bm25.run"),
+        ({"bm25.json": b'{"kind": "something else"}\n', "bm25.run": OLDER_RUN}, "bm25.json"),
+        # A results-like JSON whose kind is not rag_eval's.
+        ({"bm25.json": OLDER_RESULTS.replace(b"rag_eval.results", b"my.results")}, "bm25.json"),
+        # A markdown file that is not a generated report, a folder, a link to a report.
+        ({"report.md": b"# My notes\n\n## Ideas\n"}, "report.md"),
+        ({"comparison.md": b"# Regression check: maybe\n"}, "comparison.md"),
+        ({"report.md": None}, "report.md"),
+        ({"report.md": "link"}, "report.md"),
+    ],
+)
+def test_what_an_older_rag_eval_did_not_write_is_not_mistaken_for_its_output(tmp_path, files, refused):
+    folder = tmp_path / "u"
+    folder.mkdir()
+    (tmp_path / "elsewhere.md").write_bytes(OLDER_REPORT)
+    for name, data in files.items():
+        if data is None:
+            (folder / name).mkdir()
+        elif data == "link":
+            (folder / name).symlink_to(tmp_path / "elsewhere.md")
+        else:
+            (folder / name).write_bytes(data)
+    before = snapshot(folder)
+    with pytest.raises(RagEvalError) as excinfo:
+        replace_output_set(folder, OLDER_SET)
+    assert str(excinfo.value) == refusal(folder / refused, NOT_RECOGNISED)
+    assert snapshot(folder) == before
+
+
+def test_a_file_named_like_the_manifest_that_is_not_one_is_refused(tmp_path):
+    folder = tmp_path / "u"
+    folder.mkdir()
+    (folder / MANIFEST).write_bytes(b'{"my": "settings"}\n')
+    with pytest.raises(RagEvalError) as excinfo:
+        replace_output_set(folder, NEW)
+    assert str(excinfo.value) == (
+        f"{folder / MANIFEST}: not a manifest rag_eval wrote, and a run would replace it; move it elsewhere or "
+        "choose another output folder (output: or --output)"
+    )
+    assert sorted(os.listdir(folder)) == [MANIFEST]
+
+
+def test_a_file_saved_while_the_run_retrieves_is_refused_at_the_write(out):
+    """`rag-eval run` checks before retrieving; the write checks again under the lock."""
+    with output_folder.hold_output_folder(out):
+        output_folder.check_replaceable(out, NEW)
+        (out / "two.run").write_bytes(b"saved during the run\n")
+        with pytest.raises(RagEvalError, match="two.run: not written by rag_eval"):
+            replace_output_set(out, NEW)
+    assert (out / "two.run").read_bytes() == b"saved during the run\n"
+    assert snapshot(out)["report.md"] == OLD["report.md"]
+
+
+def test_rag_eval_run_refuses_a_users_files_before_any_retrieval_and_keeps_them(tmp_path, capsys):
+    from rag_eval.cli import main
+
+    mark = tmp_path / "indexed.mark"
+    (tmp_path / "marking_plugin.py").write_text(
+        "class Marking:\n"
+        "    def index(self, corpus):\n"
+        f"        open({str(mark)!r}, 'w').close()\n"
+        "    def search(self, queries, top_k):\n"
+        "        return {}\n"
+    )
+    config = tmp_path / "run.yaml"
+    config.write_text(yaml.safe_dump({
+        "name": "users-files", "dataset": {"path": str(REPO / "datasets" / "ocean_facts.yaml")},
+        "retrievers": [{"label": "a", "adapter": "marking_plugin:Marking"}], "metrics": ["ndcg@4"],
+    }))
+    users = tmp_path / "u"
+    users.mkdir()
+    (users / "report.md").write_bytes(b"mine\n")
+    (users / "a.json").write_bytes(b"mine\n")
+    assert main(["run", str(config), "--output", str(users), "--no-progress"]) == 2
+    captured = capsys.readouterr()
+    assert captured.err == "rag-eval: error: " + refusal(users / "a.json", NOT_RECOGNISED) + "\n"
+    assert not mark.exists()  # refused before the retriever indexed anything
+    assert snapshot(users) == {"a.json": b"mine\n", "report.md": b"mine\n"}
+    assert sorted(os.listdir(tmp_path)) == ["marking_plugin.py", "run.yaml", "u"]
+
+
+def test_the_committed_example_folder_is_rag_evals_own(tmp_path):
+    """reports/ocean-facts/ has a manifest listing every file a run of configs/ocean_facts.yaml writes."""
+    example = REPO / "reports" / "ocean-facts"
+    names = ["report.md", "seed-ranking.json", "seed-ranking.run", "bm25.json", "bm25.run"]
+    output_folder.check_replaceable(example, names)  # no error: the next run may replace them

@@ -29,6 +29,12 @@ _LABEL = re.compile(LABEL_PATTERN)
 # The default output folder's name, derived from the config's name (a label, not a path).
 _UNSAFE_IN_FOLDER_NAME = re.compile(r"[^\w.+-]+")
 FOLDER_NAME_MAX = 100
+NAME_DESCRIPTION = (
+    "A label for reports; not a path. Without `output`, it also names the default output folder "
+    "`reports/<name>` (see `output`), reduced to letters, digits and `. _ + -`. A name with no letter or digit "
+    "(`...`, `😀😀`) is then refused, since all such names would share one folder: give `output`. Not set: the "
+    "config file's name without its extension."
+)
 
 
 class _Strict(BaseModel):
@@ -124,7 +130,7 @@ class RegressionSpec(_Strict):
 class RunConfig(_Strict):
     """A whole run config."""
 
-    name: str | None = Field(default=None, description="a label for reports; not a path (see output)")
+    name: str | None = Field(default=None, description=NAME_DESCRIPTION)
     dataset: DatasetSpec
     retrievers: list[RetrieverSpec] = Field(min_length=1)
     metrics: list[str] = Field(min_length=1)
@@ -168,9 +174,16 @@ class RunConfig(_Strict):
         if self.regression:
             from rag_eval.metrics.measures import parse_metric
 
+            spelled: dict[str, str] = {}
             for gate in self.regression.gates:
-                if str(parse_metric(gate)) not in self.metrics:
+                canonical = str(parse_metric(gate))
+                if canonical not in self.metrics:
                     raise ValueError(f"regression gate {gate} is not among metrics {self.metrics}")
+                if canonical in spelled:  # two keys, one metric: which limit applies would be a guess
+                    raise ValueError(
+                        f"regression gates {spelled[canonical]!r} and {gate!r} both gate {canonical}; keep one"
+                    )
+                spelled[canonical] = gate
             if self.regression.retriever and self.regression.retriever not in labels:
                 raise ValueError(f"regression.retriever {self.regression.retriever!r} is not a retriever label")
         return self
@@ -186,11 +199,14 @@ class RunConfig(_Strict):
 class LoadedConfig:
     """A validated config with its file, folder and raw dict."""
 
-    def __init__(self, path: Path, raw: dict[str, Any], model: RunConfig) -> None:
+    def __init__(self, path: Path, raw: dict[str, Any], model: RunConfig, output: Path | None = None) -> None:
         self.path = path
         self.base = path.parent
         self.raw = raw
         self.model = model
+        # --output as the user typed it (relative to the current folder); model.output names the
+        # same folder relative to the config, as the results file records it.
+        self.output = output
 
     def resolve(self, value: str) -> Path:
         """A path from the config, relative to the config's folder."""
@@ -205,29 +221,54 @@ class LoadedConfig:
 
     @property
     def output_dir(self) -> Path:
-        """Where report.md and results go: ``output`` when given, else reports/<name> beside configs/.
+        """Where report.md and results go: ``--output`` as typed, else ``output``, else reports/<name> beside configs/.
 
-        The name is a label, never a path: the default folder is named by
-        :func:`folder_name` (``name: ../../x`` writes to reports/x).
+        The default is resolved exactly as ``output: ../reports/<folder name>`` would be, so it
+        is the same folder whatever the current directory (``cd configs && rag-eval run x.yaml``
+        gives ``../reports/x``); it stays relative when the config's path was. The name is a
+        label, never a path: the folder is named by :func:`folder_name` (``name: ../../x``
+        writes to reports/x). ConfigError when nothing of the name is left for a folder name.
         """
+        if self.output is not None:
+            return self.output
         if self.model.output:
             return self.resolve(self.model.output)
-        return Path(os.path.normpath(self.base.parent / "reports" / folder_name(self.name)))
+        folder = folder_name(self.name)
+        if not folder:
+            raise ConfigError(self._no_folder_name())
+        return self.resolve(os.path.join(os.pardir, "reports", folder))
+
+    def _no_folder_name(self) -> str:
+        fix = "give 'output:' (or --output), or a name with letters or digits"
+        if self.model.name:
+            return (
+                f"{self.path}: name: {self.model.name!r} has no letter or digit to name the default output folder "
+                f"reports/<name>; {fix}"
+            )
+        return (
+            f"{self.path}: the config file's name {self.path.stem!r} has no letter or digit to name the default "
+            "output folder reports/<name>; give 'name:' with letters or digits, or 'output:' (or --output)"
+        )
 
 
 def folder_name(name: str) -> str:
     """A folder name derived from a run's name: no separators, no ``..``, no leading dot.
 
     Runs of characters other than letters, digits and ``. _ + -`` become one ``-``;
-    ``Ocean facts: v2/BM25`` becomes ``Ocean-facts-v2-BM25``.
+    ``Ocean facts: v2/BM25`` becomes ``Ocean-facts-v2-BM25``. Empty when nothing is left
+    (``...``, ``😀😀``): such names would all share one folder, so the caller refuses them.
     """
     slug = _UNSAFE_IN_FOLDER_NAME.sub("-", name)
-    slug = re.sub(r"\.{2,}", ".", slug).strip("-.")[:FOLDER_NAME_MAX].strip("-.")
-    return slug or "run"
+    return re.sub(r"\.{2,}", ".", slug).strip("-.")[:FOLDER_NAME_MAX].strip("-.")
 
 
-def load_config(path: str | Path) -> LoadedConfig:
-    """Read and validate a run config; every problem is named in one ConfigError."""
+def load_config(path: str | Path, output: str | None = None) -> LoadedConfig:
+    """Read and validate a run config; every problem is named in one ConfigError.
+
+    ``output`` (``rag-eval run --output``, relative to the current directory) replaces the
+    config's ``output`` before validation. A config whose default output folder cannot be
+    named (see :func:`folder_name`) is refused here, so ``rag-eval validate`` reports it too.
+    """
     from rag_eval.config.loader import load_yaml
     from rag_eval.config.messages import raise_invalid
 
@@ -235,11 +276,31 @@ def load_config(path: str | Path) -> LoadedConfig:
     raw = load_yaml(path, "YAML run config", MAX_CONFIG_BYTES, ConfigError)
     if not isinstance(raw, dict):
         raise ConfigError(f"{path}: a run config is a mapping with keys dataset, retrievers, metrics, ...")
+    data = raw if output is None else {**raw, "output": _relative_to_config(output, path)}
     try:
-        model = RunConfig.model_validate(raw)
+        model = RunConfig.model_validate(data)
     except ValidationError as error:
-        raise_invalid(path, error, raw, RunConfig, ConfigError)
-    return LoadedConfig(path, raw, model)
+        raise_invalid(path, error, data, RunConfig, ConfigError)
+    typed = None if output is None else Path(os.path.normpath(Path(output).expanduser()))
+    config = LoadedConfig(path, raw, model, typed)
+    if not model.output and not folder_name(config.name):
+        raise ConfigError(config._no_folder_name())
+    return config
+
+
+def _relative_to_config(output: str, config_path: Path) -> str:
+    """A folder given relative to the current directory, as the config's ``output`` would name it.
+
+    Relative stays relative (so printed paths stay as short as the user typed them); where
+    no relative path exists (another drive on Windows) the absolute path is used.
+    """
+    folder = Path(output).expanduser()
+    if folder.is_absolute():
+        return str(folder)
+    try:
+        return os.path.relpath(os.path.abspath(folder), os.path.abspath(config_path.parent))
+    except ValueError:
+        return os.path.abspath(folder)
 
 
 __all__ = ["ConfigError", "LoadedConfig", "MetricError", "RetrieverError", "RunConfig", "load_config"]

@@ -1,0 +1,107 @@
+"""A run never writes over one of its own inputs.
+
+The files a run reads, as its config names them: the config itself, the dataset's files
+(``dataset.path`` when it is a file, ``qrels``, ``queries``, ``corpus``), the regression
+baseline, and every string in a retriever's ``params`` (at any depth of mappings, nested
+retriever specs included) that names an existing file relative to the config's folder:
+the static adapter's ``path``, the ``PATH_PARAMS`` of any adapter, a plug-in's own files.
+A file the run would write (report.md, comparison.md, ``<label>.json``, ``<label>.run``,
+the manifest) that is one of them, compared as files (``os.stat``: the same device and
+inode, so symbolic links, hard links and ``..`` are seen through), is refused before any
+retrieval. A baseline kept in the output folder under another name is no output and stays
+allowed. Files only a dataset folder or a query set names (a BEIR folder's files, a query
+set's ``corpus:`` file) have names no output takes, or are the user's files, which
+:func:`rag_eval.output_folder.check_replaceable` refuses to replace.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from rag_eval.config.schema import LoadedConfig
+from rag_eval.errors import ConfigError
+
+# Strings of a retriever's params looked at as possible paths; past this many (a plug-in given a
+# huge mapping of texts) the rest are not: files in the output folder are still protected by the
+# manifest rule of rag_eval.output_folder.
+MAX_PARAM_STRINGS = 10_000
+_MAX_PATH_CHARS = 4096
+
+
+def planned_outputs(config: LoadedConfig, *, comparison: bool) -> list[str]:
+    """The names of the files a run of ``config`` writes into its output folder (the manifest included)."""
+    from rag_eval.output_folder import MANIFEST
+
+    names = ["report.md", MANIFEST]
+    for spec in config.model.retrievers:
+        names += [f"{spec.label}.json", f"{spec.label}.run"]
+    if comparison:
+        names.append("comparison.md")
+    return names
+
+
+def run_inputs(config: LoadedConfig) -> Iterator[tuple[str, Path]]:
+    """``(what it is, path)`` of every file the config names as an input (existing or not)."""
+    yield "the run's config", config.path
+    dataset = config.model.dataset
+    for key in ("path", "qrels", "queries", "corpus"):
+        value = getattr(dataset, key)
+        if value:
+            yield f"the dataset file (dataset.{key})", config.resolve(value)
+    if config.model.regression is not None:
+        yield "the regression baseline (regression.baseline)", config.resolve(config.model.regression.baseline)
+    budget = [MAX_PARAM_STRINGS]
+    for index, spec in enumerate(config.model.retrievers):
+        for place, value in _strings(spec.params, "params", budget):
+            try:
+                path = config.resolve(value)
+            except RuntimeError:  # "~someone" naming no user: not a path
+                continue
+            yield f"a file of retriever {spec.label!r} (retrievers[{index}].{place})", path
+
+
+def check_outputs_are_not_inputs(config: LoadedConfig, names: Iterable[str]) -> None:
+    """ConfigError, one line naming the output file and the input, when writing ``names`` would replace an input."""
+    written: dict[tuple[int, int], Path] = {}
+    for name in names:
+        output = config.output_dir / name
+        try:
+            info = os.stat(output)
+        except (OSError, ValueError):  # nothing there yet (or a dangling link): it cannot be an existing input
+            continue
+        written[(info.st_dev, info.st_ino)] = output
+    if not written:
+        return
+    for what, path in run_inputs(config):
+        try:
+            info = os.stat(path)
+        except (OSError, ValueError):
+            continue
+        same = written.get((info.st_dev, info.st_ino))
+        if same is not None:
+            raise ConfigError(
+                f"{same}: this run would write over its own input {path}, {what}; choose another output "
+                "folder (output: or --output), or keep that input under another name or elsewhere"
+            )
+
+
+def _strings(value: Any, place: str, budget: list[int]) -> Iterator[tuple[str, str]]:
+    """``(place, text)`` of the strings of ``value`` that could be paths: mapping values, at any depth.
+
+    Lists are entered only for their mappings (nested retriever specs): a list of strings is
+    data (a stored ranking's document ids), not a path.
+    """
+    if isinstance(value, str):
+        if budget[0] > 0 and 0 < len(value) <= _MAX_PATH_CHARS and "\0" not in value:
+            budget[0] -= 1
+            yield place, value
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            yield from _strings(item, f"{place}.{key}", budget)
+    elif isinstance(value, list):
+        for position, item in enumerate(value):
+            if isinstance(item, Mapping):
+                yield from _strings(item, f"{place}[{position}]", budget)
