@@ -10,14 +10,12 @@ from rag_eval.results import Results
 
 __version__ = "0.1.0"
 
-__all__ = sorted(
-    [
-        "EvaluationOptions",
-        "Metric",
-        "RagEvalError",
-        "Results",
-        "evaluate",
-        "parse_metric",
-        "parse_metrics",
-    ]
-)
+__all__ = [  # sorted; tests/test_public_api.py pins it
+    "EvaluationOptions",
+    "Metric",
+    "RagEvalError",
+    "Results",
+    "evaluate",
+    "parse_metric",
+    "parse_metrics",
+]

@@ -218,7 +218,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     from rag_eval.engine import BEIR_QRELS, prepare, read_judgements, read_run
     from rag_eval.evaluate import EvaluationOptions, score
     from rag_eval.metrics.measures import parse_metrics
-    from rag_eval.output import format_results
+    from rag_eval.output import exclusion_notes, format_results
 
     # This process is ours and its work is numpy on large arrays: reuse freed memory instead of
     # taking a page fault on every fresh temporary (rag_eval.allocator). Only here: other
@@ -235,6 +235,9 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     # Said once everything has been read (an error stays the only line on stderr), never on stdout.
     detail = " (TSV with header query-id corpus-id score)" if layout is BEIR_QRELS else ""
     print(f"rag-eval: read {args.qrels} as {layout.name}{detail}", file=sys.stderr)
+    if args.format != "json":  # json lists them in the document; text keeps stdout as trec_eval prints it
+        for note in exclusion_notes(results):
+            print(f"rag-eval: {note}", file=sys.stderr)
     sys.stdout.write(text)
     return 0
 
@@ -258,19 +261,11 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from pydantic import ValidationError
-
     from rag_eval.config.schema import load_config
     from rag_eval.runner import execute, write_outputs
 
-    config = load_config(args.config)
-    if args.output:
-        try:  # validated like the rest of the config, not patched in
-            config.model = type(config.model).model_validate(
-                {**config.model.model_dump(), "output": str(Path(args.output).resolve())}
-            )
-        except ValidationError as error:
-            raise ConfigError(f"--output {args.output}: {error.errors()[0]['msg']}") from None
+    # --output is validated with the rest of the config, in place of its output:, not patched in.
+    config = load_config(args.config, output=args.output or None)
     regression = config.model.regression
     baseline = None
     summary = args.summary or os.environ.get("GITHUB_STEP_SUMMARY") or None
@@ -281,11 +276,17 @@ def _cmd_run(args: argparse.Namespace) -> int:
         if summary:
             _check_output(summary, "--summary", [("config", args.config), ("baseline", baseline_path)], append=True)
         baseline = load_results_file(baseline_path)  # loaded once, before any retrieval: fail early
-    from rag_eval.output_folder import hold_output_folder
+    from rag_eval.output_folder import check_replaceable, hold_output_folder
+    from rag_eval.run_inputs import check_outputs_are_not_inputs, planned_outputs
 
-    # The output folder is checked and locked before any retrieval: a refused folder or a
-    # second run into it fails at once, not after the first run's retrievers have worked.
+    # Refused before any retrieval, and before anything is created: outputs that would replace
+    # one of the run's inputs (its config, dataset, a retriever's file, the baseline).
+    outputs = planned_outputs(config, comparison=regression is not None)
+    check_outputs_are_not_inputs(config, outputs)
+    # The output folder is checked and locked before any retrieval: a refused folder, a user's
+    # file in the way, or a second run into it fails at once, not after the retrievers have worked.
     with hold_output_folder(config.output_dir, config.path):
+        check_replaceable(config.output_dir, outputs)
         run = execute(config, progress=False if args.no_progress else None)
         verdict = None
         extra = {}
@@ -421,7 +422,7 @@ def _short(text: str, limit: int = 30) -> str:
 
 def _cmd_compare(args: argparse.Namespace) -> int:
     from rag_eval.errors import ComparisonError
-    from rag_eval.regression import compare, parse_gate
+    from rag_eval.regression import compare, parse_gates
     from rag_eval.results_file import load_results_file
 
     inputs = [("baseline", args.baseline), ("candidate", args.candidate)]
@@ -433,7 +434,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         _check_output(summary, "--summary", inputs, append=True)
     baseline = load_results_file(args.baseline)
     candidate = load_results_file(args.candidate)
-    gates = [parse_gate(text) for text in args.gate] or _default_gates(baseline)
+    gates = parse_gates(args.gate) or _default_gates(baseline)
     try:
         verdict = compare(
             baseline, candidate, gates, confidence=args.confidence, n_resamples=args.resamples, seed=args.seed

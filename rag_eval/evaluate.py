@@ -75,12 +75,21 @@ def evaluate(
     ``judgements`` is ``{qid: {doc_id: grade}}`` and ``run`` is
     ``{qid: {doc_id: score}}``, or pandas DataFrames with columns qid, doc_id and
     grade / score, or tables read by rag_eval.engine (``read_qrels``, ``read_run``).
-    Ids are non-empty and hold no control characters (rag_eval.ids), as in files.
-    Inputs are never mutated. Options are those of SEMANTICS.md.
+    Ids are non-empty UTF-8 text without control characters (rag_eval.ids), as in files;
+    a run's doc ids that have no judgement are not checked (they cannot change a number,
+    see rag_eval.engine.from_nested). Grades and scores are finite int or float values
+    (a grade given as a str or a bool is refused); empty judgements are an error, and so
+    are grades whose gains overflow float64 (:class:`~rag_eval.errors.EvaluationError`
+    naming the query). Inputs are never mutated. Options are those of SEMANTICS.md.
     """
     options = EvaluationOptions(gain, aggregation, no_relevant, relevance_threshold)
     parsed = parse_metrics([metrics] if isinstance(metrics, str) else metrics)
     joined = prepare(_table(judgements, "grade", "judgements"), _table(run, "score", "run"))
+    if not joined.query_ids:  # every mean would be NaN: say why instead
+        raise InputFormatError(
+            "judgements: no query has a judgement (empty), so there is nothing to score; "
+            "give {query_id: {doc_id: grade}} with at least one grade"
+        )
     return score(joined, parsed, options)
 
 
@@ -92,7 +101,10 @@ def score(joined: JoinedRun, metrics: tuple[Metric, ...], options: EvaluationOpt
     aggregate: dict[str, float] = {}
     left_out: dict[str, tuple[str, ...]] = {}
     for metric in metrics:
-        per_query = compute(ctx, metric)
+        if metric.is_graded:
+            _check_gains_fit(ctx, metric, query_ids)
+        with np.errstate(over="ignore", invalid="ignore"):  # checked above: no overflow reaches a value
+            per_query = compute(ctx, metric)
         defined = has_relevant(ctx, metric) if metric.uses_relevance else np.ones(len(query_ids), dtype=bool)
         if not defined.all():
             missing = tuple(query_ids[i] for i in np.flatnonzero(~defined))
@@ -121,6 +133,45 @@ def score(joined: JoinedRun, metrics: tuple[Metric, ...], options: EvaluationOpt
     )
 
 
+# Sums of gains below this cannot overflow, whatever their order: all DCGs of the run are then finite.
+_SAFE_GAIN_TOTAL = np.finfo(np.float64).max / 4
+
+
+def _check_gains_fit(ctx: KernelContext, metric: Metric, query_ids: list[str]) -> None:
+    """Refuse grades whose gains, or DCG / ideal DCG, are too large for a float64, naming the query.
+
+    nDCG would otherwise be inf / inf = NaN or a finite / inf = 0 (and results files cannot hold
+    Infinity). trec_eval has no answer for them either. One sum decides the usual case: every DCG
+    and ideal DCG is at most the sum of all gains of the judgements (discounts are at most 1).
+    """
+    _, _, gains = ctx.ideal
+    with np.errstate(over="ignore"):  # an overflowing sum is inf: the exact check below runs
+        total = ctx.cached("gain_total", lambda: float(np.sum(gains)) if gains.size else 0.0)
+    if total < _SAFE_GAIN_TOTAL:
+        return
+    from rag_eval.metrics.kernels import dcg, idcg
+
+    with np.errstate(over="ignore", invalid="ignore"):
+        ideal, actual = idcg(ctx, metric.k), dcg(ctx, metric.k)
+    bad = ~(np.isfinite(ideal) & np.isfinite(actual))
+    if not bad.any():
+        return
+    i = int(np.flatnonzero(bad)[0])
+    what = "ideal DCG" if not np.isfinite(ideal[i]) else "DCG"
+    judgement = ctx.data.judgement_query == i
+    largest = float(ctx.data.judgement_grade[judgement].max())
+    if ctx.gain == "exponential" and largest >= 1024:  # 2.0**1024 is past float64
+        cause = f"with exponential gain, 2^{largest:g} - 1 is past the largest float64 (about 1.8e308)"
+        fix = "use grades up to 1023 with exponential gain, or linear gain"
+    else:
+        cause = f"its gains (grades up to {largest:g}) add up past the largest float64 (about 1.8e308)"
+        fix = "use smaller grades"
+    raise EvaluationError(
+        f"judgements: query {query_ids[i]!r}: {metric} cannot be computed: its {what} is infinite, as {cause}; "
+        f"{fix} (trec_eval cannot score such grades either)"
+    )
+
+
 def _aggregate(
     ctx: KernelContext, metric: Metric, per_query: np.ndarray, defined: np.ndarray, options: EvaluationOptions
 ) -> float:
@@ -128,8 +179,15 @@ def _aggregate(
         from rag_eval.metrics.kernels import dcg, idcg
 
         keep = defined if options.no_relevant == "skip" else np.ones_like(defined)
-        total_ideal = float(idcg(ctx, metric.k)[keep].sum())
-        return float(dcg(ctx, metric.k)[keep].sum() / total_ideal) if total_ideal > 0 else float("nan")
+        with np.errstate(over="ignore"):
+            total_ideal = float(idcg(ctx, metric.k)[keep].sum())
+            total = float(dcg(ctx, metric.k)[keep].sum())
+        if not np.isfinite(total_ideal):  # each query's is finite (checked), their sum is not
+            raise EvaluationError(
+                f"{metric} with aggregation micro cannot be computed: the ideal DCGs of all queries add up past "
+                "the largest float64 (about 1.8e308); use smaller grades or aggregation macro"
+            )
+        return total / total_ideal if total_ideal > 0 else float("nan")
     included = per_query[~np.isnan(per_query)]
     return float(included.mean()) if included.size else float("nan")
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -14,7 +15,10 @@ def format_results(results: Results, fmt: str, per_query: bool = False, decimals
     """Render ``results`` as ``text``, ``json`` or ``markdown``.
 
     text: ``metric<TAB>qid<TAB>value`` lines, per-query rows first and ``all`` last,
-    values to ``decimals`` places as trec_eval prints them; json keeps full precision.
+    values to ``decimals`` places as trec_eval prints them; json keeps full precision and
+    lists the queries the means leave out or score 0 (``left_out``: ``{metric: [qid]}``,
+    ``unanswered_queries``, ``unjudged_queries``), which text and markdown leave to
+    :func:`exclusion_notes` (stderr, so that stdout stays trec_eval's format).
     """
     if fmt == "json":
         data: dict[str, Any] = {"aggregate": {k: _json_value(v) for k, v in results.aggregate.items()}}
@@ -23,12 +27,49 @@ def format_results(results: Results, fmt: str, per_query: bool = False, decimals
                 qid: {name: _json_value(results.values[name][i]) for name in results.metric_names}
                 for i, qid in enumerate(results.query_ids)
             }
+        data["left_out"] = {name: list(ids) for name, ids in results.left_out.items() if ids}
+        data["unanswered_queries"] = list(results.unanswered_queries)
+        data["unjudged_queries"] = list(results.unjudged_queries)
         return json.dumps(data, indent=2, allow_nan=False) + "\n"
     if fmt == "markdown":
         return _markdown(results, per_query, decimals)
     if fmt == "text":
         return _text(results, per_query, decimals)
     raise ValueError(f"unknown format {fmt!r}")
+
+
+def exclusion_notes(results: Results, shown: int = 5) -> list[str]:
+    """One line per kind of query that a mean leaves out, scores 0 or ignores, with a count and the first ids.
+
+    Judged queries without a relevant document (left out of the mean, policy skip; one
+    line per set of metrics that leaves out the same queries), judged queries the run did
+    not answer (scored 0 and kept in the mean, where not left out) and queries of the run without judgements
+    (ignored). Empty when every judged query was answered and scored.
+    """
+    notes = []
+    by_ids: dict[tuple[str, ...], list[str]] = {}
+    for name in results.metric_names:
+        ids = tuple(results.left_out.get(name, ()))
+        if ids:
+            by_ids.setdefault(ids, []).append(name)
+    for ids, names in by_ids.items():
+        notes.append(
+            f"{_queries(len(ids), 'judged')} with no relevant document left out of the mean of {', '.join(names)} "
+            f"(no_relevant: skip): {_first(ids, shown)}"
+        )
+    if results.unanswered_queries:
+        ids = results.unanswered_queries
+        unless = " (unless left out above)" if by_ids else ""
+        notes.append(f"{_queries(len(ids), 'judged')} the run did not answer, scored 0{unless}: {_first(ids, shown)}")
+    if results.unjudged_queries:
+        ids = results.unjudged_queries
+        notes.append(f"{_queries(len(ids), 'run')} without judgements, ignored: {_first(ids, shown)}")
+    return notes
+
+
+def _first(ids: tuple[str, ...], shown: int) -> str:
+    listed = ", ".join(ids[:shown])
+    return listed if len(ids) <= shown else f"{listed}, ... ({len(ids)} in all)"
 
 
 def _text(results: Results, per_query: bool, decimals: int) -> str:
@@ -102,9 +143,42 @@ def _json_value(value: float) -> float | None:
 
 
 def escape_cell(text: str) -> str:
-    """Make any text safe inside a GitHub markdown table cell."""
-    text = str(text).replace("\\", "\\\\").replace("|", "\\|")
-    text = " ".join(text.split())  # newlines and tabs would end the row
-    for ch in "*_`[]<>#~":
+    """``text`` as markdown that renders as ``text``, in a GitHub table cell or anywhere in a line.
+
+    A backslash before ASCII punctuation shows that character as it is, so ``a|b`` is written
+    ``a\\|b``: GFM keeps ``\\|`` inside the cell and renders ``|``. Every character that could
+    start markup is escaped (emphasis, code, links, HTML, headings, strikethrough, entity
+    references such as ``&amp;``, GitHub's ``$`` math). Runs of whitespace become one space:
+    a line break would end the table row.
+    """
+    text = str(text).replace("\\", "\\\\")
+    text = " ".join(text.split())
+    for ch in "|*_`[]<>#~&$":
         text = text.replace(ch, "\\" + ch)
     return text
+
+
+_LINE_ENDING = re.compile(r"\r\n|\r|\n")
+_BACKTICKS = re.compile(r"`+")
+
+
+def code_span(text: str, in_table: bool = False) -> str:
+    """``text`` (an id, a label, a path) as a markdown code span whose rendered text is ``text``.
+
+    Nothing can be escaped inside a code span (a backslash is shown as it is), so the fence is
+    one backtick longer than the longest run of backticks in ``text``; a space pads each side when
+    ``text`` starts or ends with a backtick, or starts and ends with a space, because renderers
+    strip one space from each side of such a span. In a table cell (``in_table``) GFM ends the
+    cell at any ``|`` without a backslash before it, inside a code span too, and removes that
+    backslash before rendering: each ``|`` is written ``\\|`` there. A line ending (never in an
+    id) becomes the space a code span would render it as.
+    """
+    text = _LINE_ENDING.sub(" ", str(text))
+    if not text:
+        return ""
+    fence = "`" * (max((len(run) for run in _BACKTICKS.findall(text)), default=0) + 1)
+    padded = text[0] == "`" or text[-1] == "`" or (text[0] == " " and text[-1] == " " and text.strip(" ") != "")
+    if in_table:
+        text = text.replace("|", "\\|")
+    pad = " " if padded else ""
+    return f"{fence}{pad}{text}{pad}{fence}"

@@ -53,6 +53,7 @@ __all__ = [
     "make_gate",
     "pair_by_query",
     "parse_gate",
+    "parse_gates",
     "verdict_for_run",
 ]
 
@@ -193,11 +194,32 @@ def parse_gate(text: str) -> Gate:
         key, eq, value = (part.strip() for part in item.partition("="))
         if not eq or key not in ("max_drop", "alpha"):
             raise ConfigError(f"gate {text!r}: expected METRIC:max_drop=0.01[,alpha=0.05], got {item!r}")
+        if key in values:  # keeping the last one silently would hide a typo in a CI command line
+            raise ConfigError(f"gate {text!r}: {key} is given twice; give each option once")
         try:
             values[key] = float(value)
         except ValueError:
             raise ConfigError(f"gate {text!r}: {key} must be a number, got {value!r}") from None
     return make_gate(metric, values.get("max_drop", 0.0), values.get("alpha"), where=f"gate {text!r}")
+
+
+def parse_gates(texts: Sequence[str]) -> list[Gate]:
+    """Several ``--gate`` texts; two gates on one metric (under any two spellings) are refused, naming both."""
+    gates = [parse_gate(text) for text in texts]
+    _refuse_repeated_metrics([(repr(text), gate) for text, gate in zip(texts, gates)], "--gate")
+    return gates
+
+
+def _refuse_repeated_metrics(named: Sequence[tuple[str, Gate]], where: str) -> None:
+    """One gate per metric: with two, which limit applies would depend on their order."""
+    first: dict[str, str] = {}
+    for name, gate in named:
+        if gate.metric in first:
+            raise ConfigError(
+                f"{where}: {first[gate.metric]} and {name} both gate {gate.metric} (the same metric); "
+                "keep one gate per metric"
+            )
+        first[gate.metric] = name
 
 
 def make_gate(metric: str, max_drop: float = 0.0, alpha: float | None = None, where: str = "gate") -> Gate:
@@ -240,12 +262,19 @@ def check_comparable(baseline: ResultsFile, candidate: ResultsFile, metrics: Seq
     if b_depth is not None and c_depth is not None and b_depth != c_depth:
         # A metric that looks deeper than one of the runs retrieved measures different things on each side.
         for metric in metrics:
-            k = parse_metric(metric).k
+            parsed = parse_metric(metric)
+            k = parsed.k
             if (b_depth if k is None else min(k, b_depth)) != (c_depth if k is None else min(k, c_depth)):
+                reach = min(b_depth, c_depth)
+                fix = (
+                    f"gate a cutoff both runs reach (e.g. {parsed.name}@{reach})"
+                    if parsed.family.cutoff != "none"
+                    else "rerun both with the same top_k"
+                )
                 raise ComparisonError(
-                    f"incomparable results: different metric semantics: {metric} looks at the top "
-                    f"{k or 'all'} but the baseline {b.path} retrieved top_k={b_depth} and the candidate "
-                    f"{c.path} top_k={c_depth}; gate a cutoff both runs reach (e.g. @{min(b_depth, c_depth)})"
+                    f"incomparable results: different metric semantics: {metric} looks at "
+                    f"{f'the top {k}' if k else 'the whole ranking'} but the baseline {b.path} retrieved "
+                    f"top_k={b_depth} and the candidate {c.path} top_k={c_depth}; {fix}"
                 )
     _check_same_queries(b.results, c.results)
 
@@ -376,6 +405,9 @@ def compare(
     """
     if not gates:
         raise ConfigError("no gates given; e.g. --gate ndcg@10:max_drop=0.01")
+    twice = [metric for metric, count in Counter(g.metric for g in gates).items() if count > 1]
+    if twice:  # parse_gates and gates_from_config name the two spellings; here they are already parsed
+        raise ConfigError(f"gates: {twice[0]} is gated twice; keep one gate per metric")
     check_resampling(confidence, n_resamples, seed)
     check_comparable(baseline, candidate, [g.metric for g in gates])
     paired = [pair_by_query(gate.metric, baseline.results, candidate.results) for gate in gates]
@@ -404,6 +436,7 @@ def gates_from_config(gates: Mapping[str, Any]) -> list[Gate]:
     for metric, spec in gates.items():
         data = spec.model_dump() if hasattr(spec, "model_dump") else dict(spec or {})
         out.append(make_gate(metric, data.get("max_drop", 0.0), data.get("alpha"), where=f"regression.gates.{metric}"))
+    _refuse_repeated_metrics([(repr(metric), gate) for metric, gate in zip(gates, out)], "regression.gates")
     return out
 
 

@@ -31,6 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, Strict, StrictInt, StrictStr,
 
 from rag_eval.errors import InputFormatError, MetricError
 from rag_eval.files import MAX_DOCUMENT_BYTES, read_text
+from rag_eval.metrics.measures import Metric, parse_metric
 from rag_eval.results import Results
 
 if TYPE_CHECKING:
@@ -95,8 +96,6 @@ class ResultsSection(_Section):
 
     @model_validator(mode="after")
     def _consistent(self) -> ResultsSection:
-        from rag_eval.metrics.measures import parse_metric
-
         seen: set[str] = set()
         for i, name in enumerate(self.metrics):
             try:
@@ -123,7 +122,102 @@ class ResultsSection(_Section):
                     raise _At(f"per_query{_key(qid)}.{name}", f"{name} is not among results.metrics")
         if self.num_queries is not None and self.num_queries != len(self.per_query):
             raise _At("num_queries", f"is {self.num_queries} but per_query holds {len(self.per_query)} queries")
+        check_numbers(self)
         return self
+
+
+# ---- the numbers hold together ---------------------------------------------------------------------
+
+CORRUPTED = "this file was edited or corrupted: regenerate it with rag-eval run"
+# Relative tolerance between an aggregate and the mean recomputed here: the writer sums with numpy
+# (pairwise), this check with math.fsum; the two differ by ~1e-16 relative, an edit by far more.
+AGGREGATE_RTOL = 1e-9
+# How far above 1 a bounded value may lie: DCG multiplies each gain by 1/log2(rank+1) while IDCG
+# divides by log2(rank+1), so a perfect ranking's nDCG can be 1 plus a rounding error.
+BOUND_SLACK = 1e-9
+
+
+def check_numbers(section: ResultsSection) -> None:
+    """Refuse values that do not hold together as ``rag-eval run`` writes them (an edit or a corruption).
+
+    - ``left_out`` names metrics of the file and queries of ``per_query``, only for metrics that
+      need a relevant passage, and a per-query value is null exactly for the queries it lists;
+    - values and aggregates of bounded metrics (:attr:`Family.bounded`) lie in [0, 1], DCG and IDCG >= 0;
+    - every aggregate equals the mean of the per-query values that are not null (within
+      :data:`AGGREGATE_RTOL`), or is null when there is none. Under ``aggregation: micro``, nDCG@k's
+      aggregate is sum DCG@k / sum IDCG@k over the queries in its mean: it is checked when the file
+      also holds dcg@k and idcg@k. Without them it is checked only for its bounds, because the
+      per-query nDCG values do not determine it (each query's weight is its IDCG, not in the file).
+    """
+    metrics = {name: parse_metric(name) for name in section.metrics}
+    aggregation = section.options.get("aggregation", "macro")
+    if aggregation not in ("macro", "micro"):
+        raise _At("options.aggregation", f"{aggregation!r} is neither 'macro' nor 'micro'; {CORRUPTED}")
+    for name, qids in section.left_out.items():
+        metric = metrics.get(name)
+        if metric is None:
+            raise _At(f"left_out{_key(name)}", f"{name} is not among results.metrics; {CORRUPTED}")
+        for i, qid in enumerate(qids):
+            where = f"left_out{_key(name)}[{i}]"
+            if not metric.uses_relevance:
+                raise _At(where, f"{name} has a value for every query, so none is left out of its mean; {CORRUPTED}")
+            row = section.per_query.get(qid)
+            if row is None:
+                raise _At(where, f"{_short(qid)!r} is not a query of results.per_query; {CORRUPTED}")
+            if row[name] is not None:
+                raise _At(
+                    where,
+                    f"{_short(qid)!r} is listed as left out of the mean but its {name} is {row[name]!r}, not null; "
+                    f"{CORRUPTED}",
+                )
+    left_out = {name: set(qids) for name, qids in section.left_out.items()}
+    for qid, row in section.per_query.items():
+        for name, value in row.items():
+            where = f"per_query{_key(qid)}{_key(name)}"
+            if value is None:
+                if qid not in left_out.get(name, ()):
+                    raise _At(
+                        where,
+                        f"is null but the query is not listed in results.left_out{_key(name)}; only a query "
+                        f"left out of the mean has no value; {CORRUPTED}",
+                    )
+            else:
+                _check_bounds(where, name, metrics[name].family.bounded, value)
+    for name, metric in metrics.items():
+        _check_aggregate(section, name, metric, micro=aggregation == "micro" and metric.name == "ndcg")
+
+
+def _check_bounds(where: str, name: str, bounded: bool, value: float) -> None:
+    if value < 0 or (bounded and value > 1 + BOUND_SLACK):
+        limits = "in [0, 1]" if bounded else ">= 0"
+        raise _At(where, f"{value!r} is impossible: every {name} lies {limits}; {CORRUPTED}")
+
+
+def _check_aggregate(section: ResultsSection, name: str, metric: Metric, micro: bool) -> None:
+    where = f"aggregate{_key(name)}"
+    aggregate = section.aggregate[name]
+    if aggregate is not None:
+        _check_bounds(where, name, metric.family.bounded, aggregate)
+    kept = [row for row in section.per_query.values() if row[name] is not None]
+    expected: float | None
+    if micro:
+        dcg, idcg = str(Metric("dcg", metric.k)), str(Metric("idcg", metric.k))
+        if dcg not in section.aggregate or idcg not in section.aggregate:
+            return  # not determined by the file (see check_numbers)
+        # "or 0.0" only for the type checker: DCG and IDCG are never null (nothing is left out of their mean).
+        total_ideal = math.fsum(row[idcg] or 0.0 for row in kept)
+        expected = math.fsum(row[dcg] or 0.0 for row in kept) / total_ideal if total_ideal > 0 else None
+        what = f"sum {dcg} / sum {idcg} over the queries in the mean (aggregation: micro)"
+    else:
+        values = [value for row in kept if (value := row[name]) is not None]
+        expected = math.fsum(values) / len(values) if values else None
+        what = "the mean of the per-query values"
+    if expected is None:
+        if aggregate is not None:
+            raise _At(where, f"is {aggregate!r} but no query has a value to average (it would be null); {CORRUPTED}")
+    elif aggregate is None or not math.isclose(aggregate, expected, rel_tol=AGGREGATE_RTOL, abs_tol=0.0):
+        got = "null" if aggregate is None else repr(aggregate)
+        raise _At(where, f"{got} is not {what}, {expected!r}; {CORRUPTED}")
 
 
 class ResultsDocument(_Section):
@@ -216,7 +310,8 @@ def load_results_file(path: str | Path) -> ResultsFile:
 
     Refuses what is not a regular file, files over the document size limit, text
     that is not UTF-8 or not strict JSON (bare NaN / Infinity), nesting too deep to
-    parse, another ``kind`` or ``schema_version``, and any field of the wrong shape,
+    parse, another ``kind`` or ``schema_version``, any field of the wrong shape, and numbers
+    that do not hold together (:func:`check_numbers`: a hand-edited value must not pass a gate),
     each with one line naming the file and the field.
     """
     text = read_text(path, "results file (JSON written by `rag-eval run`)", MAX_DOCUMENT_BYTES, InputFormatError)

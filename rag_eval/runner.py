@@ -13,6 +13,8 @@ import time
 from pathlib import Path
 from typing import Any, Mapping
 
+import numpy as np
+
 from rag_eval.config.schema import LoadedConfig, RetrieverSpec
 from rag_eval.dataset import Dataset, load_dataset
 from rag_eval.errors import RagEvalError, RetrieverError
@@ -48,9 +50,14 @@ def execute(config: LoadedConfig, progress: bool | None = None) -> RunOutcome:
     """Run every retriever of ``config`` and evaluate it; writes nothing."""
     from tqdm.auto import tqdm
 
+    from rag_eval.read_only import read_only_corpus, read_only_queries
+
     dataset = load_config_dataset(config)
     model = config.model
     queries = dataset.query_texts()
+    # Retrievers read the dataset through views that cannot change it (no copy: a corpus may be
+    # millions of passages): the numbers, the report and the fingerprint describe what was loaded.
+    corpus_view, queries_view = read_only_corpus(dataset.corpus), read_only_queries(queries)
     outcomes = []
     # Build every retriever before running any: a typo in the last one's parameters must
     # not wait for the first one to index a corpus. Adapters load models lazily (in index),
@@ -67,12 +74,12 @@ def execute(config: LoadedConfig, progress: bool | None = None) -> RunOutcome:
             steps.set_postfix_str(f"retriever {position + 1} of {count}", refresh=False)
             steps.set_description(f"{spec.label}: index")
             started = time.perf_counter()
-            _call(spec, "index", retriever.index, dataset.corpus)
+            _call(spec, "index", retriever.index, corpus_view)
             timings["index_s"] = time.perf_counter() - started
             steps.update()
             steps.set_description(f"{spec.label}: search")
             started = time.perf_counter()
-            raw = _call(spec, "search", retriever.search, queries, model.top_k)
+            raw = _call(spec, "search", retriever.search, queries_view, model.top_k)
             timings["search_s"] = time.perf_counter() - started
             steps.update()
             steps.set_description(f"{spec.label}: evaluate")
@@ -160,8 +167,9 @@ def check_ranking(
 ) -> dict[str, dict[str, float]]:
     """Check a retriever's answer and cut each query's list to ``top_k``.
 
-    A doc id not in the corpus, a non-numeric or NaN score, or a query id that
-    was not asked stops the run with an error naming the retriever.
+    A doc id not in the corpus, a score that is not an int or a float (a str, a
+    bool), a NaN or infinite score, or a query id that was not asked stops the run
+    with an error naming the retriever, the query and the document.
     """
     from rag_eval.ranking import top_k as best_of
 
@@ -177,6 +185,12 @@ def check_ranking(
         for doc, score in scored.items():
             if doc not in corpus:
                 raise RetrieverError(f"retriever {label!r}: query {qid!r}: returned doc {doc!r}, which is not in the corpus")
+            if not isinstance(score, _SCORE_TYPES) or isinstance(score, _NOT_SCORES):
+                # A str ("1.0") or a bool is not a score, even where float() would take it.
+                raise RetrieverError(
+                    f"retriever {label!r}: query {qid!r}, doc {doc!r}: score {_short_repr(score)} "
+                    f"({type(score).__name__}) is not a number; return an int or a float"
+                )
             try:
                 value = float(score)
             except (TypeError, ValueError):
@@ -202,6 +216,11 @@ def check_ranking(
     return ranking
 
 
+# What a retriever may give as a score: Python and numpy numbers, never a bool (an int to Python) or a str.
+_SCORE_TYPES = (int, float, np.integer, np.floating)
+_NOT_SCORES = (bool, np.bool_)
+
+
 def write_outputs(run: RunOutcome, extra: Mapping[str, str] | None = None) -> list[Path]:
     """Render everything first, then replace the output folder's set of files as one step; returns the paths.
 
@@ -210,7 +229,9 @@ def write_outputs(run: RunOutcome, extra: Mapping[str, str] | None = None) -> li
     the output folder is a file) or a kill at any moment, the folder holds exactly
     the previous set or the new one. Files of the previous set that this run does
     not write (a retriever removed from the config) disappear; files the user keeps
-    in the folder stay. A second run writing into the same folder is refused.
+    in the folder stay. A second run writing into the same folder is refused, and so is
+    a set that would replace one of the run's inputs (:mod:`rag_eval.run_inputs`) or a
+    file rag_eval did not write (:func:`rag_eval.output_folder.check_replaceable`).
     """
     import json
 
@@ -227,6 +248,12 @@ def write_outputs(run: RunOutcome, extra: Mapping[str, str] | None = None) -> li
     files[out_dir / "report.md"] = render_run_report(run)
     for name, text in (extra or {}).items():
         files[out_dir / name] = text
+    from rag_eval.output_folder import MANIFEST
+    from rag_eval.run_inputs import check_outputs_are_not_inputs
+
+    # `rag-eval run` checked this before retrieving; checked again for callers of the API, and for
+    # links made meanwhile. The files a user put in the folder are guarded by replace_output_set.
+    check_outputs_are_not_inputs(run.config, [path.name for path in files] + [MANIFEST])
     _write_all(files, out_dir, run.config.path)
     return list(files)
 

@@ -22,6 +22,7 @@ import pytest
 from rag_eval.cli import main
 
 FIXTURES = Path(__file__).resolve().parent / "regression_fixtures"
+CORRUPTED = "this file was edited or corrupted: regenerate it with rag-eval run"
 
 
 def _load_helpers():
@@ -168,6 +169,31 @@ FILE_CASES = [
     ("infinity-literal", _infinity_literal, [], "cand.json: rankings.q1[0][1]: Infinity is not JSON"),
     ("not-utf8", text(b'{"kind": "\xff"}'), [], "cand.json: line 1, column 11: not UTF-8 text"),
     ("deep-nesting", text("[" * 100_000 + "]" * 100_000), [], "cand.json: arrays or objects nested too deeply"),
+    # Numbers that do not hold together: compare would trust an edited file (finding: PASS with a
+    # per-query nDCG of 5.0, or with the aggregate set to 0, or with a query silently nulled out).
+    ("per-query-above-1", edited(setitem("results", "per_query", "q2", "ndcg@10", 5.0)), [],
+     f"cand.json: results.per_query.q2.ndcg@10: 5.0 is impossible: every ndcg@10 lies in [0, 1]; {CORRUPTED}"),
+    ("per-query-negative", edited(setitem("results", "per_query", "q3", "recall@10", -0.5)), [],
+     f"cand.json: results.per_query.q3.recall@10: -0.5 is impossible: every recall@10 lies in [0, 1]; {CORRUPTED}"),
+    ("aggregate-not-the-mean", edited(setitem("results", "aggregate", "ndcg@10", 0.0)), [],
+     "cand.json: results.aggregate.ndcg@10: 0.0 is not the mean of the per-query values, 0.5833333333333334; "
+     + CORRUPTED),
+    ("aggregate-above-1", edited(setitem("results", "aggregate", "recall@10", 1.5)), [],
+     f"cand.json: results.aggregate.recall@10: 1.5 is impossible: every recall@10 lies in [0, 1]; {CORRUPTED}"),
+    ("aggregate-null", edited(setitem("results", "aggregate", "recall@10", None)), [],
+     f"cand.json: results.aggregate.recall@10: null is not the mean of the per-query values, 0.5; {CORRUPTED}"),
+    ("null-not-left-out", edited(setitem("results", "per_query", "q2", "ndcg@10", None)), [],
+     "cand.json: results.per_query.q2.ndcg@10: is null but the query is not listed in results.left_out.ndcg@10; "
+     f"only a query left out of the mean has no value; {CORRUPTED}"),
+    ("left-out-with-a-value", edited(setitem("results", "left_out", "ndcg@10", ["q1"])), [],
+     f"cand.json: results.left_out.ndcg@10[0]: 'q1' is listed as left out of the mean but its ndcg@10 is 1.0, not "
+     f"null; {CORRUPTED}"),
+    ("left-out-unknown-query", edited(setitem("results", "left_out", "recall@10", ["q9"])), [],
+     f"cand.json: results.left_out.recall@10[0]: 'q9' is not a query of results.per_query; {CORRUPTED}"),
+    ("left-out-unknown-metric", edited(setitem("results", "left_out", "mrr@10", [])), [],
+     f"cand.json: results.left_out.mrr@10: mrr@10 is not among results.metrics; {CORRUPTED}"),
+    ("aggregation-unknown", edited(setitem("results", "options", "aggregation", "median")), [],
+     f"cand.json: results.options.aggregation: 'median' is neither 'macro' nor 'micro'; {CORRUPTED}"),
     ("missing-file", missing, [], "cand.json: no such file; expected a results file"),
     ("folder", folder, [], "cand.json: is a folder, expected a results file"),
     ("fifo", fifo, [], "cand.json: is a FIFO (named pipe), expected a results file"),

@@ -65,6 +65,11 @@ CASES = [
     ("qrels: grade nan", "qrels", text("q1 0 a 1\nq1 0 b nan\n"), r"QRELS:2: grade is nan; it must be a finite number"),
     ("run: score NaN", "run", text("q1 Q0 a 1 NaN t\n"), r"RUN:1: score is NaN; it must be a finite number"),
     ("qrels: grade inf", "qrels", text("q1 0 a inf\n"), r"QRELS:1: grade is inf; it must be a finite number"),
+    # An infinite score cannot be ranked against another one (trec_eval) nor written to strict JSON.
+    ("run: score inf", "run", text("q1 Q0 a 1 2.0 t\nq1 Q0 b 2 inf t\n"),
+     r"RUN:2: score is inf; it must be a finite number"),
+    ("run: score -Infinity", "run", text("q1 Q0 a 1 -Infinity t\n"),
+     r"RUN:1: score is -Infinity; it must be a finite number"),
     ("qrels: grade 1e999", "qrels", text("q1 0 a 1\nq1 0 b 1e999\n"),
      r"QRELS:2: grade '1e999' is too large for a float64"),
     ("run: score -1e999", "run", text("q1 Q0 a 1 -1e999 t\n"), r"RUN:1: score '-1e999' is too large for a float64"),

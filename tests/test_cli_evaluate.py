@@ -91,7 +91,8 @@ def test_json_format_shape_and_values(trec_eval_test, capsys):
     code, out, err = run_cli(capsys, *args)
     assert code == 0 and err.splitlines() == [f"rag-eval: read {trec_eval_test / 'qrels.test'} as TREC qrels"]
     data = json.loads(out)
-    assert set(data) == {"aggregate"}
+    assert list(data) == ["aggregate", "left_out", "unanswered_queries", "unjudged_queries"]
+    assert (data["left_out"], data["unanswered_queries"], data["unjudged_queries"]) == ({}, [], [])
     assert list(data["aggregate"]) == list(MEASURES.values())
     for name, value in data["aggregate"].items():
         assert isinstance(value, float)
@@ -99,7 +100,7 @@ def test_json_format_shape_and_values(trec_eval_test, capsys):
 
     code, out, _ = run_cli(capsys, *args, "--per-query")
     data = json.loads(out)
-    assert code == 0 and set(data) == {"aggregate", "per_query"}
+    assert code == 0 and list(data) == ["aggregate", "per_query", "left_out", "unanswered_queries", "unjudged_queries"]
     assert list(data["per_query"]) == ["301", "302", "303"]
     for qid, values in data["per_query"].items():
         assert list(values) == list(MEASURES.values())
@@ -179,6 +180,90 @@ def test_no_relevant_and_gain_options(small, capsys):
     code, out, err = run_cli(capsys, *base, "--no-relevant", "error")
     assert code == 2 and out == ""
     assert len(err.splitlines()) == 1 and "q2" in err and "Traceback" not in err
+
+
+def test_queries_left_out_unanswered_or_unjudged_are_listed(tmp_path, capsys):
+    """README: skipped queries are "left out of the mean (and listed)". q2 has no relevant
+    document (left out of ndcg and precision, not of judged), q2 and q3 were not answered
+    (q3 scores 0), q9 has no judgements (ignored). Text: on stderr, stdout as trec_eval's."""
+    qrels = tmp_path / "q"
+    qrels.write_text("q1 0 d1 1\nq2 0 d1 0\nq3 0 d5 1\n")
+    run = tmp_path / "r"
+    run.write_text("q1 Q0 d1 1 1 t\nq9 Q0 d1 1 1 t\n")
+    base = ["--qrels", str(qrels), "--run", str(run), "-m", "ndcg", "-m", "P@1", "-m", "judged@1"]
+    code, out, err = run_cli(capsys, *base)
+    assert code == 0
+    assert out == "ndcg\tall\t0.5000\nprecision@1\tall\t0.5000\njudged@1\tall\t0.3333\n"
+    assert err.splitlines() == [
+        f"rag-eval: read {qrels} as TREC qrels",
+        "rag-eval: 1 judged query with no relevant document left out of the mean of ndcg, precision@1 "
+        "(no_relevant: skip): q2",
+        "rag-eval: 2 judged queries the run did not answer, scored 0 (unless left out above): q2, q3",
+        "rag-eval: 1 run query without judgements, ignored: q9",
+    ]
+    code, out, err = run_cli(capsys, *base, "--format", "json")
+    data = json.loads(out)
+    assert code == 0 and err.splitlines() == [f"rag-eval: read {qrels} as TREC qrels"]
+    assert data["left_out"] == {"ndcg": ["q2"], "precision@1": ["q2"]}
+    assert (data["unanswered_queries"], data["unjudged_queries"]) == (["q2", "q3"], ["q9"])
+    # no_relevant zero: nothing left out, q2 scores 0 (trec_eval's mean).
+    code, out, err = run_cli(capsys, *base, "--no-relevant", "zero")
+    assert out.splitlines()[0] == f"ndcg\tall\t{1 / 3:.4f}"
+    assert err.splitlines()[1] == "rag-eval: 2 judged queries the run did not answer, scored 0: q2, q3"
+
+
+def test_long_lists_of_queries_show_the_first_five_and_the_count(tmp_path, capsys):
+    qrels = tmp_path / "q"
+    qrels.write_text("".join(f"q{i:02d} 0 d 1\n" for i in range(12)))
+    run = tmp_path / "r"
+    run.write_text("q00 Q0 d 1 1 t\n" + "".join(f"u{i} Q0 d 1 1 t\n" for i in range(7)))
+    code, _, err = run_cli(capsys, "--qrels", str(qrels), "--run", str(run), "-m", "ndcg")
+    assert code == 0
+    assert err.splitlines()[1:] == [
+        "rag-eval: 11 judged queries the run did not answer, scored 0: q01, q02, q03, q04, q05, ... (11 in all)",
+        "rag-eval: 7 run queries without judgements, ignored: u0, u1, u2, u3, u4, ... (7 in all)",
+    ]
+
+
+@pytest.mark.parametrize("fmt", ["text", "json"])
+@pytest.mark.parametrize(
+    "qrels, gain, problem",
+    [
+        ("q1 0 d1 1e308\nq1 0 d2 1e308\nq1 0 d3 1e308\n", "linear",
+         "its ideal DCG is infinite, as its gains (grades up to 1e+308) add up past the largest float64 "
+         "(about 1.8e308); use smaller grades"),
+        ("q0 0 d1 1\nq1 0 d1 1100\n", "exponential",
+         "its ideal DCG is infinite, as with exponential gain, 2^1100 - 1 is past the largest float64 "
+         "(about 1.8e308); use grades up to 1023 with exponential gain, or linear gain"),
+    ],
+)
+def test_gains_too_large_for_a_float_are_refused_naming_the_query(tmp_path, capfd, fmt, qrels, gain, problem):
+    """Not 'ndcg 0.0000, idcg inf' (nor a crash on JSON, nor a numpy warning): trec_eval cannot
+    score such grades either. A subprocess, so that a RuntimeWarning would show on stderr."""
+    (tmp_path / "g").write_text(qrels)
+    (tmp_path / "r").write_text("q0 Q0 d1 1 1 t\nq1 Q0 d1 1 1 t\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "rag_eval.cli", "evaluate", "--qrels", "g", "--run", "r", "-m", "ndcg", "-m", "idcg",
+         "--gain", gain, "--format", fmt],
+        cwd=tmp_path, capture_output=True, text=True, timeout=60,
+    )
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == (
+        f"rag-eval: error: judgements: query 'q1': ndcg cannot be computed: {problem} "
+        "(trec_eval cannot score such grades either)\n"
+    )
+
+
+def test_the_largest_gains_a_float_holds_are_scored_exactly(tmp_path, capsys):
+    # Exponential gain of 1023 is 2^1023 - 1 ~ 8.99e307: DCG@2 of [1023, 1023] is g + g/log2(3),
+    # finite (1.46e308), so nDCG = 1; nDCG@1 of the run [d2 unjudged, d1] is 0.
+    (tmp_path / "g").write_text("q1 0 d1 1023\nq1 0 d3 1023\n")
+    (tmp_path / "r").write_text("q1 Q0 d1 1 2 t\nq1 Q0 d3 2 1 t\n")
+    code, out, _ = run_cli(capsys, "--qrels", str(tmp_path / "g"), "--run", str(tmp_path / "r"),
+                           "-m", "ndcg", "-m", "idcg", "--gain", "exponential", "--format", "json")
+    data = json.loads(out)["aggregate"]
+    assert code == 0 and data["ndcg"] == 1.0
+    assert data["idcg"] == (2.0**1023 - 1) * (1 + 1 / math.log2(3))
 
 
 def test_micro_aggregation_option(tmp_path, capsys):

@@ -139,8 +139,12 @@ def _set_option(key, value):
 
 def _drop_query(qid):
     def edit(document):
-        del document["results"]["per_query"][qid]
-        document["results"]["num_queries"] -= 1
+        results = document["results"]
+        del results["per_query"][qid]
+        results["num_queries"] -= 1
+        for metric in results["metrics"]:  # the means follow, or loading refuses the file as edited
+            values = [row[metric] for row in results["per_query"].values() if row[metric] is not None]
+            results["aggregate"][metric] = sum(values) / len(values)
 
     return edit
 
@@ -150,6 +154,14 @@ def _set_top_k(value):
         document["top_k"] = value
 
     return edit
+
+
+def _set_micro(document):
+    results = document["results"]
+    results["options"]["aggregation"] = "micro"
+    # Micro nDCG@4 is sum DCG@4 / sum IDCG@4, which loading checks against the file's dcg@4 and idcg@4.
+    rows = [row for row in results["per_query"].values() if row["ndcg@4"] is not None]
+    results["aggregate"]["ndcg@4"] = sum(r["dcg@4"] for r in rows) / sum(r["idcg@4"] for r in rows)
 
 
 def _set_fingerprint(document):
@@ -164,7 +176,7 @@ def _set_fingerprint(document):
          r"fingerprint [0-9a-f]{16}; candidate .*seed-ranking\.json: another-dataset fingerprint 0000000000000000\)")),
         (_set_option("gain", "exponential"), "ndcg@4",
          "different metric semantics: gain is 'linear' in the baseline .* and 'exponential' in the candidate"),
-        (_set_option("aggregation", "micro"), "ndcg@4", "different metric semantics: aggregation is 'macro'"),
+        (_set_micro, "ndcg@4", "different metric semantics: aggregation is 'macro'"),
         (_set_option("no_relevant", "zero"), "ndcg@4", "different metric semantics: no_relevant is 'skip'"),
         (_set_option("relevance_threshold", 2.0), "ndcg@4",
          "different metric semantics: relevance_threshold is 1.0 in the baseline .* and 2.0 in the candidate"),
@@ -199,7 +211,7 @@ def test_incomparable_results_still_write_the_report_and_the_summary(runs, tmp_p
     assert reason.startswith("different datasets")
     text = report.read_text()
     assert text.startswith("# Regression check: ⚠️ INCOMPARABLE\n")
-    assert f"Baseline `bm25` ({runs / 'bm25.json'}) vs candidate `seed-ranking` ({candidate})" in text
+    assert f"Baseline `bm25` (`{runs / 'bm25.json'}`) vs candidate `seed-ranking` (`{candidate}`)" in text
     assert "no gate was evaluated (exit code 2)" in text
     why = next(line for line in text.splitlines() if line.startswith("**Why:** "))
     assert why.startswith("**Why:** different datasets (baseline ") and "another-dataset" in why
@@ -228,7 +240,7 @@ def test_run_with_an_incomparable_baseline_writes_the_job_summary_only(runs, tmp
     assert not (tmp_path / "out").exists()  # incomparable: no outputs
     text = summary.read_text()
     assert text.startswith("### rag-eval regression check: ⚠️ INCOMPARABLE\n")
-    assert f"Baseline `bm25` ({baseline}) vs candidate of this run" in text
+    assert f"Baseline `bm25` (`{baseline}`) vs candidate of this run" in text
 
 
 def test_run_refuses_a_summary_that_is_its_baseline(runs, tmp_path, capsys):
@@ -448,20 +460,21 @@ def test_ci_doc_config_runs_against_a_baseline_made_as_documented(tmp_path, caps
 def test_run_exit_1_with_a_worse_baseline_summary(runs, tmp_path, capsys, monkeypatch):
     """`rag-eval run` with a regression section exits 1 when its retriever is worse than the baseline.
 
-    The baseline here is a copy of bm25.json whose nDCG@10 values are raised by hand by 0.05 on
+    The baseline here is a copy of bm25.json whose DCG@4 values are raised by hand by 0.05 on
     every query (aggregate too): the same run then shows a drop of exactly 0.05 > max_drop 0.01.
+    (DCG, not nDCG: two queries score nDCG 1, and a value above 1 is refused as an edited file.)
     """
     def raise_values(document):
         results = document["results"]
         for row in results["per_query"].values():
-            if row["ndcg@10"] is not None:
-                row["ndcg@10"] += 0.05
-        results["aggregate"]["ndcg@10"] += 0.05
+            row["dcg@4"] += 0.05
+        results["aggregate"]["dcg@4"] += 0.05
 
     baseline = _edited_copy(runs / "bm25.json", tmp_path, raise_values)
     config = yaml.safe_load((FIXTURES / "bm25_baseline.yaml").read_text())
     config["dataset"]["path"] = str(REPO / "datasets" / "ocean_facts.yaml")
-    config["regression"] = {"baseline": baseline.name, "gates": {"ndcg@10": {"max_drop": 0.01}}, "resamples": 500}
+    config["metrics"] = [*config["metrics"], "dcg@4"]
+    config["regression"] = {"baseline": baseline.name, "gates": {"dcg@4": {"max_drop": 0.01}}, "resamples": 500}
     path = tmp_path / "candidate.yaml"
     path.write_text(yaml.safe_dump(config))
     summary = tmp_path / "summary.md"
@@ -471,7 +484,7 @@ def test_run_exit_1_with_a_worse_baseline_summary(runs, tmp_path, capsys, monkey
     assert code == 1
     assert "dropped 0.0500 > max_drop 0.01" in out and "regressed queries (10):" in out
     assert "❌ FAIL" in summary.read_text()
-    gate_line = next(line for line in out.splitlines() if line.startswith("FAIL\tndcg@10"))
+    gate_line = next(line for line in out.splitlines() if line.startswith("FAIL\tdcg@4"))
     # Every delta is -0.05 (up to float rounding): only the two all-same-sign patterns of the
     # 2**10 sign flips are as extreme, so the exact permutation p is 2/1024 = 0.0020.
     assert "\tp 0.0020\t" in gate_line

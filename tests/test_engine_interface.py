@@ -8,6 +8,8 @@ Everything outside rag_eval/engine/ goes through the names of ``rag_eval.engine`
 from __future__ import annotations
 
 import ast
+import math
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -100,26 +102,58 @@ MANY = {f"d{i}": float(-i) for i in range(5000)}  # a bad id deep inside: the ve
         ({"q1": {"a\x00": 1}}, {"q1": {"a": 1.0}},
          r"^judgements: query 'q1': doc id 'a\\x00' holds the control character U\+0000 at position 2; "
          "ids must be non-empty and may not hold control characters$"),
-        ({"q1": {"a": 1}}, {"q1": {"a": 1.0, "b\tc": 0.5}},  # unjudged, and still refused
-         r"^run: query 'q1': doc id 'b\\tc' holds the control character U\+0009 at position 2"),
+        ({"q1": {"a": 1, **{f"d{i}": 0 for i in range(5000)}, "x\x1fy": 0}}, {"q1": {"a": 1.0}},
+         r"^judgements: query 'q1': doc id 'x\\x1fy' holds the control character U\+001F"),
+        ({"q1": {"a": 1}, "q2": {"": 1}}, {"q1": {"a": 1.0}}, r"^judgements: query 'q2': doc id '' is empty"),
         ({"q1": {"a": 1}}, {"q1": {"a": 1.0}, "q\n2": {"a": 1.0}},
          r"^run: query id 'q\\n2' holds the control character U\+000A at position 2"),
         ({"q\x7f": {"a": 1}}, {"q1": {"a": 1.0}}, r"^judgements: query id 'q\\x7f' holds the control character U\+007F"),
-        ({"q1": {"a": 1}}, {"q1": {"a": 1.0, "": 0.5}}, r"^run: query 'q1': doc id '' is empty"),
         ({"": {"a": 1}}, {"q1": {"a": 1.0}}, r"^judgements: query id '' is empty"),
-        ({"q1": {"a": 1}}, {"q1": {**MANY, "x\x1fy": -1e9}},
-         r"^run: query 'q1': doc id 'x\\x1fy' holds the control character U\+001F"),
-        ({"q1": {"a": 1}}, {"q0": {"a": 1.0}, **{f"q{i}": {"d": 1.0} for i in range(1, 300)}, "q300": {"é\r": 1.0}},
-         r"^run: query 'q300': doc id 'é\\r' holds the control character U\+000D"),
-        ({"q1": {"a": 1}}, {"q1": {**MANY, 7: 1.0, "z\x00": 0.5}},  # a non-str id past the first ones
-         r"^run: query 'q1': doc id 'z\\x00' holds the control character U\+0000"),
-        ({"q1": {"a": 1}}, {"q1": {"p/" * 50 + "\x00": 1.0}},
-         r"^run: query 'q1': doc id 'p/p/.*'\.\.\. \(101 characters\) holds the control character U\+0000 at position 101"),
+        ({"q1": {"a": 1}}, {"": {"a": 1.0}}, r"^run: query id '' is empty"),
+        ({"q1": {"a\ud800": 1}}, {"q1": {"a": 1.0}},
+         r"^judgements: query 'q1': doc id 'a\\ud800' holds a lone surrogate U\+D800 at position 2, "
+         "which is not UTF-8"),
+        ({"q\udfff": {"a": 1}}, {"q1": {"a": 1.0}}, r"^judgements: query id 'q\\udfff' holds a lone surrogate U\+DFFF"),
+        ({"q1": {"a": 1}}, {"q1": {"a": 1.0}, "é\ud83d": {"a": 1.0}},
+         r"^run: query id 'é\\ud83d' holds a lone surrogate U\+D83D"),
+        ({"q1": {"p/" * 50 + "\x00": 1}}, {"q1": {"a": 1.0}},
+         r"^judgements: query 'q1': doc id 'p/p/.*'\.\.\. \(101 characters\) holds the control character U\+0000 at position 101"),
     ],
 )
 def test_dict_ids_follow_the_id_rule(judgements, run, message):
     with pytest.raises(InputFormatError, match=message):
         rag_eval.evaluate(judgements, run, ["ndcg@10"])
+
+
+@pytest.mark.parametrize("in_score_order", [True, False])  # the two joins of dicts (engine.join)
+@pytest.mark.parametrize("bad", ["b\tc", "", "x\x1fy", "é\r", "a\ud800", "z\x00", "a\x00"])
+def test_a_run_doc_id_without_a_judgement_is_not_checked_and_changes_no_number(bad, in_score_order):
+    """Checking every retrieved id would cost a scan of the whole run (docs/semantics.md), and an id
+    that has no judgement only takes a rank: the numbers equal those of a clean id in its place,
+    even tied with a judged document (ties compare the ids exactly, NUL and surrogates included)."""
+    judgements = {"q1": {"a": 1, "m": 2}, "q2": {"b": 1}}
+    stand_in = "~clean" if bad > "a" else " "  # on the same side of "a" in byte order
+    for score in (2.0, 1.0, 0.5):  # above, tied with and below the judged "a"
+        run = {"q1": {"m": 3.0, bad: score, "a": 1.0, **MANY}, "q2": {"b": 1.0}}
+        clean = {"q1": {"m": 3.0, stand_in: score, "a": 1.0, **MANY}, "q2": {"b": 1.0}}
+        if not in_score_order:
+            run["q1"], clean["q1"] = dict(reversed(run["q1"].items())), dict(reversed(clean["q1"].items()))
+        got = rag_eval.evaluate(judgements, run, ["ndcg", "map", "mrr@2"]).aggregate
+        assert got == rag_eval.evaluate(judgements, clean, ["ndcg", "map", "mrr@2"]).aggregate, (bad, score)
+
+
+def test_a_run_doc_id_with_a_nul_is_refused_where_ids_are_compared_as_bytes(tmp_path):
+    """Against judgements read from a file, the ids are compared packed (UTF-8 padded with zero
+    bytes): there 'a\x00' would be taken for 'a', so it is refused, naming the query and the id."""
+    qrels = tmp_path / "q.qrels"
+    qrels.write_text("q1 0 a 1\n")
+    for bad, problem in (("a\x00", r"holds the control character U\+0000 at position 2"),
+                         ("a\ud800", r"holds a lone surrogate U\+D800 at position 2")):
+        with pytest.raises(InputFormatError, match=rf"^run: query 'q1': doc id {re.escape(repr(bad))} {problem}"):
+            rag_eval.evaluate(engine.read_qrels(qrels), {"q1": {"a": 0.5, bad: 1.0}}, ["ndcg"])
+    # A clean unjudged id is fine there too: 'a' ranks second.
+    results = rag_eval.evaluate(engine.read_qrels(qrels), {"q1": {"a": 0.5, "b\tc": 1.0}}, ["ndcg"])
+    assert results.aggregate["ndcg"] == pytest.approx(1 / math.log2(3), rel=1e-15)
 
 
 def test_dataframe_ids_follow_the_id_rule():

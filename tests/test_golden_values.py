@@ -438,3 +438,74 @@ def test_r_precision_takes_no_cutoff(text):
 def test_evaluate_rejects_bad_metric_name_before_computing():
     with pytest.raises(MetricError, match="did you mean"):
         evaluate({"q": {"a": 1}}, {"q": {"a": 1.0}}, ["ndcg@10", "precison@5"])
+
+
+# ---- input the API refuses (one clear error, never a silent number) ----------------------
+
+
+@pytest.mark.parametrize(
+    "judgements, message",
+    [
+        ({"q1": {"a": "1"}},
+         r"^judgements: query 'q1', doc 'a': grade '1' is not a number; give each grade as an int or a float$"),
+        ({"q1": {"a": 1, "b": True}}, r"^judgements: query 'q1', doc 'b': grade True is not a number"),
+        ({"q1": {"a": np.bool_(True)}}, r"^judgements: query 'q1', doc 'a': grade np\.True_ is not a number"),
+        ({"q1": {"a": None}}, r"^judgements: query 'q1', doc 'a': grade None is not a number"),
+        ({"q1": {"a": 1, "b": float("inf")}},
+         r"^judgements: query 'q1', doc 'b': grade is inf; every grade must be a finite"),
+        ({}, r"^judgements: no query has a judgement \(empty\), so there is nothing to score"),
+        ({"q1": {}, "q2": {}}, r"^judgements: no query has a judgement \(empty\)"),
+    ],
+)
+def test_judgements_that_are_not_grades_are_refused(judgements, message):
+    """'1' and True would be read as 1.0, and empty judgements give {'ndcg': nan}: refused instead."""
+    with pytest.raises(RagEvalError, match=message):
+        evaluate(judgements, {"q1": {"a": 1.0}}, ["ndcg"])
+
+
+def test_numbers_of_any_numeric_type_are_grades():
+    judgements = {"q1": {"a": np.int64(2), "b": np.float32(1.0), "c": 0.5}}
+    results = evaluate(judgements, {"q1": {"a": 1.0, "b": 0.5}}, ["ndcg"])
+    # DCG 2 + 1/log2(3); IDCG 2 + 1/log2(3) + 0.5/2.
+    assert results.aggregate["ndcg"] == (2 + 1 / math.log2(3)) / (2 + 1 / math.log2(3) + 0.5 / 2)
+
+
+def test_dataframe_grades_that_are_not_numbers_are_refused():
+    run = pd.DataFrame({"qid": ["q1"], "doc_id": ["a"], "score": [1.0]})
+    for grades, row, shown in (([1, "1"], 1, "'1'"), ([True, False], 0, "True")):
+        judgements = pd.DataFrame({"qid": ["q1", "q1"], "doc_id": ["a", "b"], "grade": grades})
+        with pytest.raises(RagEvalError, match=rf"^judgements: row {row}: grade {shown} is not a number"):
+            evaluate(judgements, run, ["ndcg"])
+
+
+@pytest.mark.parametrize("score", [float("inf"), -float("inf"), float("nan")])
+def test_a_run_score_that_is_not_finite_is_refused(score):
+    message = rf"^run: query 'q1', doc 'b': score is {score!r}; every score must be a finite number$"
+    with pytest.raises(RagEvalError, match=message):
+        evaluate({"q1": {"a": 1}}, {"q1": {"a": 1.0, "b": score}}, ["ndcg"])
+
+
+@pytest.mark.parametrize(
+    "judgements, gain, problem",
+    [
+        # 1e308 (1 + 1/log2 3 + 1/2) is past float64's 1.8e308; two such grades would still fit.
+        ({"q0": {"a": 1}, "q1": {"a": 1e308, "b": 1e308, "c": 1e308}}, "linear",
+         r"its ideal DCG is infinite, as its gains \(grades up to 1e\+308\) add up past the largest float64"),
+        ({"q1": {"a": 1100}}, "exponential",
+         r"its ideal DCG is infinite, as with exponential gain, 2\^1100 - 1 is past the largest float64"),
+    ],
+)
+def test_gains_past_float64_raise_naming_the_query_without_a_warning(judgements, gain, problem, recwarn):
+    with pytest.raises(EvaluationError, match=rf"^judgements: query 'q1': ndcg@5 cannot be computed: {problem}"):
+        evaluate(judgements, {"q1": {"a": 2.0, "b": 1.0}}, ["precision@1", "ndcg@5"], gain=gain)
+    assert [str(w.message) for w in recwarn] == []
+    # Metrics without gains score such grades exactly: precision@1 of q1 is 1.
+    assert evaluate(judgements, {"q1": {"a": 2.0, "b": 1.0}}, ["precision@1"], gain=gain).value("P_1", "q1") == 1.0
+
+
+def test_micro_ndcg_refuses_ideal_dcgs_that_add_up_past_float64():
+    judgements = {f"q{i}": {"a": 1e308} for i in range(3)}  # each IDCG is 1e308, their sum is not finite
+    run = {q: {"a": 1.0} for q in judgements}
+    assert evaluate(judgements, run, ["ndcg"]).aggregate["ndcg"] == 1.0
+    with pytest.raises(EvaluationError, match="ndcg with aggregation micro cannot be computed: the ideal DCGs of all"):
+        evaluate(judgements, run, ["ndcg"], aggregation="micro")

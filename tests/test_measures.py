@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from rag_eval.errors import MetricError
@@ -57,6 +59,53 @@ def test_every_listed_form_parses():
 def test_bad_names_say_what_is_wrong(text, message):
     with pytest.raises(MetricError, match=message):
         parse_metric(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        # 'precision' alone would be refused in turn: a family that needs a cutoff is suggested with one.
+        ("bpref", "unknown metric 'bpref' (did you mean 'precision@k'?); valid: "),
+        ("precison@5", "unknown metric 'precison@5' (did you mean 'precision@5'?); valid: "),
+        ("hitrate", "unknown metric 'hitrate' (did you mean 'hit_rate@k'?); valid: "),
+        ("ndgc@10", "unknown metric 'ndgc@10' (did you mean 'ndcg'?); valid: "),
+        ("rprecc", "unknown metric 'rprecc' (did you mean 'r_precision'?); valid: "),
+        ("xyzzy", "unknown metric 'xyzzy'; valid: "),  # nothing close: no suggestion
+    ],
+)
+def test_a_suggestion_is_a_form_that_parses_or_there_is_none(text, message):
+    with pytest.raises(MetricError) as raised:
+        parse_metric(text)
+    assert str(raised.value).startswith(message)
+
+
+@pytest.mark.parametrize("typo", ["bpref", "precison", "recal", "sucess", "hitrate", "judge", "judgd@3", "recip_rnk", "mapp"])
+def test_every_suggested_name_parses(typo):
+    with pytest.raises(MetricError) as raised:
+        parse_metric(typo)
+    suggestion = re.search(r"did you mean '([^']+)'", str(raised.value))
+    assert suggestion, str(raised.value)
+    parse_metric(suggestion.group(1).replace("@k", "@10"))  # the placeholder k aside, it is valid as written
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        # int() reads Unicode digits: '٣' (Arabic-Indic three) was taken as precision@3.
+        ("P_\u0663", "metric 'P_\u0663': cutoff '\u0663' is not written in ASCII digits 0-9; write e.g. precision@3"),
+        ("ndcg@\uff11\uff10", "metric 'ndcg@\uff11\uff10': cutoff '\uff11\uff10' is not written in ASCII digits 0-9; "
+         "write e.g. ndcg@10"),
+        ("ndcg@5_000", "metric 'ndcg@5_000': cutoff '5_000' is not an integer; write e.g. ndcg@5000"),
+        ("ndcg@+5", "metric 'ndcg@+5': cutoff '+5' is not an integer; write e.g. ndcg@5"),
+        ("ndcg@ 5", "metric 'ndcg@ 5': cutoff ' 5' is not an integer; write e.g. ndcg@5"),
+        ("ndcg@-2", "metric 'ndcg@-2': cutoff must be a positive integer, got -2"),
+        ("recip_ran\u212a", "unknown metric 'recip_ran\u212a'"),  # the Kelvin sign lower-cases to 'k'
+    ],
+)
+def test_names_and_cutoffs_are_ascii(text, message):
+    with pytest.raises(MetricError) as raised:
+        parse_metric(text)
+    assert str(raised.value).startswith(message)
 
 
 def test_graded_and_relevance_properties_come_from_the_record():

@@ -33,6 +33,7 @@ from rag_eval.regression import (
     make_gate,
     pair_by_query,
     parse_gate,
+    parse_gates,
 )
 from rag_eval.report.comparison import render_comparison, render_verdict_summary
 
@@ -480,6 +481,25 @@ def test_different_retrieval_depth_matters_only_below_the_cutoff():
     assert compare(base, cand, [make_gate("mrr@10", 0.5)], n_resamples=RESAMPLES).passed
 
 
+@pytest.mark.parametrize(
+    ("metric", "message"),
+    [
+        # Without a cutoff the message read "map looks at the top all".
+        ("map", "map looks at the whole ranking but the baseline old.json retrieved top_k=100 and the candidate "
+         "new.json top_k=3; gate a cutoff both runs reach (e.g. map@3)"),
+        ("r_precision", "r_precision looks at the whole ranking but the baseline old.json retrieved top_k=100 and "
+         "the candidate new.json top_k=3; rerun both with the same top_k"),
+    ],
+)
+def test_different_depth_without_a_cutoff_is_worded_for_the_whole_ranking(metric, message):
+    values = {"qa": 1.0, "qb": 0.5}
+    documents = [helpers.results_document({q: {metric: v} for q, v in values.items()}) for _ in range(2)]
+    documents[0]["top_k"], documents[1]["top_k"] = 100, 3
+    with pytest.raises(ComparisonError) as raised:
+        compare(as_file(documents[0], "old.json"), as_file(documents[1], "new.json"), [make_gate(metric)])
+    assert str(raised.value) == f"incomparable results: different metric semantics: {message}"
+
+
 def test_load_results_file_errors(tmp_path):
     # Loading errors are bad input (exit 2), not incomparable results; the wide table is test_bad_input_compare.py.
     with pytest.raises(InputFormatError, match="missing.json: no such file"):
@@ -513,6 +533,47 @@ def test_parse_gate():
     ]:
         with pytest.raises(ConfigError, match=message):
             parse_gate(bad)
+
+
+@pytest.mark.parametrize(
+    "text, option",
+    [("ndcg@4:max_drop=0.1,max_drop=0.2", "max_drop"), ("ndcg@4:alpha=0.05, alpha = 0.1", "alpha")],
+)
+def test_an_option_given_twice_is_refused(text, option):
+    # The last value used to win silently.
+    with pytest.raises(ConfigError) as raised:
+        parse_gate(text)
+    assert str(raised.value) == f"gate {text!r}: {option} is given twice; give each option once"
+
+
+def test_two_gates_on_one_metric_are_refused_naming_both_spellings():
+    assert parse_gates(["ndcg@4:max_drop=0.1", "mrr@10"]) == [Gate("ndcg@4", 0.1, None), Gate("mrr@10")]
+    with pytest.raises(ConfigError) as raised:
+        parse_gates(["ndcg@4:max_drop=0.1", "mrr@10", "ndcg_cut_4"])
+    assert str(raised.value) == (
+        "--gate: 'ndcg@4:max_drop=0.1' and 'ndcg_cut_4' both gate ndcg@4 (the same metric); keep one gate per metric"
+    )
+    with pytest.raises(ConfigError) as raised:
+        gates_from_config({"P_5": {"max_drop": 0.1}, "precision@5": {}})
+    assert str(raised.value) == (
+        "regression.gates: 'P_5' and 'precision@5' both gate precision@5 (the same metric); keep one gate per metric"
+    )
+    base, cand = hand_pair()  # through the API: gates that are already parsed
+    with pytest.raises(ConfigError, match=r"^gates: ndcg@3 is gated twice; keep one gate per metric$"):
+        compare(base, cand, [make_gate("ndcg@3"), make_gate("ndcg_cut_3", 0.5)])
+
+
+def test_cli_refuses_two_gates_on_one_metric(tmp_path, capsys):
+    base, cand = hand_documents()
+    (tmp_path / "old.json").write_text(json.dumps(base))
+    (tmp_path / "new.json").write_text(json.dumps(cand))
+    code = main(["compare", str(tmp_path / "old.json"), str(tmp_path / "new.json"), "--gate", "ndcg@3",
+                 "--gate", "ndcg_cut_3:max_drop=0.5"])
+    assert code == 2
+    assert capsys.readouterr().err == (
+        "rag-eval: error: --gate: 'ndcg@3' and 'ndcg_cut_3:max_drop=0.5' both gate ndcg@3 (the same metric); "
+        "keep one gate per metric\n"
+    )
 
 
 def test_gates_from_config_section():
@@ -613,6 +674,22 @@ def test_report_side_by_side_marks_lost_and_gained():
     assert "(lost)" not in qc and "lost from the top 3: none" in qc  # d9 moved from rank 1 to 2: still in the top 3
     qb = section.split("### qb: ")[1].split("### qc")[0]
     assert "lost from the top 3: none. Gained: none." in qb
+
+
+def test_report_side_by_side_shows_awkward_ids_exactly():
+    # Doc ids and labels with a pipe and backticks were shown with '¦' and quotes.
+    rank_base = {**RANK_BASE, "qa": [["d1", 3.0, 2], ["a|b`c", 2.0, 1], ["d2", 1.0, 0]]}
+    rank_cand = {**RANK_CAND, "qa": [["d2", 3.0, 0], ["`x`", 2.0, 1], ["d1", 1.0, 2]]}
+    base = as_file(helpers.results_document(BASE, label="old|one", query_texts=TEXTS, rankings=rank_base))
+    cand = as_file(helpers.results_document(CAND, label="new`one", query_texts=TEXTS, rankings=rank_cand))
+    report = render_comparison(compare(base, cand, [make_gate("ndcg@3", 0.5)], n_resamples=RESAMPLES))
+    assert "Baseline `old|one` (`doc.json`) vs candidate ``new`one`` (`doc.json`)." in report
+    qa = report.split("### qa: ")[1].split("### qb")[0]
+    (table,) = helpers.assert_tables_well_formed(qa)
+    # In a cell GFM drops the backslash before '|', in a code span too: the cell renders a|b`c.
+    assert table[2] == ["2", "**``a\\|b`c``** (lost)", "1", "**`` `x` ``** (gained)", "1"]
+    assert "Relevant passages lost from the top 3: ``a|b`c``. Gained: `` `x` ``." in qa
+    assert "¦" not in report
 
 
 def test_report_marks_relevance_as_each_metric_counts_it():

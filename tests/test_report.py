@@ -22,7 +22,8 @@ from conftest import REPO
 from rag_eval.config.schema import LoadedConfig, RunConfig, load_config
 from rag_eval.dataset import Dataset, Query, load_yaml_query_set
 from rag_eval.evaluate import evaluate
-from rag_eval.report.markdown import render_run_report
+from rag_eval.output import code_span, escape_cell
+from rag_eval.report.markdown import escape_inline, render_run_report
 from rag_eval.runner import RetrieverOutcome, RunOutcome, execute
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
@@ -34,13 +35,18 @@ DELIMITER = re.compile(r"^\|(\s*:?-+:?\s*\|)+$")
 
 
 def cells(row: str) -> int:
-    """Cells of a table row: unescaped '|' split cells (even inside code spans, as in GFM)."""
+    """Cells of a table row as GFM splits it: at every '|' without a backslash right before it.
+
+    Even inside a code span, and even after another backslash: cmark-gfm's cell rule is
+    ``(escaped_char | [^|\\r\\n])*`` matched longest, and markdown-it's escapedSplit looks only at
+    the character before the pipe.
+    """
     pipes = 0
-    backslashes = 0
+    previous = ""
     for ch in row:
-        if ch == "|" and backslashes % 2 == 0:
+        if ch == "|" and previous != "\\":
             pipes += 1
-        backslashes = backslashes + 1 if ch == "\\" else 0
+        previous = ch
     return pipes - 1
 
 
@@ -85,7 +91,8 @@ def test_the_checker_catches_broken_tables():
     assert table_problems("| a | b |\n|---|---|\n| 1 | x | y |\n")  # an unescaped pipe
     assert table_problems("| a | b |\n|---|---|\n| 1 | first\nsecond |\n")  # a newline
     assert table_problems("| a | b |\n|---|---|\n| 1 | ends with \\|\n")  # the last pipe escaped
-    assert cells("| a \\\\| b |") == 2  # an escaped backslash does not escape the pipe
+    assert cells("| a \\\\| b |") == 1  # GFM: the backslash right before the pipe escapes it all the same
+    assert cells("| `a\\|b` | c |") == 2  # inside a code span too
 
 
 # ---- the ocean-facts example ---------------------------------------------------------------------------
@@ -427,7 +434,7 @@ def test_missed_relevant_passages_are_listed():
         section(report, "### q\\|pipe: “A query \\| with a pipe and \\*stars\\*”", "### "), "#### beta", "#### "
     )
     assert (
-        "Relevant passage not in the top 3:\n\n- A passage whose id has a pipe and a bac… (`odd¦id'x`) (grade 1)"
+        "Relevant passage not in the top 3:\n\n- A passage whose id has a pipe and a bac… (``odd|id`x``) (grade 1)"
         in pipe
     )
     assert "- Average depth: Pacific \\| 4,000 m; India… (`depths`) (grade 2)" in missed
@@ -440,7 +447,8 @@ def test_weird_text_and_ids_stay_inside_tables():
     report = render_run_report(hand_run(report={"detailed_queries": 10, "passage_chars": 200}))
     assert table_problems(report) == []
     assert "First line second line \\| not \\| a \\| row \\| (`multi`)" in report
-    assert "(`odd¦id'x`)" in report
+    assert "(``odd\\|id`x``) | 1 |" in report  # in a table: GFM drops the backslash before the pipe
+    assert "(``odd|id`x``) (grade 1)" in report  # in a list
     assert (
         "From \\*sahra\\* with \\`code\\`, \\_under\\_, \\[link\\](http://x), "
         "\\<b\\>bold\\</b\\> \\# no heading \\\\ end" in report
@@ -517,3 +525,71 @@ def test_summary_says_micro_when_micro():
     report = render_run_report(hand_run(evaluation={"aggregation": "micro"}))
     assert "nDCG: sum of DCG / sum of IDCG over judged queries (micro); other metrics: macro means" in report
     assert "Macro means" not in report
+
+
+# ---- ids are shown exactly ----------------------------------------------------------------------------
+
+# Ids a real collection holds, and every character that means something to markdown. The report
+# once showed `a|b` as `a¦b` and backticks as quotes, so searching it for the real id failed.
+AWKWARD_IDS = [
+    "a|b", "a`b", "x``y", "`lead", "trail`", "a\\|b", "ends\\", "*_[x](y)<z>#w~&amp;$1$ + 2$",
+    "<b>bold</b>", "reports/2024/q3.pdf#p12#c7", "<dbpedia:Oceanic_Airlines>", "~~strike~~", "|",
+]
+
+
+def rendered_lines(markdown: str, markup: frozenset[str] = frozenset()) -> list[str]:
+    """The text a GFM renderer shows for each inline run (a paragraph, a heading, a table cell).
+
+    markdown-it-py (CommonMark with GFM tables and strikethrough) parses it; any markup that is
+    not a code span or plain text (emphasis, a link, HTML, strikethrough) fails the test, except the
+    kinds of token named in ``markup`` (the report's own bold and italics).
+    """
+    markdown_it = pytest.importorskip("markdown_it")
+    parser = markdown_it.MarkdownIt("commonmark").enable(["table", "strikethrough"])
+    texts = []
+    for token in parser.parse(markdown):
+        if token.type != "inline":
+            continue
+        kinds = {child.type for child in token.children or []}
+        assert kinds <= {"text", "text_special", "code_inline"} | markup, (markdown, kinds)
+        texts.append("".join(child.content for child in token.children or []))
+    return texts
+
+
+def test_the_renderer_used_here_splits_table_cells_as_github_does():
+    # GFM: a '|' with a backslash before it stays in the cell, and the backslash goes, even in code.
+    assert rendered_lines("| a | b |\n|---|---|\n| `x\\|y` | p\\|q |\n") == ["a", "b", "x|y", "p|q"]
+
+
+@pytest.mark.parametrize("doc_id", AWKWARD_IDS)
+def test_an_id_renders_as_itself_in_a_table_and_in_a_line(doc_id):
+    table = f"| id | text |\n|---|---|\n| {code_span(doc_id, in_table=True)} | {escape_cell(doc_id)} |\n"
+    assert rendered_lines(table) == ["id", "text", doc_id, doc_id]
+    assert rendered_lines(f"- {code_span(doc_id)} and {escape_inline(doc_id)}") == [f"{doc_id} and {doc_id}"]
+    assert table_problems(table) == []
+
+
+@pytest.mark.parametrize(
+    "text, span",
+    [
+        ("a|b", "`a|b`"),
+        ("a`b", "``a`b``"),
+        ("x``y", "```x``y```"),
+        ("`lead", "`` `lead ``"),  # padded: three backticks in a row would open a longer fence
+        (" both ", "`  both  `"),  # padded: renderers strip one space from each side
+        ("   ", "`   `"),  # only spaces: nothing is stripped
+    ],
+)
+def test_code_spans_by_hand(text, span):
+    assert code_span(text) == span
+    assert rendered_lines(f"x {span} y") == [f"x {text} y"]
+
+
+def test_the_report_shows_ids_exactly():
+    report = render_run_report(hand_run(report={"detailed_queries": 10, "passage_chars": 200}))
+    lines = rendered_lines(report, frozenset({"strong_open", "strong_close", "em_open", "em_close", "softbreak"}))
+    assert "A passage whose id has a pipe and a backtick. (odd|id`x)" in lines  # the ranking table's cell
+    assert "A passage whose id has a pipe and a backtick. (odd|id`x) (grade 1)" in lines  # the missed list
+    assert "q|pipe: “A query | with a pipe and *stars*”" in lines  # a heading
+    assert "q|pipe" in lines  # the per-query table's first column
+    assert not any("¦" in line for line in lines)

@@ -18,7 +18,7 @@ import yaml
 
 from rag_eval.cli import main
 from rag_eval.config.schema import load_config
-from rag_eval.errors import RetrieverError
+from rag_eval.errors import InputFormatError, RetrieverError
 from rag_eval.results_file import (
     SNIPPET_CHARS,
     SNIPPET_RANKS,
@@ -183,3 +183,104 @@ def test_infinite_or_overflowing_scores_are_refused(score, message):
     assert str(raised.value) == f"retriever 'mine': query 'q1', doc 'd1': {message}" + (
         "; return scores a float can hold" if "too large" in message else ""
     )
+
+
+# ---- the numbers of a loaded file hold together ------------------------------------------------------
+
+CORRUPTED = "this file was edited or corrupted: regenerate it with rag-eval run"
+
+
+def _helpers():
+    spec = importlib.util.spec_from_file_location("helpers", FIXTURES / "helpers.py")
+    helpers = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(helpers)
+    return helpers
+
+
+def _micro_document(per_query, aggregate_ndcg):
+    helpers = _helpers()
+    document = helpers.results_document(per_query, options={**helpers.DEFAULT_OPTIONS, "aggregation": "micro"})
+    document["results"]["aggregate"]["ndcg@4"] = aggregate_ndcg
+    return document
+
+
+MICRO_ROWS = {  # nDCG@4 = DCG@4 / IDCG@4 per query; q3 has nothing relevant (left out, IDCG 0)
+    "q1": {"ndcg@4": 0.5, "dcg@4": 1.0, "idcg@4": 2.0},
+    "q2": {"ndcg@4": 1.0, "dcg@4": 3.0, "idcg@4": 3.0},
+    "q3": {"ndcg@4": None, "dcg@4": 0.0, "idcg@4": 0.0},
+}
+
+
+def test_micro_ndcg_is_checked_against_the_files_dcg_and_idcg():
+    # Micro: (1 + 3) / (2 + 3) = 0.8, where the macro mean would be 0.75.
+    assert ResultsFile.from_document("m.json", _micro_document(MICRO_ROWS, 0.8)).results.aggregate["ndcg@4"] == 0.8
+    with pytest.raises(InputFormatError) as raised:
+        ResultsFile.from_document("m.json", _micro_document(MICRO_ROWS, 0.75))
+    assert str(raised.value) == (
+        "m.json: results.aggregate.ndcg@4: 0.75 is not sum dcg@4 / sum idcg@4 over the queries in the mean "
+        f"(aggregation: micro), 0.8; {CORRUPTED}"
+    )
+
+
+def test_micro_ndcg_without_dcg_and_idcg_is_checked_only_for_its_bounds():
+    # The per-query nDCG values do not determine sum DCG / sum IDCG: nothing to recompute it from.
+    rows = {q: {"ndcg@4": row["ndcg@4"]} for q, row in MICRO_ROWS.items()}
+    assert ResultsFile.from_document("m.json", _micro_document(rows, 0.8)).results.aggregate["ndcg@4"] == 0.8
+    with pytest.raises(InputFormatError, match=r"aggregate\.ndcg@4: 1\.2 is impossible: every ndcg@4 lies in \[0, 1\]"):
+        ResultsFile.from_document("m.json", _micro_document(rows, 1.2))
+
+
+def test_aggregates_within_rounding_and_a_rounded_perfect_ndcg_load():
+    helpers = _helpers()
+    # 0.1 + 0.2 + 0.4 summed in another order than the writer's: equal within 1e-9, not bit for bit.
+    document = helpers.results_document({"a": {"mrr@10": 0.1}, "b": {"mrr@10": 0.2}, "c": {"mrr@10": 0.4}})
+    document["results"]["aggregate"]["mrr@10"] = (0.4 + 0.2 + 0.1) / 3
+    assert ResultsFile.from_document("r.json", document).results.aggregate["mrr@10"] == (0.4 + 0.2 + 0.1) / 3
+    # A perfect ranking's nDCG may be 1 plus a rounding error (DCG multiplies by 1/log2, IDCG divides).
+    rounded = helpers.results_document({"a": {"ndcg@3": 1.0000000000000002}})
+    assert ResultsFile.from_document("r.json", rounded).results.aggregate["ndcg@3"] == 1.0000000000000002
+    document["results"]["aggregate"]["mrr@10"] *= 1 + 1e-8  # past the tolerance
+    with pytest.raises(InputFormatError, match=r"aggregate\.mrr@10: .* is not the mean of the per-query values"):
+        ResultsFile.from_document("r.json", document)
+
+
+def test_an_aggregate_with_no_value_to_average_must_be_null():
+    document = _helpers().results_document({"a": {"ndcg@3": None}, "b": {"ndcg@3": None}})
+    assert math.isnan(ResultsFile.from_document("n.json", document).results.aggregate["ndcg@3"])
+    document["results"]["aggregate"]["ndcg@3"] = 0.5
+    with pytest.raises(InputFormatError) as raised:
+        ResultsFile.from_document("n.json", document)
+    assert str(raised.value) == (
+        f"n.json: results.aggregate.ndcg@3: is 0.5 but no query has a value to average (it would be null); {CORRUPTED}"
+    )
+
+
+def test_dcg_is_unbounded_above_but_never_negative_nor_left_out():
+    helpers = _helpers()
+    assert ResultsFile.from_document("d.json", helpers.results_document({"a": {"dcg@4": 7.5}})).results
+    with pytest.raises(InputFormatError) as raised:
+        ResultsFile.from_document("d.json", helpers.results_document({"a": {"dcg@4": -1.0}}))
+    assert str(raised.value) == f"d.json: results.per_query.a.dcg@4: -1.0 is impossible: every dcg@4 lies >= 0; {CORRUPTED}"
+    document = helpers.results_document({"a": {"dcg@4": None}, "b": {"dcg@4": 1.0}})
+    with pytest.raises(InputFormatError) as raised:
+        ResultsFile.from_document("d.json", document)
+    assert str(raised.value) == (
+        "d.json: results.left_out.dcg@4[0]: dcg@4 has a value for every query, so none is left out of its mean; "
+        + CORRUPTED
+    )
+
+
+@pytest.mark.parametrize("evaluation", [{"aggregation": "micro"}, {"aggregation": "micro", "no_relevant": "zero"}])
+def test_files_a_run_writes_hold_together(tmp_path, evaluation):
+    config_path = tmp_path / "micro.yaml"
+    config = yaml.safe_load((REPO / "configs" / "ocean_facts.yaml").read_text())
+    config["dataset"]["path"] = str(OCEAN)
+    config["evaluation"] = {**config.get("evaluation", {}), **evaluation}
+    config.pop("output", None)
+    config_path.write_text(yaml.safe_dump(config))
+    run = execute(load_config(config_path), progress=False)
+    for outcome in run.outcomes:
+        document = json.loads(results_json(results_document(run, outcome)))
+        loaded = ResultsFile.from_document("run.json", document)  # the checks recompute every aggregate
+        assert loaded.results.options["aggregation"] == "micro"
+        assert loaded.results.aggregate["ndcg@4"] == outcome.results.aggregate["ndcg@4"]

@@ -22,7 +22,7 @@ import yaml
 from conftest import REPO
 from rag_eval.config.schema import load_config
 from rag_eval.dataset import load_yaml_query_set
-from rag_eval.errors import RetrieverError
+from rag_eval.errors import EvaluationError, RetrieverError
 from rag_eval.runner import RESULTS_SCHEMA_VERSION, execute, write_outputs
 
 OCEAN = REPO / "datasets" / "ocean_facts.yaml"
@@ -230,6 +230,50 @@ class TextScore(Base):
     def search(self, queries, top_k):
         return {q: {self.docs[0]: "high"} for q in queries}
 
+class NumericTextScore(Base):
+    def search(self, queries, top_k):
+        return {q: {self.docs[0]: "1.0"} for q in queries}
+
+class BoolScore(Base):
+    def search(self, queries, top_k):
+        return {q: {self.docs[0]: True} for q in queries}
+
+class InfScore(Base):
+    def search(self, queries, top_k):
+        return {q: {self.docs[0]: -math.inf} for q in queries}
+
+class NumpyScores(Base):
+    def search(self, queries, top_k):
+        import numpy as np
+        return {q: {self.docs[0]: np.float32(2.5), self.docs[1]: np.int64(1)} for q in queries}
+
+class AddsPassage(Base):
+    def index(self, corpus):
+        corpus["new"] = {"text": "injected"}
+
+class EditsPassage(Base):
+    def index(self, corpus):
+        corpus[sorted(corpus)[0]]["text"] = "changed"
+
+class AddsQuery(Base):
+    def search(self, queries, top_k):
+        queries["q-new"] = "injected"
+        return {}
+
+class ReadsLikeADict(Base):
+    """Every read a dict offers, on the corpus and the queries, as built-in retrievers do."""
+    def index(self, corpus):
+        assert len(corpus) == len(list(corpus)) == len(corpus.keys()) == 5 and "d1" in corpus and "d9" not in corpus
+        texts = [p.get("text") or "" for p in corpus.values()] + [p["text"] for _, p in corpus.items()]
+        assert dict(corpus)["d1"]["text"] == corpus.get("d1")["text"] == corpus.copy()["d1"]["text"]
+        own = {doc: dict(passage) for doc, passage in corpus.items()}  # a changeable copy is the plug-in's own
+        own["d1"]["text"] = "mine"
+        self.docs = sorted(corpus)
+        self.texts = texts
+    def search(self, queries, top_k):
+        assert dict(queries) == {q: queries[q] for q in queries.keys()}
+        return {q: {self.docs[0]: 1.0} for q in queries}
+
 class RaisesInSearch(Base):
     def search(self, queries, top_k):
         raise RuntimeError("backend down\\nTraceback-like second line")
@@ -314,7 +358,13 @@ def tiny_config(tmp_path: Path, adapter: str, label: str = "mine", **overrides) 
     [
         ("BadDoc", "retriever 'mine': query 'q1': returned doc 'not-a-passage', which is not in the corpus"),
         ("NanScore", "retriever 'mine': query 'q1', doc 'd1': score is NaN"),
-        ("TextScore", "retriever 'mine': query 'q1', doc 'd1': score 'high' is not a number"),
+        ("TextScore", "retriever 'mine': query 'q1', doc 'd1': score 'high' (str) is not a number; return an int or a float"),
+        ("NumericTextScore", "retriever 'mine': query 'q1', doc 'd1': score '1.0' (str) is not a number; return an int or a float"),
+        ("BoolScore", "retriever 'mine': query 'q1', doc 'd1': score True (bool) is not a number; return an int or a float"),
+        ("InfScore", "retriever 'mine': query 'q1', doc 'd1': score is -inf; scores must be finite numbers"),
+        ("AddsPassage", "retriever 'mine' ({module}:AddsPassage) failed in index(): TypeError: 'mappingproxy' object does not support item assignment"),
+        ("EditsPassage", "retriever 'mine' ({module}:EditsPassage) failed in index(): TypeError: 'mappingproxy' object does not support item assignment"),
+        ("AddsQuery", "retriever 'mine' ({module}:AddsQuery) failed in search(): TypeError: 'mappingproxy' object does not support item assignment"),
         ("RaisesInSearch", "retriever 'mine' ({module}:RaisesInSearch) failed in search(): RuntimeError: backend down Traceback-like second line"),
         ("RaisesInIndex", "retriever 'mine' ({module}:RaisesInIndex) failed in index(): ValueError: cannot index"),
         ("Unasked", "retriever 'mine': search() answered query 'q-never-asked', which was not asked"),
@@ -327,6 +377,26 @@ def test_a_misbehaving_retriever_stops_the_run_naming_it(tmp_path, user_module, 
         execute(config, progress=False)
     assert str(excinfo.value) == message.format(module=user_module)
     assert "\n" not in str(excinfo.value)
+
+
+def test_retrievers_read_the_corpus_and_queries_like_dicts_and_cannot_change_them(tmp_path, user_module):
+    """The views are read-only (docs/plugins.md) yet read like dicts; the dataset, and so its
+    fingerprint, is the one that was loaded, whatever a plug-in tried."""
+    config = load_config(tiny_config(tmp_path, f"{user_module}:ReadsLikeADict"))
+    outcome = execute(config, progress=False)
+    (retriever,) = outcome.outcomes
+    assert outcome.dataset.corpus["d1"] == {"text": "passage 1", "title": ""}
+    assert outcome.dataset.fingerprint == load_yaml_query_set(tmp_path / "tiny.yaml").fingerprint
+    # d1 alone for every query: q1 (d1 grade 2, d5 grade 1) DCG 2 / IDCG (2 + 1/log2 3); q2 0.
+    assert retriever.results.aggregate["ndcg@3"] == pytest.approx(2 / (2 + 1 / math.log2(3)) / 2, rel=1e-15)
+    assert set(outcome.dataset.query_texts()) == {"q1", "q2", "q3"}
+
+
+def test_numpy_scores_are_numbers(tmp_path, user_module):
+    config = load_config(tiny_config(tmp_path, f"{user_module}:NumpyScores"))
+    (outcome,) = execute(config, progress=False).outcomes
+    assert outcome.ranking["q1"] == {"d1": 2.5, "d2": 1.0}
+    assert all(type(score) is float for scores in outcome.ranking.values() for score in scores.values())
 
 
 def test_a_retriever_whose_constructor_raises(tmp_path, user_module):
@@ -420,3 +490,13 @@ def test_nested_retriever_paths_resolve_against_the_config_folder(tmp_path, monk
     scores = run.outcomes[0].ranking["q1"]
     # RRF by hand: d1 = 1/61 + 1/62, d5 = 1/61, d2 = 1/62.
     assert scores == pytest.approx({"d1": 1 / 61 + 1 / 62, "d5": 1 / 61, "d2": 1 / 62})
+
+
+def test_grades_whose_gains_overflow_stop_the_run_naming_the_query(tmp_path, user_module):
+    """Not `ndcg@3 nan` in the report and Infinity in the results file: one error, nothing written."""
+    big = {**TINY_SET, "queries": [{"id": "q1", "text": "first", "judgements": {"d1": 1e308, "d2": 1e308, "d5": 1e308}}]}
+    path = tiny_config(tmp_path, f"{user_module}:Base")
+    (tmp_path / "tiny.yaml").write_text(yaml.safe_dump(big, sort_keys=False))
+    with pytest.raises(EvaluationError, match=r"^judgements: query 'q1': ndcg@3 cannot be computed: its ideal DCG is infinite"):
+        execute(load_config(path), progress=False)
+    assert not (tmp_path / "out").exists()

@@ -124,3 +124,11 @@ def test_ids_with_punctuation_and_any_length_are_kept_exactly(tmp_path):
 
 def test_missing_file_message_is_unchanged(tmp_path: Path):
     assert refused(path=str(tmp_path / "none.run")) == f"static: {tmp_path / 'none.run'}: no such file"
+
+
+@pytest.mark.parametrize("score", ["inf", "-inf", "Infinity"])
+def test_an_infinite_score_in_a_run_file_is_refused_naming_its_line(tmp_path, score):
+    """As `rag-eval evaluate` does (docs/semantics.md): an infinite score cannot be ranked against another."""
+    path = tmp_path / "stored.run"
+    path.write_text(f"q1 Q0 a 1 2.0 t\nq1 Q0 b 2 {score} t\n")
+    assert refused(path=str(path)) == f"static: {path}:2: score is {score}; it must be a finite number"

@@ -80,7 +80,7 @@ def test_run_matches_line_reader(tmp_path, small_chunks, seed, sep):
         qid = random_id(rng, "q")
         docs = {random_id(rng, "d") for _ in range(rng.randint(1, 12))}
         for rank, doc in enumerate(sorted(docs), start=1):
-            lines.append(sep.join([qid, "Q0", doc, str(rank), number_text(rng), "tag"]))
+            lines.append(sep.join([qid, "Q0", doc, str(rank), number_text(rng, finite=True), "tag"]))  # inf: refused
     # a query's lines may come back later (a second block of the same query)
     path = tmp_path / "r.run"
     path.write_text("\n".join(lines) + ("\n" if seed % 2 else ""), encoding="utf-8")

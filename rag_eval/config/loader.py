@@ -19,6 +19,7 @@ in one mapping, and the two ways a tiny YAML file can explode:
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, NoReturn
@@ -32,6 +33,36 @@ MAX_ALIAS_NODES = 100_000
 # Nesting levels of one document. Configs and query sets nest fewer than ten; Python's
 # stack (and every recursive reader of the result) gives out at a few hundred.
 MAX_NESTING = 100
+
+# A number with an exponent that YAML 1.1 (PyYAML) reads as text: its floats need a dot and a
+# signed exponent, so 1e3 and 1.0e308 are strings while 1.0e+3 is a float.
+_EXPONENT_NUMBER = re.compile(r"[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)[eE][-+]?[0-9]+", re.ASCII)
+
+
+class NumberAsText(str):
+    """An unquoted scalar such as ``1e3`` that YAML 1.1 read as text although it reads as a number.
+
+    It is an ordinary ``str`` everywhere (``1e3`` may be an id); only messages look at the
+    type, to say why a number field got text and how to write the number (:meth:`advice`).
+    """
+
+    __slots__ = ()
+
+    def advice(self) -> str:
+        """Why YAML read this as text, and the same number written so that YAML reads a number."""
+        mantissa, _, exponent = self.lower().partition("e")
+        if "." not in mantissa:
+            mantissa += ".0"
+        if exponent[:1] not in "+-":
+            exponent = "+" + exponent
+        forms = [f"{mantissa}e{exponent}"]
+        value = float(self)
+        if value.is_integer() and abs(value) < 1e16:  # whole and exact: plain digits read best
+            forms.insert(0, str(int(value)))
+        return (
+            f"YAML reads {self} as text, not as a number: in YAML 1.1 a number with an exponent needs a dot "
+            f"and a sign in the exponent; write {' or '.join(forms)}"
+        )
 
 
 def load_yaml(
@@ -179,7 +210,15 @@ def _safe_loader() -> type:
 
         return construct_scalar
 
+    def construct_str(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> Any:
+        value = yaml.SafeLoader.construct_yaml_str(loader, node)
+        # style None: written without quotes. A quoted '1e3' is text on purpose.
+        if node.style is None and _EXPONENT_NUMBER.fullmatch(value):
+            return NumberAsText(value)
+        return value
+
     SafeBoundedLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, construct_mapping)
+    SafeBoundedLoader.add_constructor("tag:yaml.org,2002:str", construct_str)
     for tag, construct, kind in (
         ("tag:yaml.org,2002:int", yaml.SafeLoader.construct_yaml_int, "an integer"),
         ("tag:yaml.org,2002:timestamp", yaml.SafeLoader.construct_yaml_timestamp, "a date"),

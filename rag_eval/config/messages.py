@@ -17,11 +17,14 @@ from typing import Any, NoReturn, get_args
 
 from pydantic import BaseModel, ValidationError
 
+from rag_eval.config.loader import NumberAsText
 from rag_eval.errors import RagEvalError
 
 # Keys whose value names an item of a list in a field path: retrievers[0](bm25), queries[3](q17).
 LABEL_KEYS = ("label", "id", "_id")
 SHOWN_CHARS = 60
+# Error types of a field that wanted a number (a grade's own check raises value_error).
+_NUMBER_ERRORS = ("int_", "float_", "finite_number", "greater_than", "less_than", "value_error")
 
 
 def raise_invalid(
@@ -60,6 +63,9 @@ def describe(source: str | Path, item: Any, raw: Any, root: type[BaseModel]) -> 
     cause = item.get("ctx", {}).get("error")
     message = str(cause) if isinstance(cause, RagEvalError) else item["msg"].removeprefix("Value error, ")
     value = item.get("input")
+    if isinstance(value, NumberAsText) and kind.startswith(_NUMBER_ERRORS):
+        # "written without quotes" or "not a valid integer" would blame the user for YAML 1.1's rule.
+        return f"{source}: {field}: {value.advice()}"
     got = "" if isinstance(value, (dict, list)) or value is None else f" (got {shown(value)})"
     return f"{source}: {field}: {' '.join(message.split())}{got}"
 

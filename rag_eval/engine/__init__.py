@@ -9,7 +9,8 @@ are free to change (they are tuned for speed and memory, see benchmarks/README.m
   line naming the file and the line.
 - in-memory data: :func:`from_nested` (``{qid: {doc_id: value}}``),
   :func:`from_dataframe`, and back with :func:`to_nested`. Ids follow the rule of
-  rag_eval.ids in every path, files or dicts.
+  rag_eval.ids in every path, files or dicts, except the doc ids of a run given as dicts,
+  which cannot change a number unless judged (see :func:`from_nested`).
 - :func:`prepare` (judgements, run) -> :class:`JoinedRun`, whose ``ranked`` field is
   the kernels' input (:class:`~rag_eval.metrics.kernels.RankedJudgedRun`).
 - :class:`FlatTable`: the type the readers return and :func:`prepare` takes.

@@ -15,9 +15,8 @@ from itertools import chain, repeat
 
 import numpy as np
 
-from rag_eval.engine.packed_ids import PackedIds
 from rag_eval.engine.ranks import RunRanker
-from rag_eval.engine.tables import FlatTable, find_pairs, pair_index
+from rag_eval.engine.tables import FlatTable, find_pairs, pack_doc_ids, pair_index
 from rag_eval.metrics.kernels import RankedJudgedRun
 from rag_eval.ranking import outranks
 
@@ -151,9 +150,8 @@ def _doc_kind(judgements: FlatTable, run: FlatTable) -> str:
     """How both tables' doc ids are compared: packed UTF-8 when one side has them."""
     if judgements.packed_docs is None and run.packed_docs is None:
         return "str"
-    for table in (judgements, run):
-        if table.packed_docs is None:  # ids from dicts or a DataFrame: checked (no NUL) when the table was built
-            table.packed_docs = PackedIds.from_strings(table.docs)
+    pack_doc_ids(judgements, "judgements")  # ids from dicts or a DataFrame are packed here
+    pack_doc_ids(run, "run")
     return "packed"
 
 

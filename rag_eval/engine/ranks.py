@@ -123,7 +123,7 @@ def _sort_keys(
     high, low = score_range or (float(all_scores.max()), float(all_scores.min()))
     top = float(2 ** min(max(score_bits, 0), 53) - 1)  # a whole number float64 holds exactly
     factor = top / (high - low) if high > low else 0.0  # Python floats: inf, not an error, on overflow
-    # Scaled as floats where the range and the factor are finite; else (infinite scores, a range
+    # Scaled as floats where the range and the factor are finite; else (a range past the largest float, a range
     # of a few subnormals) by the order of the scores' bits.
     as_floats = score_bits > 0 and bool(np.isfinite(high - low)) and bool(np.isfinite(factor))
     if score_bits > 0 and not as_floats:

@@ -172,8 +172,8 @@ def _read_fast(path: Path, layout: Layout) -> FlatTable:
             mapped.close()
         except BufferError:  # pragma: no cover - a view still alive (an exception's traceback)
             pass
-    if np.isnan(values).any() or (layout.what == "judgements" and np.isinf(values).any()):
-        raise _Irregular  # a value to refuse: the line reader names its line
+    if not np.isfinite(values).all():
+        raise _Irregular  # a value to refuse (NaN, inf): the line reader names its line
     keys, codes = _query_codes(chunks)
     docs = _doc_ids(chunks, words)
     return FlatTable(keys, codes, values=values, packed_docs=docs, doc_hashes=hashes, all_keys_have_rows=True)
@@ -472,7 +472,7 @@ def _read_lines(path: Path, layout: Layout) -> FlatTable:
                         f"{where}: {label} {token.decode()!r} is too large for a float64 (at most about 1.8e308)"
                     )
                 raise InputFormatError(f"{where}: {label} {token.decode()!r} is not a number")
-            if math.isnan(value) or (layout.what == "judgements" and math.isinf(value)):
+            if not math.isfinite(value):  # trec_eval cannot rank by inf; strict JSON has no Infinity
                 raise InputFormatError(f"{where}: {label} is {token.decode()}; it must be a finite number")
             code = keys.setdefault(qid, len(keys))
             key = (code, fields[layout.doc_index])

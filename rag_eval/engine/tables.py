@@ -15,10 +15,11 @@ change a result.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from collections.abc import Mapping as AbcMapping
 from dataclasses import dataclass
 from itertools import chain, repeat
+from numbers import Real
 from operator import contains, methodcaller
 from typing import Any, NoReturn
 
@@ -99,9 +100,20 @@ class FlatTable:
 def from_nested(data: Mapping[Any, Mapping[Any, Any]], what: str) -> FlatTable:
     """Flatten ``{qid: {doc_id: value}}`` without a Python loop per row.
 
-    Ids are str (or int, taken as their digits) and follow rag_eval.ids, as in files:
-    an empty id or one with a control character is an error naming the query and
-    the id. ``what`` is "run" or "judgements" and appears in error messages.
+    ``what`` is "run" or "judgements"; it appears in error messages and chooses the checks.
+    Ids are str (or int, taken as their digits). Checked here, each error naming the query and the id:
+
+    - every query id, and every doc id of judgements: the id rule of rag_eval.ids (non-empty, no
+      control character), and UTF-8 text (a Python str may hold a lone surrogate, a file cannot);
+    - the doc ids of a run are not checked here. One that has a judgement equals a checked id, and
+      one that has none cannot change a number: it only takes a rank, and ties between ids are
+      broken by comparing them exactly. Checking them would cost a scan of every retrieved
+      document. The one id that could be taken for another, one holding a NUL character where the
+      engine compares ids as packed bytes (padded with zeros: a run against judgements read from
+      a file), is refused there (:func:`packed_doc_ids`). Files are always checked in full.
+
+    Values must be numbers: a grade given as a str or a bool (``"1"``, ``True``) is refused, and so
+    is a NaN or infinite grade or score (:func:`check_values`).
     """
     if not isinstance(data, AbcMapping):
         raise InputFormatError(f"{what}: expected a mapping {{query_id: {{doc_id: value}}}}, got {type(data).__name__}")
@@ -115,16 +127,18 @@ def from_nested(data: Mapping[Any, Mapping[Any, Any]], what: str) -> FlatTable:
         query_keys = [_as_id(q) for q in query_keys]
     lengths = np.fromiter(map(len, inner), dtype=np.int64, count=len(inner))
     total = int(lengths.sum())
-    # The id rule (rag_eval.ids) on every id at once: one scan of the ids joined, in C calls of
-    # 64 queries each. TypeError: some doc id is not a str; those are converted below.
+    full = what != "run"  # the doc ids of judgements are checked in full, a run's are not (see above)
+    # One scan of the ids joined, in C calls of 64 queries each. TypeError: some doc id is not a
+    # str; those are converted below.
     try:
         batches = (chain.from_iterable(inner[i : i + 64]) for i in range(0, len(inner), 64))
-        clean = not any_control_characters(chain(query_keys, map("".join, batches)))
+        clean = not full or _valid_ids(map("".join, batches))
         as_given = True
     except TypeError:
         as_given = False
     if as_given:
-        if not clean or "" in query_keys or any(map(contains, inner, repeat(""))):
+        empty = "" in query_keys or (full and any(map(contains, inner, repeat(""))))
+        if empty or not (clean and _valid_ids(query_keys)):
             _raise_first_bad_id(query_keys, inner, what)
 
         # Doc ids are only needed for a few rows (matches, ties, messages): build them on demand.
@@ -134,12 +148,19 @@ def from_nested(data: Mapping[Any, Mapping[Any, Any]], what: str) -> FlatTable:
         docs, source = None, docs_of_dicts
     else:
         docs, source = np.array([_as_id(d) for d in chain.from_iterable(inner)], dtype=object), None
-        if any_control_characters(chain(query_keys, docs)) or "" in query_keys or not all(map(len, docs)):
+        clean = not full or (_valid_ids(docs) and all(map(len, docs)))
+        if not (clean and _valid_ids(query_keys)) or "" in query_keys:
             _raise_first_bad_id(query_keys, inner, what)
+    values_given: Iterable[Any] = chain.from_iterable(map(_VALUES, inner))
+    if what == "judgements":  # a grade must be a number (np.fromiter would read "1" and True as 1.0)
+        values_given = list(values_given)  # (a list and two scans of it cost what two walks of the dicts do)
+        if not _all_numbers(values_given):
+            _raise_first_non_numeric(data, what)
     try:
-        values = np.fromiter(chain.from_iterable(map(_VALUES, inner)), dtype=np.float64, count=total)
+        values = np.fromiter(values_given, dtype=np.float64, count=total)
     except (TypeError, ValueError):
         values = None
+    del values_given
     codes = np.repeat(np.arange(len(query_keys), dtype=np.int32 if total < 2**31 else np.int64), lengths)
     table = FlatTable(query_keys, codes, docs, values if values is not None else np.empty(0), doc_source=source)
     table._cache["all_keys_have_rows"] = bool(lengths.all())
@@ -152,15 +173,43 @@ def from_nested(data: Mapping[Any, Mapping[Any, Any]], what: str) -> FlatTable:
     return table
 
 
+def _valid_ids(ids: Iterable[str]) -> bool:
+    """Whether the ids (or ids joined) are UTF-8 text without control characters (empty ids are not seen)."""
+    text = "".join(ids)
+    if text.isascii():  # (a flag of the str, free) the usual case: two reductions, no temporary array
+        data = np.frombuffer(text.encode("ascii"), dtype=np.uint8)
+        return not data.size or (int(data.min()) >= 0x20 and int(data.max()) < 0x7F)
+    try:
+        text.encode("utf-8")  # only non-ASCII text can hold a lone surrogate
+    except UnicodeEncodeError:
+        return False
+    return not any_control_characters((text,))
+
+
+def _id_problem(value: str) -> str | None:
+    """rag_eval.ids.id_problem, and a lone surrogate (a Python str may hold one; UTF-8 text cannot)."""
+    problem = id_problem(value)
+    if problem is None:
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as failure:
+            return (
+                f"holds a lone surrogate U+{ord(value[failure.start]):04X} at position {failure.start + 1}, "
+                "which is not UTF-8 text"
+            )
+    return problem
+
+
 def _raise_first_bad_id(query_keys: list[str], inner: list[Mapping[Any, Any]], what: str) -> NoReturn:
-    """Raise for the first id, in the order given, that breaks the id rule (rag_eval.ids)."""
+    """Raise for the first id, in the order given, that breaks the checks of :func:`from_nested`."""
+    full = what != "run"
     for qid, per_query in zip(query_keys, inner):
-        problem = id_problem(qid)
+        problem = _id_problem(qid)
         if problem is not None:
             raise InputFormatError(f"{what}: query id {shown_id(qid)} {problem}; {_ID_RULE}")
-        for doc in per_query:
+        for doc in per_query if full else ():
             doc = _as_id(doc)
-            problem = id_problem(doc)
+            problem = _id_problem(doc)
             if problem is not None:
                 raise InputFormatError(f"{what}: query {shown_id(qid)}: doc id {shown_id(doc)} {problem}; {_ID_RULE}")
     raise RuntimeError("no id breaks the rule")  # pragma: no cover - called only when one does
@@ -177,19 +226,28 @@ def from_dataframe(frame: Any, value_column: str, what: str) -> FlatTable:
         )
     codes, uniques = pd.factorize(frame["qid"].astype(str), sort=False)
     docs = frame["doc_id"].astype(str).to_numpy(dtype=object)
+    column = frame[value_column]
+    if what == "judgements" and column.dtype.kind not in "iuf":  # bool, or objects that may be str
+        kinds = column.map(type).to_numpy(dtype=object)
+        bad = [row for row, kind in enumerate(kinds) if not _is_number_type(kind)]
+        if bad:
+            raise InputFormatError(
+                f"{what}: row {bad[0]}: {value_column} {_short(column.iloc[[bad[0]]].tolist()[0])} is not a number; "
+                f"give each {value_column} as an int or a float"
+            )
     try:
-        values = pd.to_numeric(frame[value_column], errors="raise").to_numpy(dtype=np.float64)
+        values = pd.to_numeric(column, errors="raise").to_numpy(dtype=np.float64)
     except (TypeError, ValueError):
-        bad = pd.to_numeric(frame[value_column], errors="coerce").isna() & frame[value_column].notna()
+        bad = pd.to_numeric(column, errors="coerce").isna() & column.notna()
         row = int(np.flatnonzero(bad.to_numpy())[0])
-        raise InputFormatError(
-            f"{what}: row {row}: {value_column} {frame[value_column].iloc[row]!r} is not a number"
-        ) from None
+        shown = _short(column.iloc[row])
+        raise InputFormatError(f"{what}: row {row}: {value_column} {shown} is not a number") from None
     query_keys = [str(u) for u in uniques]
-    if any_control_characters(chain(query_keys, docs)) or "" in query_keys or not all(map(len, docs)):
+    # A DataFrame is checked in full, run or judgements (pandas has made an object per id already).
+    if not (_valid_ids(query_keys) and _valid_ids(docs)) or "" in query_keys or not all(map(len, docs)):
         for row, (code, doc) in enumerate(zip(codes.tolist(), docs.tolist())):
             for kind, value in (("query id", query_keys[code]), ("doc id", doc)):
-                problem = id_problem(value)
+                problem = _id_problem(value)
                 if problem is not None:
                     raise InputFormatError(f"{what}: row {row}: {kind} {shown_id(value)} {problem}; {_ID_RULE}")
     table = FlatTable(query_keys, codes.astype(np.int64), docs, values)
@@ -207,16 +265,18 @@ def to_nested(table: FlatTable) -> dict[str, dict[str, float]]:
 
 
 def check_values(table: FlatTable, what: str) -> None:
-    """Reject NaN (and infinite grades), naming the query and document."""
-    bad = np.isnan(table.values)
-    if what == "judgements":
-        bad |= np.isinf(table.values)
+    """Reject NaN and infinite grades and scores, naming the query and document.
+
+    trec_eval cannot rank by an infinite score or sum an infinite gain, and results files are
+    strict JSON, which has no Infinity: every value must be a finite number.
+    """
+    bad = ~np.isfinite(table.values)
     if bad.any():
         row = int(np.flatnonzero(bad)[0])
         label = "grade" if what == "judgements" else "score"
         raise InputFormatError(
-            f"{what}: query {table.query_keys[table.query_codes[row]]!r}, doc {table.docs[row]!r}: "
-            f"{label} is {table.values[row]!r}; every {label} must be a finite number"
+            f"{what}: query {shown_id(table.query_keys[table.query_codes[row]])}, doc {shown_id(table.docs[row])}: "
+            f"{label} is {float(table.values[row])!r}; every {label} must be a finite number"
         )
 
 
@@ -416,6 +476,39 @@ def same_ids(a: FlatTable, rows_a: np.ndarray, b: FlatTable, rows_b: np.ndarray,
     return _packed(a).equal(rows_a, _packed(b), rows_b)
 
 
+def pack_doc_ids(table: FlatTable, what: str) -> PackedIds:
+    """The table's doc ids as :class:`PackedIds`, packing str ids (dicts, DataFrames) on first use.
+
+    Packed ids are UTF-8 padded with zero bytes, so an id holding a NUL character would equal the
+    id without it, and a lone surrogate has no UTF-8 form: such an id is refused here, naming its
+    query (the doc ids of a run given as dicts are not checked before, see :func:`from_nested`).
+    """
+    if table.packed_docs is None:
+        docs = table.docs
+        try:
+            table.packed_docs = PackedIds.from_strings(docs)
+        except ValueError:  # a NUL, or a lone surrogate (UnicodeEncodeError)
+            for row, doc in enumerate(docs.tolist()):
+                problem = _unpackable(doc)
+                if problem is not None:
+                    qid = table.query_keys[table.query_codes[row]]
+                    raise InputFormatError(
+                        f"{what}: query {shown_id(qid)}: doc id {shown_id(doc)} {problem}; {_ID_RULE}"
+                    ) from None
+            raise
+    return table.packed_docs
+
+
+def _unpackable(doc: str) -> str | None:
+    if "\x00" in doc:
+        return f"holds the control character U+0000 at position {doc.index(chr(0)) + 1}"
+    try:
+        doc.encode("utf-8")
+    except UnicodeEncodeError:
+        return _id_problem(doc)
+    return None
+
+
 def _packed(table: FlatTable) -> PackedIds:
     """The table's packed doc ids (the join packs both sides before it compares them packed)."""
     if table.packed_docs is None:  # pragma: no cover - a caller's mistake, not the user's
@@ -435,6 +528,10 @@ def byte_order_keys(table: FlatTable, rows: np.ndarray) -> np.ndarray:
     ids = table.docs[rows]
     if ids.size and ids.size * max(map(len, ids)) > _FIXED_WIDTH_CHARS:
         return id_rank(ids)  # long ids: no fixed-width copy of them all at the longest's width
+    if ids.size and "\x00" in "".join(ids):
+        # A fixed-width numpy str drops trailing NULs ('d\x00' would tie with 'd'): compare exactly.
+        # (A run's doc ids given as dicts are not checked for NULs; these rows are the ones ranked.)
+        return id_rank(ids)
     _, rank = np.unique(ids.astype(str), return_inverse=True)
     return rank.ravel().astype(np.int64)
 
@@ -447,16 +544,42 @@ def _as_id(value: Any) -> str:
     raise InputFormatError(f"ids must be strings (or integers), got {value!r}")
 
 
-def _raise_first_non_numeric(data: Mapping, what: str) -> None:
+def _all_numbers(values: list[Any]) -> bool:
+    """Whether every value is a number (:func:`_is_number_type`), in C-level passes for the usual cases."""
+    kinds = list(map(type, values))
+    # Counting by identity is cheaper than a set of the types (no hashing): grades are usually all int.
+    common = kinds.count(int)
+    if common < len(kinds):
+        common += kinds.count(float)
+    return common == len(kinds) or all(map(_is_number_type, set(kinds)))
+
+
+def _is_number_type(kind: type) -> bool:
+    """Whether values of ``kind`` are numbers: int, float, numpy numbers (any real number), never a bool or a str."""
+    return issubclass(kind, Real) and not issubclass(kind, (bool, np.bool_))
+
+
+def _raise_first_non_numeric(data: Mapping, what: str) -> NoReturn:
     label = "grade" if what == "judgements" else "score"
     for qid, docs in data.items():
         for doc, value in docs.items():
-            try:
-                float(value)
-                if isinstance(value, (str, bytes, bool)) or value is None:
-                    raise TypeError
-            except (TypeError, ValueError):
+            if not _is_number_type(type(value)) and (what == "judgements" or not _converts(value)):
                 raise InputFormatError(
-                    f"{what}: query {qid!r}, doc {doc!r}: {label} {value!r} is not a number"
-                ) from None
+                    f"{what}: query {qid!r}, doc {doc!r}: {label} {_short(value)} is not a number; "
+                    f"give each {label} as an int or a float"
+                )
     raise InputFormatError(f"{what}: a {label} is not a number")  # pragma: no cover - defensive
+
+
+def _converts(value: Any) -> bool:
+    """Whether a run score of another type still converts to float64 (a numeric str does: scores are not typed)."""
+    try:
+        np.float64(value)
+    except (TypeError, ValueError):
+        return False
+    return not isinstance(value, (bytes, bool)) and value is not None
+
+
+def _short(value: Any, limit: int = 40) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"

@@ -114,7 +114,8 @@ def gain_values(grades: np.ndarray, gain: str) -> np.ndarray:
     if gain == "linear":
         return positive
     if gain == "exponential":
-        return np.exp2(positive) - 1.0
+        with np.errstate(over="ignore"):  # 2**g past float64 is inf: the caller refuses it (rag_eval.evaluate)
+            return np.exp2(positive) - 1.0
     raise ValueError(f"gain must be one of {GAINS}, got {gain!r}")
 
 

@@ -16,6 +16,7 @@ trec_eval's own names (``ndcg_cut_10``, ``P_5``, ``recip_rank``, ``Rprec``,
 from __future__ import annotations
 
 import difflib
+import re
 from dataclasses import dataclass
 from typing import Iterable, Literal
 
@@ -37,6 +38,7 @@ class Family:
     trec_cutoff_name: str | None  # trec_eval's measure with cutoff k: ``f"{trec_cutoff_name}_{k}"``
     aliases: tuple[str, ...]  # other accepted spellings (lower case), with or without a cutoff
     description: str
+    bounded: bool = True  # every value lies in [0, 1] (False for DCG and IDCG, sums of gains: >= 0 only)
 
 
 FAMILIES: dict[str, Family] = {
@@ -45,9 +47,9 @@ FAMILIES: dict[str, Family] = {
         Family("ndcg", "optional", True, True, True, "ndcg", "ndcg_cut", ("ndcg_cut",),
                "normalised discounted cumulative gain (trec_eval ndcg / ndcg_cut.k)"),
         Family("dcg", "optional", True, False, True, None, None, (),
-               "discounted cumulative gain of the ranking"),
+               "discounted cumulative gain of the ranking", bounded=False),
         Family("idcg", "optional", True, False, True, None, None, (),
-               "DCG of the ideal ranking of all judged relevant documents"),
+               "DCG of the ideal ranking of all judged relevant documents", bounded=False),
         Family("precision", "required", False, True, True, None, "P", ("p", "prec"),
                "relevant in top k / k (trec_eval P_k)"),
         Family("recall", "required", False, True, True, None, "recall", ("r",),
@@ -142,14 +144,15 @@ def parse_metric(text: str | Metric) -> Metric:
     if not isinstance(text, str):
         raise MetricError(f"metric names are strings, got {text!r}; valid: {', '.join(valid_metric_names())}")
     raw = text
-    lowered = text.strip().lower()
-    family_text, at, cutoff_text = lowered.partition("@")
+    stripped = text.strip()
+    family_text, at, cutoff_text = stripped.partition("@")
     cutoff: str | None = cutoff_text if at else None
     if not at:
-        prefix, underscore, suffix = lowered.rpartition("_")
-        if underscore and prefix in _UNDERSCORE_CUTOFF:
+        prefix, underscore, suffix = stripped.rpartition("_")
+        if underscore and prefix.lower() in _UNDERSCORE_CUTOFF:
             family_text, cutoff = prefix, suffix
-    name = _SPELLINGS.get(family_text)
+    # Checked before lower(), which maps a few other letters onto ASCII (the Kelvin sign '\u212a' becomes 'k').
+    name = _SPELLINGS.get(family_text.lower()) if family_text.isascii() else None
     if name is None:
         raise MetricError(_unknown(raw))
     family = FAMILIES[name]
@@ -157,10 +160,9 @@ def parse_metric(text: str | Metric) -> Metric:
     if cutoff is not None:
         if family.cutoff == "none":
             raise MetricError(f"metric {raw!r}: {name} takes no cutoff; write {name!r}")
-        try:
-            k = int(cutoff)
-        except ValueError:
-            raise MetricError(f"metric {raw!r}: cutoff {cutoff!r} is not an integer; write e.g. {name}@10") from None
+        if not _ASCII_INTEGER.fullmatch(cutoff):
+            raise MetricError(_bad_cutoff(raw, name, cutoff))
+        k = int(cutoff)
         if k <= 0:
             raise MetricError(f"metric {raw!r}: cutoff must be a positive integer, got {k}")
     elif family.cutoff == "required":
@@ -178,8 +180,36 @@ def parse_metrics(texts: Iterable[str | Metric]) -> tuple[Metric, ...]:
     return tuple(seen)
 
 
+# A cutoff is written in ASCII digits: int() alone would also take '٣', '１０', '1_0' and ' 5'.
+# The sign is allowed here only so that '@-2' gets the "positive integer" message.
+_ASCII_INTEGER = re.compile(r"-?[0-9]+")
+
+
+def _bad_cutoff(raw: str, name: str, cutoff: str) -> str:
+    try:
+        value = int(cutoff)  # what Python would have read, to suggest it in ASCII digits
+    except ValueError:
+        value = 0
+    example = f"{name}@{value if value > 0 else 10}"
+    if not cutoff.isascii():
+        return f"metric {raw!r}: cutoff {cutoff!r} is not written in ASCII digits 0-9; write e.g. {example}"
+    return f"metric {raw!r}: cutoff {cutoff!r} is not an integer; write e.g. {example}"
+
+
 def _unknown(raw: str) -> str:
-    head = raw.strip().split("@")[0].lower()
+    head, at, cutoff = raw.strip().lower().partition("@")
     guesses = difflib.get_close_matches(head, list(_SPELLINGS), n=1)
-    hint = f" (did you mean {_SPELLINGS[guesses[0]]!r}?)" if guesses else ""
+    hint = f" (did you mean {_valid_form(_SPELLINGS[guesses[0]], cutoff if at else '')!r}?)" if guesses else ""
     return f"unknown metric {raw!r}{hint}; valid: {', '.join(valid_metric_names())}"
+
+
+def _valid_form(name: str, cutoff: str) -> str:
+    """A suggestion that parses as written: ``ndcg``, ``r_precision``, ``precision@5`` or ``precision@k``.
+
+    A family that needs a cutoff is never suggested alone ('precision' would be refused in turn);
+    the user's own cutoff is kept when it is a valid one.
+    """
+    family = FAMILIES[name]
+    if family.cutoff != "required":
+        return name
+    return f"{name}@{cutoff if cutoff.isascii() and cutoff.isdigit() and int(cutoff) > 0 else 'k'}"

@@ -12,9 +12,9 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from rag_eval.metrics.measures import parse_metric
-from rag_eval.output import escape_cell
+from rag_eval.output import code_span, escape_cell
 from rag_eval.regression import GateResult, Verdict
-from rag_eval.report.markdown import escape_code, fmt, fmt_grade
+from rag_eval.report.markdown import fmt, fmt_grade
 
 MOVERS = 10
 SIDE_BY_SIDE = 3
@@ -27,8 +27,8 @@ def render_verdict_summary(verdict: Verdict) -> str:
         f"### rag-eval regression check: {status}",
         "",
         (
-            f"Baseline `{escape_code(verdict.baseline.label)}` ({escape_code(verdict.baseline.path)}) vs candidate "
-            f"`{escape_code(verdict.candidate.label)}` ({escape_code(verdict.candidate.path)})."
+            f"Baseline {code_span(verdict.baseline.label)} ({code_span(verdict.baseline.path)}) vs candidate "
+            f"{code_span(verdict.candidate.label)} ({code_span(verdict.candidate.path)})."
         ),
         "",
     ]
@@ -164,8 +164,8 @@ def _side_by_side(verdict: Verdict, result: GateResult, passages: Mapping[str, M
         lines += [
             "",
             (
-                f"Relevant passages lost from the top {k}: {', '.join(f'`{escape_code(d)}`' for d in lost) or 'none'}. "
-                f"Gained: {', '.join(f'`{escape_code(d)}`' for d in gained) or 'none'}."
+                f"Relevant passages lost from the top {k}: {', '.join(code_span(d) for d in lost) or 'none'}. "
+                f"Gained: {', '.join(code_span(d) for d in gained) or 'none'}."
             ),
             "",
         ]
@@ -195,7 +195,7 @@ def _cell(
         return " | "
     doc, _, grade = entry
     text = passages.get(doc, {}).get("text", "")
-    label = f"`{escape_code(doc)}`" + (f" {escape_cell(_shorten(text, 60))}" if text else "")
+    label = code_span(doc, in_table=True) + (f" {escape_cell(_shorten(text, 60))}" if text else "")
     if is_relevant(grade) and doc not in other_relevant:
         label = f"**{label}** ({change})"
     grade_text = "unjudged" if grade is None else fmt_grade(grade)

@@ -6,8 +6,7 @@ evaluated, instead of staying empty.
 
 from __future__ import annotations
 
-from rag_eval.output import escape_cell
-from rag_eval.report.markdown import escape_code
+from rag_eval.output import code_span, escape_cell
 
 
 def render_incomparable(
@@ -24,8 +23,8 @@ def render_incomparable(
     title = "Regression check" if heading == 1 else "rag-eval regression check"
     why = reason.removeprefix("incomparable results: ")
     b_label, b_path = baseline
-    sides = f"Baseline `{escape_code(b_label)}` ({escape_code(b_path)}) vs candidate " + (
-        f"`{escape_code(candidate[0])}` ({escape_code(candidate[1])})" if candidate else "of this run"
+    sides = f"Baseline {code_span(b_label)} ({code_span(b_path)}) vs candidate " + (
+        f"{code_span(candidate[0])} ({code_span(candidate[1])})" if candidate else "of this run"
     )
     lines = [
         f"{'#' * heading} {title}: ⚠️ INCOMPARABLE",

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from rag_eval.metrics.kernels import gain_values
 from rag_eval.metrics.measures import parse_metric
-from rag_eval.output import escape_cell, mean_notes
+from rag_eval.output import code_span, escape_cell, mean_notes
 
 if TYPE_CHECKING:  # imported for annotations only: rendering needs no runner
     from rag_eval.run_outcome import RetrieverOutcome, RunOutcome
@@ -51,7 +51,7 @@ def _header(run: RunOutcome, options: Mapping[str, Any]) -> list[str]:
         "## 📚 What was evaluated",
         "",
         (
-            f"- **Dataset:** {escape_inline(dataset.name)} (`{escape_code(dataset.source)}`), "
+            f"- **Dataset:** {escape_inline(dataset.name)} ({code_span(dataset.source)}), "
             f"fingerprint `{dataset.fingerprint}`"
         ),
         (
@@ -383,7 +383,8 @@ def derivation(
         passages = "Relevant passage" if len(missed) == 1 else "Relevant passages"
         lines += [f"{passages} not in the top {k}:" if k is not None else f"{passages} not retrieved:", ""]
         lines += [
-            f"- {passage_cell(doc, corpus, passage_chars)} (grade {fmt_grade(judgements[doc])})" for doc in missed
+            f"- {passage_cell(doc, corpus, passage_chars, in_table=False)} (grade {fmt_grade(judgements[doc])})"
+            for doc in missed
         ]
         lines.append("")
     return lines
@@ -459,11 +460,12 @@ def fmt_grade(grade: float) -> str:
     return f"{grade:g}"
 
 
-def passage_cell(doc: str, corpus: Mapping[str, Mapping[str, str]], limit: int) -> str:
-    """``text`` (id), cut to ``limit`` characters and safe inside a table cell."""
+def passage_cell(doc: str, corpus: Mapping[str, Mapping[str, str]], limit: int, in_table: bool = True) -> str:
+    """``text`` (id), the text cut to ``limit`` characters, the id shown exactly (see :func:`code_span`)."""
     passage = corpus.get(doc, {})
     text = _shorten(" ".join(str(passage.get("text", "")).split()), limit)
-    return f"{escape_cell(text)} (`{escape_code(doc)}`)" if text else f"`{escape_code(doc)}`"
+    shown = code_span(doc, in_table)
+    return f"{escape_cell(text)} ({shown})" if text else shown
 
 
 def _shorten(text: str, limit: int) -> str:
@@ -473,8 +475,3 @@ def _shorten(text: str, limit: int) -> str:
 def escape_inline(text: str) -> str:
     """Text outside tables: same escaping (markdown characters, no line breaks)."""
     return escape_cell(text)
-
-
-def escape_code(text: str) -> str:
-    """Text inside backticks: no backticks or pipes can break out of it."""
-    return str(text).replace("`", "'").replace("|", "¦").replace("\n", " ")

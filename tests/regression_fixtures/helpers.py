@@ -61,13 +61,13 @@ def results_document(
 
 
 def split_cells(row: str) -> list[str]:
-    """The cells of a GFM table row; a backslash escapes the next character (so `\\|` is text)."""
+    """The cells of a GFM table row: a `|` right after a backslash is text (even after another backslash, as GFM)."""
     assert row.startswith("|") and row.rstrip().endswith("|"), f"row must start and end with |: {row!r}"
     cells, current, i = [], "", 0
     body = row.strip()
     while i < len(body):
         ch = body[i]
-        if ch == "\\" and i + 1 < len(body):
+        if ch == "\\" and body[i + 1 : i + 2] == "|":
             current += body[i : i + 2]
             i += 2
             continue
