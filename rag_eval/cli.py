@@ -54,7 +54,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _run(handler: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
     stdout = sys.stdout
-    sys.stdout = _GuardedStdout(stdout)  # type: ignore[assignment]
+    sys.stdout = _GuardedStdout(stdout)
     try:
         code = handler(args)
         sys.stdout.flush()  # inside the try: a full disk or closed pipe on stdout is reported here

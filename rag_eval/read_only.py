@@ -67,11 +67,15 @@ class _PassageViews(Mapping):
 
 
 class _Values(ValuesView):
+    _mapping: _PassageViews
+
     def __iter__(self) -> Iterator[Mapping[str, Any]]:
         return map(MappingProxyType, self._mapping._corpus.values())
 
 
 class _Items(ItemsView):
+    _mapping: _PassageViews
+
     def __iter__(self) -> Iterator[tuple[str, Mapping[str, Any]]]:
         corpus = self._mapping._corpus
         return zip(corpus, map(MappingProxyType, corpus.values()))

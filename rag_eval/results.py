@@ -37,7 +37,7 @@ class MetricDict(dict[str, V]):
         canonical = _canonical(key)
         return canonical is not None and dict.__contains__(self, canonical)
 
-    def get(self, key: object, default: Any = None) -> Any:  # type: ignore[override]
+    def get(self, key: object, default: Any = None) -> Any:
         """``self[key]`` under any accepted spelling, else ``default``."""
         return self[key] if key in self else default  # type: ignore[index]  # noqa: SIM401 (self.get is this)
 

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from conftest import REPO
+
 from rag_eval.cli import main
 
 OCEAN = REPO / "datasets" / "ocean_facts.yaml"

@@ -6,6 +6,7 @@ evaluators and was seen to hang when several are built in one process.
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import platform
@@ -18,8 +19,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from conftest import REPO
+
 from rag_eval.config.schema import load_config
 from rag_eval.dataset import load_yaml_query_set
 from rag_eval.errors import EvaluationError, RetrieverError
@@ -103,7 +104,7 @@ def ocean_run(tmp_path_factory):
 
 
 def test_writes_report_results_and_run_files(ocean_run):
-    run, written, out = ocean_run
+    _, written, out = ocean_run
     names = sorted(p.name for p in out.iterdir() if p.name != ".rag_eval.json")  # the set's manifest
     assert names == ["bm25.json", "bm25.run", "report.md", "seed-ranking.json", "seed-ranking.run"]
     assert sorted(p.name for p in written) == names
@@ -200,7 +201,7 @@ def test_run_file_is_in_trec_eval_order_and_cut_at_top_k(ocean_run):
     for qid, rows in by_query.items():
         assert [r for r, _, _ in rows] == list(range(1, len(rows) + 1))
         assert len(rows) <= 10
-        assert all(a[1] >= b[1] for a, b in zip(rows, rows[1:]))
+        assert all(a[1] >= b[1] for a, b in itertools.pairwise(rows))
         ranking = run.outcomes[1].ranking[qid]
         assert {d: s for _, s, d in rows} == ranking  # scores written with full precision
 

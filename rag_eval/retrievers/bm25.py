@@ -68,7 +68,7 @@ class BM25Retriever:
         self._id_ranks = np.empty(0, dtype=np.int64)
 
     def _tokenize(self, texts: list[str], return_ids: bool) -> Any:
-        import bm25s  # type: ignore[import-untyped]
+        import bm25s
 
         return bm25s.tokenize(
             texts,
@@ -81,7 +81,7 @@ class BM25Retriever:
 
     def index(self, corpus: Mapping[str, Mapping[str, str]]) -> None:
         """Tokenise and index every passage."""
-        import bm25s  # type: ignore[import-untyped]
+        import bm25s
 
         self._doc_ids = list(corpus)
         self._id_ranks = id_rank(self._doc_ids)
@@ -129,7 +129,7 @@ class BM25Retriever:
 
     def describe(self) -> dict[str, Any]:
         """Library, version and every BM25 parameter."""
-        import bm25s  # type: ignore[import-untyped]
+        import bm25s
 
         return {"library": f"bm25s {bm25s.__version__}", **self.params}
 
@@ -138,7 +138,7 @@ def _stemmer(language: str | None) -> Any:
     if not language:
         return None
     try:
-        import Stemmer  # type: ignore[import-not-found]
+        import Stemmer
     except ImportError:
         raise RetrieverError("bm25: stemming needs PyStemmer (pip install PyStemmer), or set stemmer: null") from None
     try:

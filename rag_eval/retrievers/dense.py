@@ -242,7 +242,9 @@ class DenseRetriever:
 
             from rag_eval.retrievers.embedding_cache import EmbeddingCacheWarning
 
-            warnings.warn(f"could not write embedding cache {cache.entries}: {error}", EmbeddingCacheWarning)
+            warnings.warn(
+                f"could not write embedding cache {cache.entries}: {error}", EmbeddingCacheWarning, stacklevel=2
+            )
         return array, "miss", info
 
     def search(self, queries: Queries, top_k: int) -> Ranking:
