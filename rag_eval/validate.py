@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rag_eval.errors import ConfigError, RagEvalError
+
+if TYPE_CHECKING:
+    from rag_eval.config.schema import LoadedConfig
 
 
 def validate_config(path: str | Path) -> tuple[list[str], str]:
@@ -36,6 +40,7 @@ def validate_config(path: str | Path) -> tuple[list[str], str]:
     regression = config.model.regression
     if regression is not None and not config.resolve(regression.baseline).is_file():
         problems.append(f"{config.path}: regression.baseline: {config.resolve(regression.baseline)}: no such file")
+    problems += _output_problems(config)
     if problems or dataset is None:
         return problems, ""
     summary = (
@@ -67,3 +72,24 @@ def _dataset_problems_of_invalid_config(path: Path) -> list[str]:
     except (ValidationError, KeyError, TypeError):
         return []
     return []
+
+
+def _output_problems(config: LoadedConfig) -> list[str]:
+    """What `run` would refuse about its outputs, checked the same way without writing or locking anything:
+    the output folder itself, outputs that would replace an input, and files in the way that rag_eval did not write.
+    """
+    from rag_eval.output_folder import check_output_folder, check_replaceable
+    from rag_eval.run_inputs import check_outputs_are_not_inputs, planned_outputs
+
+    outputs = planned_outputs(config, comparison=config.model.regression is not None)
+    problems = []
+    for check in (
+        lambda: check_outputs_are_not_inputs(config, outputs),
+        lambda: check_output_folder(config.output_dir, config.path),
+        lambda: check_replaceable(config.output_dir, outputs) if config.output_dir.is_dir() else None,
+    ):
+        try:
+            check()
+        except RagEvalError as error:
+            problems += error.problems
+    return problems

@@ -219,3 +219,23 @@ def test_the_planned_outputs_are_the_files_a_run_writes(ws, capsys):
         [MANIFEST, "report.md", "comparison.md", "bm.json", "bm.run", "other.json", "other.run"]
     )
     check_outputs_are_not_inputs(load_config(path), planned)  # the baseline beside the config is no output
+
+
+def test_validate_reports_what_run_would_refuse_about_its_outputs(tmp_path, capsys):
+    import shutil
+
+    shutil.copy(Path(__file__).resolve().parents[1] / "datasets" / "ocean_facts.yaml", tmp_path / "ocean_facts.yaml")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "st.json").write_text('{"q-largest-ocean": ["pacific-largest"]}')
+    (tmp_path / "sub" / "report.md").write_text("mine")
+    (tmp_path / "c.yaml").write_text(
+        "name: vt\ndataset: {path: ocean_facts.yaml}\n"
+        "retrievers: [{label: st, adapter: static, params: {path: sub/st.json}}]\n"
+        "metrics: [ndcg@4]\noutput: sub\n"
+    )
+    assert main(["validate", str(tmp_path / "c.yaml")]) == 2
+    err = capsys.readouterr().err
+    assert "this run would write over its own input" in err and "st.json" in err
+    assert "report.md: not recognisably written by rag_eval" in err
+    assert err.endswith("rag-eval: 2 problems found\n")
+    assert (tmp_path / "sub" / "report.md").read_text() == "mine"
