@@ -8,7 +8,6 @@ file, the option, or what the path is. Inputs are never modified.
 from __future__ import annotations
 
 import copy
-import importlib.util
 import json
 import os
 import subprocess
@@ -18,21 +17,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from regression_fixtures import helpers
 
 from rag_eval.cli import main
 
-FIXTURES = Path(__file__).resolve().parent / "regression_fixtures"
 CORRUPTED = "this file was edited or corrupted: regenerate it with rag-eval run"
 
 
-def _load_helpers():
-    spec = importlib.util.spec_from_file_location("regression_helpers", FIXTURES / "helpers.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-helpers = _load_helpers()
 
 PER_QUERY = {
     "q1": {"ndcg@10": 1.0, "recall@10": 1.0},

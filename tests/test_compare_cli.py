@@ -7,7 +7,6 @@ Expected numbers are read straight from the results JSON files with the json mod
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 import shutil
@@ -16,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
+from regression_fixtures import helpers
 
 from rag_eval.cli import main
 
@@ -24,14 +24,6 @@ FIXTURES = Path(__file__).resolve().parent / "regression_fixtures"
 RESAMPLES = "2000"
 
 
-def _load_helpers():
-    spec = importlib.util.spec_from_file_location("regression_helpers", FIXTURES / "helpers.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-helpers = _load_helpers()
 
 
 @pytest.fixture(autouse=True)

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import importlib.util
 import itertools
 import json
 from pathlib import Path
 
 import numpy as np
 import pytest
+from regression_fixtures import helpers
 from scipy import stats as sps
 
 from rag_eval import stats
@@ -41,14 +41,6 @@ REPO = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).resolve().parent / "regression_fixtures"
 
 
-def _load_helpers():
-    spec = importlib.util.spec_from_file_location("regression_helpers", FIXTURES / "helpers.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-helpers = _load_helpers()
 RESAMPLES = 2000
 
 
