@@ -65,17 +65,8 @@ def corpus_from_records(
     corpus: dict[str, dict[str, Any]] = {}
     for position, record in records:
         where = f"{source}:{position}" if line_numbers else f"{source}: corpus[{position}]"
-        if not isinstance(record, Mapping):
-            problems.add(f"{where}: expected a passage with id and text, got {shown(record)}")
-            continue
-        raw_id = record.get("id", record.get("_id"))
-        try:
-            doc = id_from_value(raw_id)
-        except ValueError as failure:
-            problems.add(f"{where}: passage id: {failure} (got {shown(raw_id)})")
-            continue
-        if doc in corpus:
-            problems.add(f"{where}: duplicate passage id {doc!r}")
+        doc = _record_id(record, where, "passage", "a passage with id and text", corpus, problems)
+        if doc is None:
             continue
         text = record.get("text")
         if not isinstance(text, str):
@@ -95,17 +86,8 @@ def load_queries_file(path: Path, problems: Problems, what: str = "queries file"
     queries: dict[str, Query] = {}
     for n, record in records:
         where = f"{path}:{n}"
-        if not isinstance(record, Mapping):
-            problems.add(f"{where}: expected a JSON object with _id and text, got {shown(record)}")
-            continue
-        raw_id = record.get("id", record.get("_id"))
-        try:
-            qid = id_from_value(raw_id)
-        except ValueError as failure:
-            problems.add(f"{where}: query id: {failure} (got {shown(raw_id)})")
-            continue
-        if qid in queries:
-            problems.add(f"{where}: duplicate query id {qid!r}")
+        qid = _record_id(record, where, "query", "a JSON object with _id and text", queries, problems)
+        if qid is None:
             continue
         text = record.get("text")
         if not isinstance(text, str) or not text.strip():
@@ -113,6 +95,25 @@ def load_queries_file(path: Path, problems: Problems, what: str = "queries file"
             text = ""
         queries[qid] = Query(qid, text)
     return queries
+
+
+def _record_id(
+    record: Any, where: str, kind: str, expected: str, seen: Mapping[str, Any], problems: Problems
+) -> str | None:
+    """The id (``id`` or ``_id``) of a passage or query record, or None after adding the problem with it."""
+    if not isinstance(record, Mapping):
+        problems.add(f"{where}: expected {expected}, got {shown(record)}")
+        return None
+    raw_id = record.get("id", record.get("_id"))
+    try:
+        value = id_from_value(raw_id)
+    except ValueError as failure:
+        problems.add(f"{where}: {kind} id: {failure} (got {shown(raw_id)})")
+        return None
+    if value in seen:
+        problems.add(f"{where}: duplicate {kind} id {value!r}")
+        return None
+    return value
 
 
 def json_lines(path: Path, what: str) -> Iterator[tuple[int, Any]]:
