@@ -5,6 +5,7 @@ Importing this package is cheap: it loads numpy, never torch, pandas or a model.
 
 from rag_eval.errors import RagEvalError
 from rag_eval.evaluate import EvaluationOptions, evaluate
+from rag_eval.evidence import evaluate_evidence
 from rag_eval.metrics.measures import Metric, parse_metric, parse_metrics
 from rag_eval.results import Results
 
@@ -16,6 +17,7 @@ __all__ = [  # sorted; tests/test_public_api.py pins it
     "RagEvalError",
     "Results",
     "evaluate",
+    "evaluate_evidence",
     "parse_metric",
     "parse_metrics",
 ]

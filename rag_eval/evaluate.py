@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from rag_eval.engine import FlatTable, JoinedRun, from_dataframe, from_nested, prepare
-from rag_eval.errors import EvaluationError, InputFormatError
+from rag_eval.errors import EvaluationError, InputFormatError, MetricError
 from rag_eval.metrics.kernels import GAINS, KernelContext, compute, has_relevant
 from rag_eval.metrics.measures import Metric, parse_metrics
 from rag_eval.results import Results
@@ -84,6 +84,13 @@ def evaluate(
     """
     options = EvaluationOptions(gain, aggregation, no_relevant, relevance_threshold)
     parsed = parse_metrics([metrics] if isinstance(metrics, str) else metrics)
+    needs_documents = [m for m in parsed if m.is_document_level or m.is_evidence]
+    if needs_documents:  # a passage run has no documents to collapse to, no offsets to cover evidence with
+        raise MetricError(
+            f"metric {needs_documents[0]}: {'document' if needs_documents[0].is_document_level else 'evidence'} "
+            "metrics need documents and spans; score chunk rankings with rag_eval.evaluate_evidence, "
+            "or run a dataset with documents"
+        )
     joined = prepare(_table(judgements, "grade", "judgements"), _table(run, "score", "run"))
     if not joined.query_ids:  # every mean would be NaN: say why instead
         raise InputFormatError(

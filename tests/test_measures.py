@@ -11,8 +11,12 @@ from rag_eval.metrics.kernels import KERNELS
 from rag_eval.metrics.measures import FAMILIES, Metric, parse_metric, valid_metric_names
 
 
-def test_every_family_has_a_kernel_and_no_kernel_lacks_a_family():
-    assert set(FAMILIES) == set(KERNELS)
+def test_every_ranking_family_has_a_kernel_and_no_kernel_lacks_a_family():
+    # Evidence families are computed by rag_eval.evidence (interval arithmetic), not by a ranking kernel.
+    assert set(KERNELS) == {name for name, family in FAMILIES.items() if family.kind == "ranking"}
+    assert {name for name, family in FAMILIES.items() if family.kind == "evidence"} == {
+        "evidence_recall", "evidence_precision", "evidence_iou"
+    }
 
 
 @pytest.mark.parametrize(
@@ -113,3 +117,90 @@ def test_graded_and_relevance_properties_come_from_the_record():
     assert Metric("dcg", 10).is_graded and not Metric("dcg", 10).uses_relevance
     assert not Metric("precision", 5).is_graded and Metric("precision", 5).uses_relevance
     assert not Metric("judged", 5).uses_relevance
+
+
+# ---- document (doc_) and evidence metrics -------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "canonical", "fields"),
+    [
+        ("doc_ndcg@10", "doc_ndcg@10", ("ndcg", 10, True, None)),
+        ("DOC_nDCG_cut_10", "doc_ndcg@10", ("ndcg", 10, True, None)),
+        ("doc_P_5", "doc_precision@5", ("precision", 5, True, None)),
+        ("doc_recip_rank", "doc_mrr", ("mrr", None, True, None)),
+        ("doc_Rprec", "doc_r_precision", ("r_precision", None, True, None)),
+        ("evidence_recall@10", "evidence_recall@10", ("evidence_recall", 10, False, None)),
+        ("evidence_precision@5", "evidence_precision@5", ("evidence_precision", 5, False, None)),
+        ("evidence_iou@10", "evidence_iou@10", ("evidence_iou", 10, False, None)),
+        ("evidence_recall@2000chars", "evidence_recall@2000chars", ("evidence_recall", 2000, False, "chars")),
+        ("Evidence_IoU@512Tokens", "evidence_iou@512tokens", ("evidence_iou", 512, False, "tokens")),
+    ],
+)
+def test_document_and_evidence_names_parse_to_one_canonical_metric(text, canonical, fields):
+    metric = parse_metric(text)
+    assert str(metric) == canonical
+    assert (metric.name, metric.k, metric.doc, metric.unit) == fields
+    assert parse_metric(canonical) == metric
+    assert metric.trec_eval_name is None  # doc_ndcg@10 is ndcg_cut_10 of the collapsed run, not a trec_eval measure
+    assert metric.is_document_level == fields[2]
+    assert metric.is_evidence == fields[0].startswith("evidence_")
+    assert metric.budget_unit == fields[3]
+
+
+def test_levels_are_distinct_metrics_and_passage_names_are_unchanged():
+    assert parse_metric("doc_ndcg@10") != parse_metric("ndcg@10")
+    assert parse_metric("evidence_recall@10") != parse_metric("evidence_recall@10chars")
+    assert Metric("ndcg", 10) == parse_metric("ndcg@10") and str(Metric("ndcg", 10)) == "ndcg@10"
+    assert Metric("evidence_iou", 2000, unit="chars") == parse_metric("evidence_iou@2000chars")
+    assert "ndcg_cut_10 of the collapsed run" in parse_metric("doc_ndcg@10").description
+    assert "budget of 2000 chars" in parse_metric("evidence_recall@2000chars").description
+    assert not parse_metric("evidence_recall@5").is_graded and parse_metric("evidence_recall@5").uses_relevance
+    assert parse_metric("doc_judged@5").uses_relevance is False
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("ndcg@10chars", "metric 'ndcg@10chars': only evidence metrics take a budget in chars or tokens; "
+         "write 'ndcg@10' or 'evidence_recall@10chars'"),
+        ("doc_r_precision@5tokens", "metric 'doc_r_precision@5tokens': only evidence metrics take a budget in chars "
+         "or tokens; write 'doc_r_precision' or 'evidence_recall@5tokens'"),
+        ("evidence_recall@10words", "metric 'evidence_recall@10words': budget unit 'words' is neither 'chars' nor "
+         "'tokens'; write e.g. evidence_recall@10chars or evidence_recall@10tokens"),
+        ("doc_evidence_recall@10", "metric 'doc_evidence_recall@10': the doc_ prefix applies to ranking metrics "
+         "(doc_ndcg@10, doc_recall@100); evidence_recall already measures characters of documents; "
+         "write evidence_recall@10"),
+        ("evidence_iou", "metric 'evidence_iou': evidence_iou needs a cutoff; write e.g. evidence_iou@10"),
+        ("doc_precision", "metric 'doc_precision': doc_precision needs a cutoff; write e.g. doc_precision@10"),
+        ("doc_rprec@5", "metric 'doc_rprec@5': doc_r_precision takes no cutoff; write 'doc_r_precision'"),
+        ("evidence_recall@0chars", "metric 'evidence_recall@0chars': cutoff must be a positive integer, got 0"),
+        ("doc_ndgc@10", "unknown metric 'doc_ndgc@10' (did you mean 'doc_ndcg'?); valid: "),
+        ("evidence_recal@2000chars", "unknown metric 'evidence_recal@2000chars' (did you mean "
+         "'evidence_recall@2000chars'?); valid: "),
+        ("evidence_iuo@5", "unknown metric 'evidence_iuo@5' (did you mean 'evidence_iou@5'?); valid: "),
+    ],
+)
+def test_bad_document_and_evidence_names_say_what_is_wrong(text, message):
+    with pytest.raises(MetricError) as raised:
+        parse_metric(text)
+    assert str(raised.value).startswith(message), str(raised.value)
+    assert "\n" not in str(raised.value)
+
+
+def test_unknown_names_mention_the_document_and_budget_forms():
+    with pytest.raises(MetricError) as raised:
+        parse_metric("bpref")
+    assert str(raised.value).endswith(
+        "evidence_iou@k; prefix doc_ for document level (doc_ndcg@10); evidence metrics also take a budget "
+        "(evidence_recall@2000chars, evidence_recall@512tokens)"
+    )
+
+
+@pytest.mark.parametrize("typo", ["doc_ndgc@10", "doc_precison@5", "evidence_recal@10", "evidence_iuo@512tokens"])
+def test_every_suggested_document_or_evidence_name_parses(typo):
+    with pytest.raises(MetricError) as raised:
+        parse_metric(typo)
+    suggestion = re.search(r"did you mean '([^']+)'", str(raised.value))
+    assert suggestion, str(raised.value)
+    parse_metric(suggestion.group(1).replace("@k", "@10"))

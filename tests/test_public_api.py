@@ -10,6 +10,7 @@ PUBLIC = [
     "RagEvalError",
     "Results",
     "evaluate",
+    "evaluate_evidence",
     "parse_metric",
     "parse_metrics",
 ]
