@@ -903,7 +903,7 @@ def test_query_set_over_the_size_limit(tmp_path, monkeypatch):
 def test_query_set_schema_unknown_keys_with_hint(tmp_path):
     path = write_yaml(tmp_path / "set.yaml", {"corpus": [{"id": "p1", "txt": "a"}], "querys": QUERIES})
     assert problems_of_call(load_yaml_query_set, path) == [
-        f"{path}: querys: unknown key; did you mean 'queries'? allowed: corpus, description, name, queries",
+        f"{path}: querys: unknown key; did you mean 'queries'? allowed: corpus, description, documents, name, queries",
         f"{path}: corpus[0](p1).text: required field is missing",
         f"{path}: corpus[0](p1).txt: unknown key; did you mean 'text'? allowed: id, metadata, text, title",
         f"{path}: queries: required field is missing",

@@ -1,8 +1,10 @@
 """Query sets, graded judgements and corpora, from the formats they come in.
 
 Formats: rag_eval's own YAML query set (corpus inline or in a YAML, JSON, JSONL,
-CSV or TSV file), a BEIR folder (corpus.jsonl, queries.jsonl, qrels/<split>.tsv),
-TREC qrels with a queries file and a corpus file, and the Cranfield collection.
+CSV or TSV file; or documents inline, in a JSONL file or a folder, with evidence
+spans), a BEIR folder (corpus.jsonl, queries.jsonl, qrels/<split>.tsv), TREC qrels
+with a queries file and a corpus file, the Cranfield collection, and the layout of
+Chroma's chunking evaluation (corpora/*.md and questions.csv with evidence offsets).
 A ``grade_map`` turns collection codes into gains (Cranfield: code 1 is best).
 
 Loading checks everything and collects every problem before raising, so that
@@ -14,15 +16,18 @@ through :mod:`rag_eval.files` (regular file, size limit, BOM, UTF-8 with a place
 Modules: ``model`` (Dataset, Query, Problems), ``values`` (the id and grade rules),
 ``lines`` (streaming line formats), ``corpus`` (corpus and queries files),
 ``query_set`` (the YAML query set's pydantic model), ``collections`` (BEIR, TREC,
-Cranfield).
+Cranfield), ``documents`` (documents from a JSONL file or a folder), ``evidence``
+(evidence spans: checks, quotes, document grades), ``chroma`` (Chroma's layout).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from rag_eval.datasets.chroma import is_chroma_folder, load_chroma
 from rag_eval.datasets.collections import CRANFIELD_GRADE_MAP, load_beir, load_cranfield, load_trec
 from rag_eval.datasets.corpus import load_corpus_file, load_queries_file, resolve_path
 from rag_eval.datasets.model import Dataset, Problems, Query
@@ -30,13 +35,13 @@ from rag_eval.datasets.query_set import QuerySetFile, load_yaml_query_set
 from rag_eval.datasets.values import grade_from_value
 from rag_eval.errors import DatasetError
 
-FORMATS = ("yaml", "beir", "trec", "cranfield")
+FORMATS = ("yaml", "beir", "trec", "cranfield", "chroma")
 
 
 def load_dataset(spec: Mapping[str, Any], base: Path | None = None) -> Dataset:
     """Load a dataset described by a config's ``dataset`` section.
 
-    ``spec`` keys: ``format`` (yaml | beir | trec | cranfield, inferred when
+    ``spec`` keys: ``format`` (yaml | beir | trec | cranfield | chroma, inferred when
     absent), ``path``, and per format ``split``, ``qrels``, ``queries``,
     ``corpus``, ``grade_map``, ``name``. Relative paths resolve against ``base``.
     """
@@ -56,14 +61,34 @@ def load_dataset(spec: Mapping[str, Any], base: Path | None = None) -> Dataset:
         )
     elif fmt == "cranfield":
         dataset = load_cranfield(resolve_path(spec["path"], base), grade_map=grade_map)
+    elif fmt == "chroma":
+        dataset = load_chroma(resolve_path(spec["path"], base))
     else:
         raise DatasetError(f"dataset format {fmt!r} is unknown; use one of {', '.join(FORMATS)}")
+    if spec.get("as_documents"):
+        dataset = passages_as_documents(dataset)
     if spec.get("name"):
-        dataset = Dataset(
-            str(spec["name"]), dataset.queries, dataset.judgements, dataset.corpus, dataset.source, dataset.notes,
-            dataset.description,
-        )
+        dataset = dataclasses.replace(dataset, name=str(spec["name"]))
     return dataset
+
+
+def passages_as_documents(dataset: Dataset) -> Dataset:
+    """A passage collection read as documents: each passage's text is a document that chunkers can cut.
+
+    Its judgements become document judgements (document metrics by MaxP, ``doc_ndcg@10``); there is
+    no evidence, so evidence metrics have nothing to score (the no_relevant policy applies). Titles stay
+    titles: each chunk is indexed with its document's title, as BEIR indexes passages.
+    """
+    if dataset.has_documents:
+        return dataset
+    documents = {doc: str(passage.get("text") or "") for doc, passage in dataset.corpus.items()}
+    judgements = {qid: dict(grades) for qid, grades in dataset.judgements.items()}
+    return dataclasses.replace(
+        dataset,
+        documents=documents,
+        document_judgements=judgements,
+        notes=(*dataset.notes, "passages read as documents (as_documents: true): chunkers cut each passage's text"),
+    )
 
 
 def _infer_format(spec: Mapping[str, Any], base: Path) -> str:
@@ -75,6 +100,8 @@ def _infer_format(spec: Mapping[str, Any], base: Path) -> str:
             return "beir"
         if (path / "cranqrel").exists():
             return "cranfield"
+        if is_chroma_folder(path):
+            return "chroma"
     return "yaml"
 
 
@@ -97,6 +124,7 @@ __all__ = [
     "Query",
     "QuerySetFile",
     "load_beir",
+    "load_chroma",
     "load_corpus_file",
     "load_cranfield",
     "load_dataset",

@@ -1,4 +1,4 @@
-"""The loaded dataset (queries, graded judgements, corpus) and the problem collector of every loader."""
+"""The loaded dataset (queries, graded judgements, corpus, documents, evidence) and the problem collector of every loader."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from functools import cached_property
 from typing import Any
 
 from rag_eval.errors import DatasetError
+from rag_eval.spans import EvidenceSpan
 
 # A loader keeps this many problems to list; past it, it counts the rest (a corpus of a
 # million malformed lines must not print a million lines, nor hold them in memory).
@@ -26,7 +27,17 @@ class Query:
 
 @dataclass(frozen=True)
 class Dataset:
-    """Queries, their graded judgements and the corpus they judge."""
+    """Queries, their graded judgements and the corpus they judge.
+
+    A dataset with documents (long texts, judged by document and by evidence spans
+    that any chunking can be scored against) also holds ``documents`` (doc id ->
+    text), ``evidence`` (qid -> spans, quotes already resolved to offsets) and the
+    explicit ``document_judgements``. Its ``judgements`` are then the document grades
+    (explicit, else the highest grade of the query's evidence in the document) and
+    its ``corpus`` is ``{doc: {"text", "title"}}``, so that every path that reads
+    whole passages (a retriever without a chunker, judged_query_ids) works on it.
+    Passage datasets leave the three fields empty.
+    """
 
     name: str
     queries: dict[str, Query]
@@ -35,10 +46,23 @@ class Dataset:
     source: str = ""
     notes: tuple[str, ...] = ()
     description: str = ""
+    documents: dict[str, str] = field(default_factory=dict)
+    evidence: dict[str, tuple[EvidenceSpan, ...]] = field(default_factory=dict)
+    document_judgements: dict[str, dict[str, float]] = field(default_factory=dict)
+
+    @property
+    def has_documents(self) -> bool:
+        """Whether the dataset holds documents (and may hold evidence spans): chunkers can read it."""
+        return bool(self.documents)
 
     @cached_property
     def fingerprint(self) -> str:
-        """sha256 of queries, judgements and corpus in a canonical form (first 16 hex)."""
+        """sha256 of queries, judgements, corpus, documents and evidence in a canonical form (first 16 hex).
+
+        Never of a chunking: runs of two chunkings of the same documents and judgements
+        share the fingerprint, so that they can be compared. A passage dataset hashes
+        exactly what it always did (results files and baselines keep their fingerprint).
+        """
         digest = hashlib.sha256()
         for chunk in _canonical_chunks(self):
             digest.update(chunk)
@@ -59,8 +83,8 @@ class Dataset:
         return {q.id: q.text for q in self.queries.values()}
 
     def summary(self) -> dict[str, Any]:
-        """Counts for reports and results files."""
-        return {
+        """Counts for reports and results files (with documents and evidence for a dataset with documents)."""
+        counts: dict[str, Any] = {
             "name": self.name,
             "source": self.source,
             "fingerprint": self.fingerprint,
@@ -68,8 +92,14 @@ class Dataset:
             "judged_queries": len(self.judged_query_ids),
             "passages": len(self.corpus),
             "judgements": sum(len(j) for j in self.judgements.values()),
-            "notes": list(self.notes),
         }
+        if self.has_documents:
+            counts["documents"] = len(self.documents)
+            counts["document_characters"] = sum(len(text) for text in self.documents.values())
+            counts["evidence_spans"] = sum(len(spans) for spans in self.evidence.values())
+            counts["queries_with_evidence"] = sum(1 for spans in self.evidence.values() if spans)
+        counts["notes"] = list(self.notes)
+        return counts
 
 
 def _canonical_chunks(dataset: Dataset) -> Iterator[bytes]:
@@ -84,6 +114,16 @@ def _canonical_chunks(dataset: Dataset) -> Iterator[bytes]:
     for doc in sorted(dataset.corpus):
         passage = dataset.corpus[doc]
         yield f"{doc}\0{passage.get('title', '')}\0{passage.get('text', '')}\0".encode()
+    if not dataset.has_documents:
+        return  # a passage dataset: the bytes above, as they always were
+    yield b"documents\0"
+    for doc in sorted(dataset.documents):
+        yield f"{doc}\0{dataset.documents[doc]}\0".encode()
+    # The order of a query's spans means nothing: they are hashed sorted.
+    yield b"evidence\0"
+    for qid in sorted(dataset.evidence):
+        for span in sorted(dataset.evidence[qid], key=lambda s: (s.doc, s.start, s.end, s.grade)):
+            yield f"{qid}\0{span.doc}\0{span.start}\0{span.end}\0{float(span.grade)!r}\0".encode()
 
 
 @dataclass

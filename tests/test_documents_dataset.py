@@ -1,0 +1,429 @@
+"""Datasets with documents: documents inline, in JSONL or a folder; evidence spans; every span problem; the fingerprint.
+
+Offsets are counted by hand in the texts below (code points, not bytes: "É" is 2
+bytes in UTF-8, "🍮" 4, "東" 3), never taken from rag_eval's own output.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from rag_eval.cli import main
+from rag_eval.dataset import Dataset, load_dataset, load_yaml_query_set
+from rag_eval.datasets.evidence import document_grades, occurrences
+from rag_eval.errors import DatasetError
+from rag_eval.spans import EvidenceSpan
+
+REPO = Path(__file__).resolve().parents[1]
+
+# "Émile 🍮 ate crème brûlée in 東京." -- counted: Émile 0-5, space 5, 🍮 6, space 7, ate 8-11,
+# space 11, crème 12-17, space 17, brûlée 18-24, space 24, in 25-27, space 27, 東京 28-30, "." 30; 31 in all.
+MENU = "Émile 🍮 ate crème brûlée in 東京."
+# "la" at 0, 3 and 6; "The end." at 10-18.
+NOTES = "la la la. The end."
+DOCUMENTS = [
+    {"id": "menu.md", "title": "Menu", "text": MENU},
+    {"id": "notes.txt", "text": NOTES},
+]
+QUERIES = [
+    {
+        "id": "q-dessert",
+        "text": "What did Émile eat?",
+        "evidence": [
+            {"doc": "menu.md", "quote": "crème brûlée", "grade": 2},
+            {"doc": "menu.md", "start": 28, "end": 30},
+        ],
+    },
+    {
+        "id": "q-end",
+        "text": "How does it end?",
+        "judgements": {"notes.txt": 3, "menu.md": 0},
+        "evidence": [{"doc": "notes.txt", "start": 10, "end": 18}],
+    },
+    {"id": "q-open", "text": "Not judged yet"},
+]
+
+
+def write_yaml(path: Path, data) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True), encoding="utf-8")
+    return path
+
+
+def document_set(tmp_path: Path, documents=None, queries=None, file="set.yaml", **extra) -> Path:
+    data = {"name": "menus", "documents": DOCUMENTS if documents is None else documents,
+            "queries": QUERIES if queries is None else queries, **extra}
+    return write_yaml(tmp_path / file, data)
+
+
+def problems_of(excinfo) -> list[str]:
+    return list(excinfo.value.problems)
+
+
+def test_the_offsets_counted_by_hand_are_code_points():
+    assert len(MENU) == 31 and MENU[12:24] == "crème brûlée" and MENU[28:30] == "東京"
+    # Byte offsets would differ: "crème brûlée" is bytes 16-31 of the UTF-8 text (42 bytes).
+    assert len(MENU.encode("utf-8")) == 42 and MENU.encode("utf-8").find("crème brûlée".encode()) == 16
+    assert NOTES[10:18] == "The end."
+
+
+# ---- inline documents, evidence, document grades ------------------------------------------------------
+
+
+def test_inline_documents_with_evidence_and_document_judgements(tmp_path):
+    dataset = load_yaml_query_set(document_set(tmp_path))
+    assert dataset.has_documents
+    assert dataset.documents == {"menu.md": MENU, "notes.txt": NOTES}
+    # The quote is resolved to its code-point offsets: 12-24, not the byte offsets 16-31.
+    assert dataset.evidence == {
+        "q-dessert": (EvidenceSpan("menu.md", 12, 24, 2.0), EvidenceSpan("menu.md", 28, 30, 1.0)),
+        "q-end": (EvidenceSpan("notes.txt", 10, 18, 1.0),),
+    }
+    assert dataset.document_judgements == {"q-end": {"notes.txt": 3.0, "menu.md": 0.0}}
+    # Document grades: explicit (3, and 0 for a document without evidence), else the highest evidence grade (2).
+    assert dataset.judgements == {"q-dessert": {"menu.md": 2.0}, "q-end": {"notes.txt": 3.0, "menu.md": 0.0}}
+    assert dataset.corpus == {"menu.md": {"text": MENU, "title": "Menu"}, "notes.txt": {"text": NOTES, "title": ""}}
+    assert dataset.judged_query_ids == ["q-dessert", "q-end"]
+    assert dataset.unjudged_query_ids == ["q-open"]
+    summary = dataset.summary()
+    assert {k: summary[k] for k in ("queries", "judged_queries", "passages", "judgements", "documents",
+                                    "document_characters", "evidence_spans", "queries_with_evidence")} == {
+        "queries": 3, "judged_queries": 2, "passages": 2, "judgements": 3, "documents": 2,
+        "document_characters": 49, "evidence_spans": 3, "queries_with_evidence": 2,
+    }
+
+
+def test_a_passage_dataset_has_no_documents(tmp_path):
+    dataset = load_dataset({"path": str(REPO / "datasets" / "ocean_facts.yaml")})
+    assert not dataset.has_documents
+    assert (dataset.documents, dataset.evidence, dataset.document_judgements) == ({}, {}, {})
+    assert "documents" not in dataset.summary() and "evidence_spans" not in dataset.summary()
+
+
+def test_document_grades_take_the_highest_evidence_grade_unless_judged():
+    evidence = {"q": [EvidenceSpan("a", 0, 5, 1.0), EvidenceSpan("a", 9, 12, 2.5), EvidenceSpan("b", 0, 1, 0.5)]}
+    grades, conflicts = document_grades(evidence, {"q": {"b": 4.0, "c": 0.0}, "r": {"a": 1.0}})
+    assert grades == {"q": {"a": 2.5, "b": 4.0, "c": 0.0}, "r": {"a": 1.0}}
+    assert conflicts == []
+    grades, conflicts = document_grades(evidence, {"q": {"a": 0.0, "b": -1.0}})
+    assert conflicts == [("q", "a", 0.0), ("q", "b", -1.0)]
+
+
+def test_quote_matching_counts_overlapping_occurrences():
+    assert occurrences("aaa", "aa") == (2, [0, 1])
+    assert occurrences(NOTES, "la") == (3, [0, 3])
+    assert occurrences(MENU, "東京") == (1, [28])
+    # No normalisation: a decomposed é (e + U+0301) is not the precomposed é of the text.
+    assert occurrences(MENU, "cre\u0301me") == (0, [])
+
+
+def test_name_from_the_config_keeps_documents_and_evidence(tmp_path):
+    document_set(tmp_path)
+    dataset = load_dataset({"path": "set.yaml", "name": "renamed"}, base=tmp_path)
+    assert dataset.name == "renamed"
+    assert dataset.documents["menu.md"] == MENU
+    assert dataset.evidence["q-end"] == (EvidenceSpan("notes.txt", 10, 18, 1.0),)
+
+
+# ---- documents from a JSONL file or a folder ---------------------------------------------------------
+
+
+def test_documents_from_a_jsonl_file(tmp_path):
+    lines = [{"_id": "menu.md", "title": "Menu", "text": MENU}, {"id": "notes.txt", "text": NOTES}]
+    (tmp_path / "docs.jsonl").write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines),
+                                         encoding="utf-8")
+    folder_set = load_yaml_query_set(document_set(tmp_path, documents="docs.jsonl"))
+    inline = load_yaml_query_set(document_set(tmp_path / "inline"))
+    assert folder_set.documents == inline.documents
+    assert folder_set.corpus == inline.corpus
+    assert folder_set.evidence == inline.evidence
+    assert folder_set.fingerprint == inline.fingerprint
+
+
+def test_documents_from_a_folder_ids_are_relative_posix_paths(tmp_path):
+    docs = tmp_path / "docs"
+    (docs / "guides" / "deep").mkdir(parents=True)
+    (docs / "menu.md").write_text(MENU, encoding="utf-8")
+    (docs / "guides" / "notes.txt").write_text(NOTES, encoding="utf-8")
+    # A byte-order mark is not text: offsets count from the character after it.
+    (docs / "guides" / "deep" / "bom.md").write_bytes(b"\xef\xbb\xbf" + "東京 tower".encode())
+    # Line endings are kept as in the file: "\r\n" is two characters.
+    (docs / "crlf.txt").write_bytes(b"one\r\ntwo")
+    (docs / "image.png").write_bytes(b"\x89PNG")  # not a document
+    (docs / ".hidden.md").write_text("skipped", encoding="utf-8")
+    (docs / ".git").mkdir()
+    (docs / ".git" / "HEAD.md").write_text("skipped", encoding="utf-8")
+    queries = [
+        {"id": "q1", "text": "tower?", "evidence": [{"doc": "guides/deep/bom.md", "quote": "tower"}]},
+        {"id": "q2", "text": "two?", "evidence": [{"doc": "crlf.txt", "quote": "two"}]},
+    ]
+    dataset = load_yaml_query_set(document_set(tmp_path, documents="docs", queries=queries))
+    assert list(dataset.documents) == ["crlf.txt", "guides/deep/bom.md", "guides/notes.txt", "menu.md"]
+    assert dataset.documents["guides/deep/bom.md"] == "東京 tower"
+    assert dataset.documents["crlf.txt"] == "one\r\ntwo"
+    assert dataset.evidence == {"q1": (EvidenceSpan("guides/deep/bom.md", 3, 8),), "q2": (EvidenceSpan("crlf.txt", 5, 8),)}
+    assert dataset.corpus["menu.md"] == {"text": MENU, "title": ""}
+
+
+def test_a_folder_and_inline_documents_with_the_same_content_share_the_fingerprint(tmp_path):
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "menu.md").write_text(MENU, encoding="utf-8")
+    (tmp_path / "docs" / "notes.txt").write_text(NOTES, encoding="utf-8")
+    untitled = [{"id": "menu.md", "text": MENU}, {"id": "notes.txt", "text": NOTES}]
+    from_folder = load_yaml_query_set(document_set(tmp_path, documents="docs"))
+    inline = load_yaml_query_set(document_set(tmp_path / "inline", documents=untitled))
+    assert from_folder.fingerprint == inline.fingerprint
+
+
+# ---- every problem, with its place -------------------------------------------------------------------
+
+
+PROBLEM_DOCUMENTS = DOCUMENTS + [{"id": "notes.txt", "text": "again"}]
+PROBLEM_EVIDENCE = [
+    {"doc": "menu.md", "start": 12, "end": 40},  # 0: past the end
+    {"doc": "menu.md", "start": -1, "end": 5},  # 1: negative
+    {"doc": "menu.md", "start": 5, "end": 5},  # 2: end <= start
+    {"doc": "menu.md", "start": 3.0, "end": 5},  # 3: not an integer
+    {"doc": "menu.md", "start": "3", "end": 5},  # 4: text, not an integer
+    {"doc": "menu.md", "quote": "東京 "},  # 5: found 0 times (the text has "東京.")
+    {"doc": "notes.txt", "quote": "la"},  # 6: found 3 times
+    {"doc": "menu.md", "quote": "cre\u0301me"},  # 7: decomposed accent: 0 times, no normalisation
+    {"doc": "menu.md", "quote": "東京", "grade": 0},  # 8: grade 0
+    {"doc": "menu.md", "quote": "東京", "grade": -1},  # 9: negative grade
+    {"doc": "menu.md", "quote": "東京", "start": 28, "end": 30},  # 10: both
+    {"doc": "Menu.md", "start": 0, "end": 1},  # 11: unknown document, by case
+    {"doc": "recipes/menu.md", "start": 0, "end": 1},  # 12: unknown document, same file name
+    {"doc": "menu.md"},  # 13: neither quote nor offsets
+    {"doc": "menu.md", "start": 3},  # 14: end missing
+    {"doc": "menu.md", "quote": ""},  # 15: empty quote
+    {"doc": "menu.md", "quote": "Émile", "grade": 2},  # 16: valid, in a document judged 0
+]
+
+
+def expected_problems(path: Path) -> list[str]:
+    e = f"{path}: queries[0](q1).evidence"
+    return [
+        f"{path}: documents[2](notes.txt).id: duplicate document id 'notes.txt' (first at documents[1])",
+        f"{path}: queries[0](q1).judgements.nots.txt: document 'nots.txt' is not in the documents of {path}; "
+        "did you mean 'notes.txt'?",
+        f"{e}[0]: document 'menu.md': end 40 is past the end of the document (31 characters); "
+        "offsets count code points of the document as loaded, end exclusive",
+        f"{e}[1]: document 'menu.md': start -1 is negative; offsets count characters from 0",
+        f"{e}[2]: document 'menu.md': end 5 is not after start 5; a span is [start, end) with end > start",
+        f"{e}[3]: document 'menu.md': start 3.0 is not an integer offset; "
+        "write offsets as whole numbers (code points from the start of the document)",
+        f"{e}[4]: document 'menu.md': start '3' is not an integer offset; "
+        "write offsets as whole numbers (code points from the start of the document)",
+        f"{e}[5]: quote '東京 ' occurs 0 times in document 'menu.md'; quotes match exactly (same characters, case, "
+        "spaces and line breaks, no normalisation): copy it from the document",
+        f"{e}[6]: quote 'la' occurs 3 times in document 'notes.txt' (first at [0, 2) and [3, 5)); "
+        "lengthen the quote until it occurs once, or give start and end",
+        f"{e}[7]: quote 'cre\u0301me' occurs 0 times in document 'menu.md'; quotes match exactly (same characters, case, "
+        "spaces and line breaks, no normalisation): copy it from the document",
+        f"{e}[8]: grade 0: evidence grades are > 0 (default 1); to say that a document does not answer the query, "
+        "give it a document judgement of 0 instead",
+        f"{e}[9]: grade -1: evidence grades are > 0 (default 1); to say that a document does not answer the query, "
+        "give it a document judgement of 0 instead",
+        f"{e}[10]: give either a quote or start and end, not both",
+        f"{e}[11]: document 'Menu.md' is not in the documents of {path}; did you mean 'menu.md'?",
+        f"{e}[12]: document 'recipes/menu.md' is not in the documents of {path}; did you mean 'menu.md'?",
+        f"{e}[13]: give start and end (code-point offsets into the document) or a quote",
+        f"{e}[14]: end is missing; a span needs both start and end (end exclusive)",
+        f"{e}[15]: quote is empty; copy the evidence text from the document, or give start and end",
+        f"{path}: queries[0](q1).judgements.menu.md: document 'menu.md' is judged 0 (not relevant) but holds evidence "
+        "for this query (evidence[16]); remove the judgement or the evidence",
+    ]
+
+
+def test_every_span_problem_is_reported_with_its_place(tmp_path):
+    queries = [{"id": "q1", "text": "x", "judgements": {"menu.md": 0, "nots.txt": 1}, "evidence": PROBLEM_EVIDENCE}]
+    path = document_set(tmp_path, documents=PROBLEM_DOCUMENTS, queries=queries)
+    with pytest.raises(DatasetError) as excinfo:
+        load_yaml_query_set(path)
+    assert problems_of(excinfo) == expected_problems(path)
+    assert str(excinfo.value) == (
+        f"{path}: documents[2](notes.txt).id: duplicate document id 'notes.txt' (first at documents[1]) "
+        "(and 18 more problems; `rag-eval validate` lists all)"
+    )
+
+
+def test_validate_lists_every_span_problem(tmp_path, capsys):
+    queries = [{"id": "q1", "text": "x", "judgements": {"menu.md": 0, "nots.txt": 1}, "evidence": PROBLEM_EVIDENCE}]
+    path = document_set(tmp_path / "data", documents=PROBLEM_DOCUMENTS, queries=queries)
+    config = write_yaml(tmp_path / "run.yaml", {
+        "dataset": {"path": "data/set.yaml"},
+        "retrievers": [{"label": "s", "adapter": "static", "params": {"rankings": {}}}],
+        "metrics": ["ndcg@10"],
+    })
+    assert main(["validate", str(config)]) == 2
+    assert capsys.readouterr().err.splitlines() == expected_problems(path) + ["rag-eval: 19 problems found"]
+
+
+def test_an_excluded_document_holding_evidence_is_refused(tmp_path):
+    queries = [{"id": "q1", "text": "x", "judgements": {"notes.txt": -1},
+                "evidence": [{"doc": "notes.txt", "quote": "The end."}, {"doc": "notes.txt", "start": 0, "end": 2}]}]
+    path = document_set(tmp_path, queries=queries)
+    with pytest.raises(DatasetError) as excinfo:
+        load_yaml_query_set(path)
+    assert problems_of(excinfo) == [
+        f"{path}: queries[0](q1).judgements.notes.txt: document 'notes.txt' is judged -1 (excluded) but holds evidence "
+        "for this query (evidence[0], evidence[1]); remove the judgement or the evidence"
+    ]
+
+
+def test_a_quote_found_many_times_says_the_count(tmp_path):
+    queries = [{"id": "q1", "text": "x", "evidence": [{"doc": "big.txt", "quote": "ab"}]}]
+    path = document_set(tmp_path, documents=[{"id": "big.txt", "text": "xab" * 1500}], queries=queries)
+    with pytest.raises(DatasetError) as excinfo:
+        load_yaml_query_set(path)
+    assert problems_of(excinfo) == [
+        f"{path}: queries[0](q1).evidence[0]: quote 'ab' occurs 1,500 times in document 'big.txt' (first at [1, 3) "
+        "and [4, 6)); lengthen the quote until it occurs once, or give start and end"
+    ]
+
+
+def test_corpus_and_documents_are_exclusive(tmp_path):
+    path = document_set(tmp_path, corpus=[{"id": "p1", "text": "x"}])
+    with pytest.raises(DatasetError) as excinfo:
+        load_yaml_query_set(path)
+    assert problems_of(excinfo) == [
+        f"{path}: give either 'corpus' (passages judged by id) or 'documents' (long texts judged by document and "
+        "evidence), not both"
+    ]
+
+
+def test_a_query_set_needs_corpus_or_documents(tmp_path):
+    path = write_yaml(tmp_path / "set.yaml", {"queries": [{"id": "q1", "text": "x", "judgements": {"a": 1}}]})
+    with pytest.raises(DatasetError) as excinfo:
+        load_yaml_query_set(path)
+    assert problems_of(excinfo) == [
+        f"{path}: a query set needs 'corpus' (passages judged by id) or 'documents' (long texts judged by document "
+        "and evidence)"
+    ]
+
+
+def test_evidence_in_a_passage_query_set_is_refused(tmp_path):
+    data = {"corpus": [{"id": "p1", "text": "the text"}],
+            "queries": [{"id": "q1", "text": "x", "judgements": {"p1": 1}, "evidence": [{"doc": "p1", "quote": "text"}]}]}
+    path = write_yaml(tmp_path / "set.yaml", data)
+    with pytest.raises(DatasetError) as excinfo:
+        load_yaml_query_set(path)
+    assert problems_of(excinfo) == [
+        f"{path}: queries[0](q1).evidence: evidence spans need documents; give the query set 'documents' instead of "
+        "'corpus' (passages have no offsets to point into)"
+    ]
+
+
+def test_no_judgement_and_no_evidence(tmp_path):
+    path = document_set(tmp_path, queries=[{"id": "q1", "text": "x"}])
+    with pytest.raises(DatasetError) as excinfo:
+        load_yaml_query_set(path)
+    assert problems_of(excinfo) == [
+        f"{path}: no query has any judgement or evidence; give each query evidence spans or document judgements"
+    ]
+
+
+def test_problems_of_a_jsonl_documents_file(tmp_path):
+    lines = [json.dumps({"id": "a", "text": "x"}), json.dumps({"id": "a", "text": "y"}), json.dumps({"id": "b"}),
+             json.dumps(["not", "a", "record"]), json.dumps({"id": "c", "text": "z", "title": 3})]
+    (tmp_path / "docs.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    path = document_set(tmp_path, documents="docs.jsonl", queries=[{"id": "q1", "text": "x", "judgements": {"a": 1}}])
+    with pytest.raises(DatasetError) as excinfo:
+        load_yaml_query_set(path)
+    docs = tmp_path / "docs.jsonl"
+    assert problems_of(excinfo) == [
+        f"{docs}:2: duplicate document id 'a' (first on line 1)",
+        f"{docs}:3: document 'b': 'text' must be text, got None",
+        f"{docs}:4: expected a document {{\"id\", \"text\", \"title\"}}, got list",
+        f"{docs}:5: document 'c': 'title' must be text, got 3",
+    ]
+
+
+def test_problems_of_a_documents_folder(tmp_path):
+    (tmp_path / "empty").mkdir()
+    path = document_set(tmp_path, documents="empty", queries=[{"id": "q1", "text": "x", "judgements": {"a": 1}}])
+    with pytest.raises(DatasetError) as excinfo:
+        load_yaml_query_set(path)
+    assert problems_of(excinfo) == [
+        f"{tmp_path / 'empty'}: no .txt or .md files in this folder (or its subfolders); put one document per file"
+    ]
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "latin1.txt").write_bytes("café".encode("latin-1"))
+    (tmp_path / "bad" / "ok.md").write_text("fine", encoding="utf-8")
+    path = document_set(tmp_path, documents="bad", queries=[{"id": "q1", "text": "x", "judgements": {"ok.md": 1}}])
+    with pytest.raises(DatasetError) as excinfo:
+        load_yaml_query_set(path)
+    assert problems_of(excinfo) == [
+        f"{tmp_path / 'bad' / 'latin1.txt'}: line 1, column 4: not UTF-8 text (byte 0xe9: unexpected end of data); "
+        "save the file as UTF-8"
+    ]
+
+
+def test_a_documents_path_that_is_neither_jsonl_nor_a_folder(tmp_path):
+    (tmp_path / "docs.csv").write_text("id,text\n", encoding="utf-8")
+    queries = [{"id": "q1", "text": "x", "judgements": {"a": 1}}]
+    for name, message in [
+        ("docs.csv", "documents are a .jsonl file (one {\"id\", \"text\", \"title\"} per line) or a folder of .txt/.md "
+                     "files; rename the file or point at its folder"),
+        ("missing", "no such file or folder; documents are a .jsonl file or a folder of .txt/.md files"),
+    ]:
+        path = document_set(tmp_path, documents=name, queries=queries)
+        with pytest.raises(DatasetError) as excinfo:
+            load_yaml_query_set(path)
+        assert str(excinfo.value) == f"{tmp_path / name}: {message}"
+
+
+# ---- the fingerprint ---------------------------------------------------------------------------------
+
+
+def test_passage_fingerprints_are_unchanged():
+    # The value before datasets held documents; committed results files (reports/ocean-facts) carry it.
+    dataset = load_dataset({"path": str(REPO / "datasets" / "ocean_facts.yaml")})
+    assert dataset.fingerprint == "7c74143fce3a6d79"
+    stored = json.loads((REPO / "reports" / "ocean-facts" / "bm25.json").read_text(encoding="utf-8"))
+    assert stored["dataset"]["fingerprint"] == "7c74143fce3a6d79"
+
+
+def test_document_fingerprint_is_stable_and_sensitive(tmp_path):
+    base = load_yaml_query_set(document_set(tmp_path / "base")).fingerprint
+    assert load_yaml_query_set(document_set(tmp_path / "base")).fingerprint == base
+
+    def variant(name: str, documents=None, queries=None) -> str:
+        return load_yaml_query_set(document_set(tmp_path / name, documents=documents, queries=queries)).fingerprint
+
+    def edited(change) -> list:
+        queries = json.loads(json.dumps(QUERIES))
+        change(queries)
+        return queries
+
+    # Same content: evidence in another order, a quote or its offsets.
+    assert variant("order", queries=edited(lambda q: q[0]["evidence"].reverse())) == base
+    as_offsets = edited(lambda q: q[0]["evidence"][0].update({"quote": None}))
+    as_offsets[0]["evidence"][0] = {"doc": "menu.md", "start": 12, "end": 24, "grade": 2}
+    assert variant("offsets", queries=as_offsets) == base
+    # Any change of the evidence or the documents: a new fingerprint.
+    changed = {
+        "one offset": variant("offset", queries=edited(lambda q: q[1]["evidence"][0].update({"end": 17}))),
+        "evidence grade": variant("grade", queries=edited(lambda q: q[0]["evidence"][1].update({"grade": 3}))),
+        "document text": variant("text", documents=[DOCUMENTS[0], {"id": "notes.txt", "text": NOTES + " "}]),
+        "title": variant("title", documents=[{**DOCUMENTS[0], "title": "Carte"}, DOCUMENTS[1]]),
+    }
+    assert base not in changed.values()
+    assert len(set(changed.values())) == len(changed)
+
+
+def test_document_fingerprint_differs_from_the_same_texts_as_passages():
+    queries = {"q": _query()}
+    passages = Dataset("x", queries, {"q": {"a": 1.0}}, {"a": {"text": "t", "title": ""}})
+    documents = Dataset("x", queries, {"q": {"a": 1.0}}, {"a": {"text": "t", "title": ""}}, documents={"a": "t"})
+    assert passages.fingerprint != documents.fingerprint
+
+
+def _query():
+    from rag_eval.dataset import Query
+
+    return Query("q", "question")
