@@ -288,6 +288,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
     with hold_output_folder(config.output_dir, config.path):
         check_replaceable(config.output_dir, outputs)
         run = execute(config, progress=False if args.no_progress else None)
+        for outcome in run.outcomes:  # said at once (the report repeats them): e.g. chunks the encoder cut
+            for warning in outcome.warnings:
+                print(f"rag-eval: warning: {warning}", file=sys.stderr)
         verdict = None
         extra = {}
         if regression is not None:
@@ -320,6 +323,9 @@ def _print_headlines(run: Any) -> None:
 
     main_metric = run.config.model.primary_metric
     for outcome in run.outcomes:
+        if main_metric not in outcome.results.aggregate:  # chunk-level, for a retriever returning its own spans
+            print(f"{outcome.label}\t{main_metric}\tn/a\t(not computed: the retriever returns its own spans)")
+            continue
         value = outcome.results.aggregate[main_metric]
         notes = mean_notes(outcome.results, main_metric, run.dataset.judgements)
         line = f"{outcome.label}\t{main_metric}\t{value:.4f}"

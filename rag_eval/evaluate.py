@@ -113,19 +113,9 @@ def score(joined: JoinedRun, metrics: tuple[Metric, ...], options: EvaluationOpt
         with np.errstate(over="ignore", invalid="ignore"):  # checked above: no overflow reaches a value
             per_query = compute(ctx, metric)
         defined = has_relevant(ctx, metric) if metric.uses_relevance else np.ones(len(query_ids), dtype=bool)
-        if not defined.all():
-            missing = tuple(query_ids[i] for i in np.flatnonzero(~defined))
-            if options.no_relevant == "error":
-                raise EvaluationError(
-                    f"metric {metric}: {len(missing)} judged quer{'y has' if len(missing) == 1 else 'ies have'} "
-                    f"no relevant document ({', '.join(missing[:5])}{', ...' if len(missing) > 5 else ''}); "
-                    "judge a relevant document for each, or set no_relevant to skip or zero"
-                )
-            if options.no_relevant == "skip":
-                per_query = np.where(defined, per_query, np.nan)
-                left_out[str(metric)] = missing
-            else:
-                per_query = np.where(defined, per_query, 0.0)
+        per_query, missing = apply_no_relevant(metric, per_query, defined, options, query_ids)
+        if missing:
+            left_out[str(metric)] = missing
         values[str(metric)] = per_query
         aggregate[str(metric)] = _aggregate(ctx, metric, per_query, defined, options)
     return Results(
@@ -138,6 +128,34 @@ def score(joined: JoinedRun, metrics: tuple[Metric, ...], options: EvaluationOpt
         unjudged_queries=tuple(unjudged),
         unanswered_queries=tuple(unanswered),
     )
+
+
+def apply_no_relevant(
+    metric: Metric,
+    per_query: np.ndarray,
+    defined: np.ndarray,
+    options: EvaluationOptions,
+    query_ids: list[str],
+    nothing: str = "no relevant document",
+    fix: str = "judge a relevant document for each",
+) -> tuple[np.ndarray, tuple[str, ...]]:
+    """The ``no_relevant`` policy for the queries where ``metric`` is undefined: ``(values, left out)``.
+
+    ``skip``: NaN and listed; ``zero``: 0; ``error``: one EvaluationError naming the queries.
+    ``nothing`` and ``fix`` word the error (evidence metrics lack evidence, not a relevant document).
+    """
+    if defined.all():
+        return per_query, ()
+    missing = tuple(query_ids[i] for i in np.flatnonzero(~defined).tolist())
+    if options.no_relevant == "error":
+        raise EvaluationError(
+            f"metric {metric}: {len(missing)} judged quer{'y has' if len(missing) == 1 else 'ies have'} "
+            f"{nothing} ({', '.join(missing[:5])}{', ...' if len(missing) > 5 else ''}); "
+            f"{fix}, or set no_relevant to skip or zero"
+        )
+    if options.no_relevant == "skip":
+        return np.where(defined, per_query, np.nan), missing
+    return np.where(defined, per_query, 0.0), ()
 
 
 # Sums of gains below this cannot overflow, whatever their order: all DCGs of the run are then finite.

@@ -57,7 +57,7 @@ __all__ = [
     "verdict_for_run",
 ]
 
-SEMANTIC_OPTIONS = ("gain", "aggregation", "no_relevant", "relevance_threshold")
+SEMANTIC_OPTIONS = ("gain", "aggregation", "no_relevant", "relevance_threshold", "min_evidence_fraction")
 
 
 @dataclass(frozen=True)
@@ -258,6 +258,7 @@ def check_comparable(baseline: ResultsFile, candidate: ResultsFile, metrics: Seq
                     f"incomparable results: {side.path} has no {metric} (it has {have}); "
                     "gate only metrics both runs computed, with the same cutoffs"
                 )
+    _check_same_chunking(b, c, metrics)
     b_depth, c_depth = b.top_k, c.top_k
     if b_depth is not None and c_depth is not None and b_depth != c_depth:
         # A metric that looks deeper than one of the runs retrieved measures different things on each side.
@@ -277,6 +278,36 @@ def check_comparable(baseline: ResultsFile, candidate: ResultsFile, metrics: Seq
                     f"top_k={b_depth} and the candidate {c.path} top_k={c_depth}; {fix}"
                 )
     _check_same_queries(b.results, c.results)
+
+
+def _check_same_chunking(baseline: ResultsFile, candidate: ResultsFile, metrics: Sequence[str]) -> None:
+    """Refuse chunk-level metrics across two chunkings: each builds its ideal ranking from its own chunks.
+
+    Document (``doc_``) and evidence metrics are judged on the documents and the evidence, which do
+    not change with the chunking: those compare chunkings like for like (SEMANTICS.md).
+    """
+    b, c = baseline.chunking, candidate.chunking
+    if b is None and c is None:
+        return
+    if b is not None and c is not None and b.get("fingerprint") is not None and b.get("fingerprint") == c.get("fingerprint"):
+        return
+    for metric in metrics:
+        parsed = parse_metric(metric)
+        if parsed.is_document_level or parsed.is_evidence:
+            continue
+        raise ComparisonError(
+            f"incomparable results: chunk-level {metric} compares different chunkings (baseline {baseline.path}: "
+            f"{_chunking_title(b)}; candidate {candidate.path}: {_chunking_title(c)}), and each builds its ideal "
+            f"ranking from its own chunks; gate doc_{metric} or evidence metrics (evidence_recall@k), which judge "
+            "every chunking by the same documents and evidence"
+        )
+
+
+def _chunking_title(record: Mapping[str, Any] | None) -> str:
+    if record is None:
+        return "no chunking"
+    fingerprint = record.get("fingerprint")
+    return f"{record.get('title') or record.get('name')}" + (f" (fingerprint {fingerprint})" if fingerprint else "")
 
 
 def _check_same_queries(baseline: Results, candidate: Results) -> None:

@@ -21,7 +21,7 @@ import math
 import platform
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
@@ -201,7 +201,7 @@ def _check_aggregate(section: ResultsSection, name: str, metric: Metric, micro: 
     kept = [row for row in section.per_query.values() if row[name] is not None]
     expected: float | None
     if micro:
-        dcg, idcg = str(Metric("dcg", metric.k)), str(Metric("idcg", metric.k))
+        dcg, idcg = str(replace(metric, name="dcg")), str(replace(metric, name="idcg"))
         if dcg not in section.aggregate or idcg not in section.aggregate:
             return  # not determined by the file (see check_numbers)
         # "or 0.0" only for the type checker: DCG and IDCG are never null (nothing is left out of their mean).
@@ -236,6 +236,9 @@ class ResultsDocument(_Section):
     results: ResultsSection
     rankings: dict[StrictStr, list[RankEntry]] = Field(default_factory=dict)
     passages: dict[StrictStr, StrictStr] = Field(default_factory=dict)
+    # Document datasets: what the retriever indexed (its chunking; compared by fingerprint) and notes.
+    chunking: dict[StrictStr, Any] | None = None
+    notes: list[StrictStr] = Field(default_factory=list)
 
 
 class _At(ValueError):
@@ -278,6 +281,12 @@ class ResultsFile:
     def fingerprint(self) -> str | None:
         """The dataset fingerprint (hash of queries, judgements and corpus)."""
         return self.document.dataset.fingerprint
+
+    @property
+    def chunking(self) -> dict[str, Any] | None:
+        """What the retriever indexed on a document dataset (rag_eval.document_run.ChunkingRecord), else None."""
+        value = self.document.chunking
+        return None if value is None else dict(value)
 
     @property
     def dataset_name(self) -> str | None:
@@ -476,7 +485,10 @@ def results_document(run: RunOutcome, outcome: RetrieverOutcome) -> dict[str, An
     cached = run.documents.get(outcome.label)
     if cached is not None:
         return cached
-    rankings = ranking_with_grades(outcome.ranking, run.dataset.judgements)
+    if outcome.spans is None:
+        rankings = ranking_with_grades(outcome.ranking, run.dataset.judgements)
+    else:
+        rankings = _span_rankings(run, outcome)
     document = {
         "schema_version": RESULTS_SCHEMA_VERSION,
         "kind": RESULTS_KIND,
@@ -495,8 +507,11 @@ def results_document(run: RunOutcome, outcome: RetrieverOutcome) -> dict[str, An
         "query_texts": {q: run.dataset.queries[q].text for q in outcome.results.query_ids},
         "results": outcome.results.to_dict(),
         "rankings": rankings,
-        "passages": passage_snippets(rankings, run.dataset.corpus),
+        "passages": passage_snippets(rankings, run.dataset.corpus if outcome.corpus is None else outcome.corpus),
     }
+    if outcome.chunking is not None:
+        document["chunking"] = jsonable(outcome.chunking.to_dict())
+        document["notes"] = list(outcome.notes)
     run.documents[outcome.label] = document
     return document
 
@@ -517,6 +532,21 @@ def ranking_with_grades(
         grades = judgements.get(qid, {})
         out[qid] = [[doc, score, jsonable(grades.get(doc))] for doc, score in ranked(ranking[qid])]
     return out
+
+
+def _span_rankings(run: RunOutcome, outcome: RetrieverOutcome) -> dict[str, list[list[Any]]]:
+    """Chunk rankings with each chunk's grade from evidence overlap (None where its document is unjudged)."""
+    from rag_eval.evidence import span_grades
+
+    assert outcome.spans is not None
+    graded = span_grades(
+        run.dataset.evidence,
+        {q: items for q, items in outcome.spans.items() if items},
+        document_judgements=run.dataset.document_judgements,
+        min_evidence_fraction=run.config.model.evaluation.min_evidence_fraction,
+    )
+    unjudged = ranking_with_grades({q: r for q, r in outcome.ranking.items() if q not in graded}, {})
+    return {q: [list(entry) for entry in graded[q]] if q in graded else unjudged[q] for q in sorted(outcome.ranking)}
 
 
 def passage_snippets(

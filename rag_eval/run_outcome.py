@@ -12,8 +12,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # annotations only: this module stays free of the config and dataset loaders
+    from collections.abc import Mapping
+
     from rag_eval.config.schema import LoadedConfig, RetrieverSpec
     from rag_eval.dataset import Dataset
+    from rag_eval.document_run import ChunkingRecord
     from rag_eval.results import Results
 
 
@@ -26,6 +29,13 @@ class RetrieverOutcome:
     ranking: dict[str, dict[str, float]]
     results: Results
     timings: dict[str, float] = field(default_factory=dict)
+    # Document datasets only: what the retriever indexed, its ranked spans {qid: [(doc, start, end, score)]},
+    # the corpus it read (chunk texts for the report), and lines for the report (notes) and stderr (warnings).
+    chunking: ChunkingRecord | None = None
+    spans: dict[str, list[tuple[str, int, int, float]]] | None = None
+    corpus: Mapping[str, Mapping[str, str]] | None = None
+    notes: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def label(self) -> str:

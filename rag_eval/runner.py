@@ -17,7 +17,7 @@ import numpy as np
 
 from rag_eval.config.schema import LoadedConfig, RetrieverSpec
 from rag_eval.dataset import Dataset, load_dataset
-from rag_eval.errors import RagEvalError, RetrieverError
+from rag_eval.errors import ConfigError, RagEvalError, RetrieverError
 from rag_eval.evaluate import evaluate
 
 # The run's records and the results file have their own modules; these names stay importable from here.
@@ -54,6 +54,7 @@ def execute(config: LoadedConfig, progress: bool | None = None) -> RunOutcome:
 
     dataset = load_config_dataset(config)
     model = config.model
+    check_chunking_use(config, dataset)
     queries = dataset.query_texts()
     # Retrievers read the dataset through views that cannot change it (no copy: a corpus may be
     # millions of passages): the numbers, the report and the fingerprint describe what was loaded.
@@ -63,6 +64,15 @@ def execute(config: LoadedConfig, progress: bool | None = None) -> RunOutcome:
     # not wait for the first one to index a corpus. Adapters load models lazily (in index),
     # and each retriever is dropped once it has run, so this holds no model in memory.
     retrievers: list[Any] = [build_retriever(spec, config) for spec in model.retrievers]
+    passage_options = model.evaluation.passage_options()
+    documents = None
+    if dataset.has_documents:
+        from rag_eval.document_run import DocumentRun
+
+        documents = DocumentRun(config, dataset)
+        for spec in model.retrievers:  # every chunker built (its parameters checked) before any retrieval
+            if spec.chunker:
+                documents.chunker(spec.chunker)
     count = len(model.retrievers)
     # Three steps per retriever; the bar names the retriever and the stage running now
     # ("bm25: search"), and which of the config's retrievers it is.
@@ -72,9 +82,15 @@ def execute(config: LoadedConfig, progress: bool | None = None) -> RunOutcome:
             retriever, retrievers[position] = retrievers[position], None
             timings: dict[str, float] = {}
             steps.set_postfix_str(f"retriever {position + 1} of {count}", refresh=False)
+            indexed = None
+            if documents is not None:
+                steps.set_description(f"{spec.label}: chunk" if spec.chunker else f"{spec.label}: index")
+                started = time.perf_counter()
+                indexed = documents.indexed(spec.chunker)
+                timings["chunk_s"] = time.perf_counter() - started
             steps.set_description(f"{spec.label}: index")
             started = time.perf_counter()
-            _call(spec, "index", retriever.index, corpus_view)
+            _call(spec, "index", retriever.index, corpus_view if indexed is None else indexed.corpus)
             timings["index_s"] = time.perf_counter() - started
             steps.update()
             steps.set_description(f"{spec.label}: search")
@@ -83,15 +99,74 @@ def execute(config: LoadedConfig, progress: bool | None = None) -> RunOutcome:
             timings["search_s"] = time.perf_counter() - started
             steps.update()
             steps.set_description(f"{spec.label}: evaluate")
-            ranking = check_ranking(spec.label, raw, queries, dataset.corpus, model.top_k)
-            started = time.perf_counter()
-            results = evaluate(dataset.judgements, ranking, model.metrics, **model.evaluation.model_dump())
-            timings["evaluate_s"] = time.perf_counter() - started
-            steps.update()
             from rag_eval.retrievers.base import describe
 
-            outcomes.append(RetrieverOutcome(spec, describe(retriever, spec.label), ranking, results, timings))
+            if documents is None or indexed is None:
+                ranking = check_ranking(spec.label, raw, queries, dataset.corpus, model.top_k)
+                started = time.perf_counter()
+                results = evaluate(dataset.judgements, ranking, model.metrics, **passage_options)
+                timings["evaluate_s"] = time.perf_counter() - started
+                outcome = RetrieverOutcome(spec, describe(retriever, spec.label), ranking, results, timings)
+            else:
+                outcome = _evaluate_documents(documents, spec, retriever, raw, queries, indexed, timings)
+            steps.update()
+            outcomes.append(outcome)
     return RunOutcome(config, dataset, outcomes)
+
+
+def check_chunking_use(config: LoadedConfig, dataset: Dataset) -> None:
+    """Refuse chunkers and document metrics where the dataset has no documents, naming the fix."""
+    from rag_eval.metrics.measures import parse_metric
+
+    if dataset.has_documents:
+        return
+    chunked = [spec.label for spec in config.model.retrievers if spec.chunker]
+    if chunked:
+        raise ConfigError(
+            f"{config.path}: retriever {chunked[0]!r} names a chunker, but the dataset {dataset.name!r} has passages, "
+            "not documents; chunkers cut documents: give a dataset with documents, or remove `chunker`"
+        )
+    for name in config.model.metrics:
+        metric = parse_metric(name)
+        if metric.is_document_level or metric.is_evidence:
+            raise ConfigError(
+                f"{config.path}: metric {name} needs a dataset with documents (and evidence spans), but the dataset "
+                f"{dataset.name!r} has passages; use passage metrics such as {metric.name if not metric.is_evidence else 'ndcg'}@10"
+            )
+
+
+def _evaluate_documents(
+    documents: Any, spec: RetrieverSpec, retriever: Any, raw: Any, queries: Mapping[str, str], indexed: Any,
+    timings: dict[str, float],
+) -> RetrieverOutcome:
+    """A retriever of a document dataset: its answer as spans, scored by evaluate_evidence."""
+    from rag_eval.document_run import computable_metrics, own_spans_record, returns_own_spans
+    from rag_eval.retrievers.base import describe
+    from rag_eval.retrievers.truncation import truncation_warning
+
+    model = documents.config.model
+    own = spec.chunker is None and returns_own_spans(raw)
+    ranking, spans = documents.spans(spec.label, raw, queries, indexed, model.top_k, own)
+    computed, left = computable_metrics(model.metrics, own)
+    started = time.perf_counter()
+    results = documents.evaluate(spans, indexed, computed, own)
+    timings["evaluate_s"] = time.perf_counter() - started
+    description = describe(retriever, spec.label)
+    record = own_spans_record(spans, documents.dataset.documents) if own else indexed.record
+    notes = []
+    if left:
+        notes.append(
+            f"retriever {spec.label!r} returns its own spans: chunk-level {', '.join(left)} not computed "
+            "(they need a chunking to build the ideal ranking from); document and evidence metrics are"
+        )
+    what = "chunks" if record.kind != "documents" else "documents"
+    warning = truncation_warning(spec.label, description.get("truncation"), what)
+    if warning:
+        notes.append(warning)
+    return RetrieverOutcome(
+        spec, description, ranking, results, timings, chunking=record, spans=spans, corpus=indexed.corpus,
+        notes=notes, warnings=[warning] if warning else [],
+    )
 
 
 def build_retriever(spec: RetrieverSpec, config: LoadedConfig, *, instantiate: bool = True) -> Any:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rag_eval.errors import ConfigError, RagEvalError
 
@@ -37,18 +37,39 @@ def validate_config(path: str | Path) -> tuple[list[str], str]:
             build_retriever(spec, config, instantiate=False)
         except RagEvalError as error:
             problems += error.problems
+    problems += _chunking_problems(config, dataset)
     regression = config.model.regression
     if regression is not None and not config.resolve(regression.baseline).is_file():
         problems.append(f"{config.path}: regression.baseline: {config.resolve(regression.baseline)}: no such file")
     problems += _output_problems(config)
     if problems or dataset is None:
         return problems, ""
+    what = "documents" if dataset.has_documents else "passages"
     summary = (
-        f"{config.path}: OK: dataset {dataset.name} ({len(dataset.queries)} queries, {len(dataset.corpus)} passages, "
+        f"{config.path}: OK: dataset {dataset.name} ({len(dataset.queries)} queries, {len(dataset.corpus)} {what}, "
         f"fingerprint {dataset.fingerprint}), {len(config.model.retrievers)} retriever(s), "
         f"metrics {', '.join(config.model.metrics)}"
     )
     return problems, summary
+
+
+def _chunking_problems(config: LoadedConfig, dataset: Any) -> list[str]:
+    """Each chunker's parameters (nothing is chunked, no custom chunker called) and their use with the dataset."""
+    from rag_eval.chunking import check_chunker
+    from rag_eval.runner import check_chunking_use
+
+    problems: list[str] = []
+    for name, spec in config.model.chunking.items():
+        try:
+            check_chunker(name, spec, config.base)
+        except RagEvalError as error:
+            problems += error.problems
+    if dataset is not None:
+        try:
+            check_chunking_use(config, dataset)
+        except RagEvalError as error:
+            problems += error.problems
+    return problems
 
 
 def _dataset_problems_of_invalid_config(path: Path) -> list[str]:

@@ -88,6 +88,7 @@ def test_defaults_are_the_documented_semantics(project):
     assert model.top_k == 100
     assert model.evaluation.model_dump() == {
         "gain": "linear", "aggregation": "macro", "no_relevant": "skip", "relevance_threshold": 1.0,
+        "min_evidence_fraction": 0.0,
     }
     assert model.report.detailed_queries == 20
     assert model.primary_metric == "ndcg@10"
@@ -104,7 +105,7 @@ def test_metric_names_are_canonical(project):
 def test_unknown_top_level_key_with_hint(project):
     path = write(project / "configs" / "run.yaml", valid(top_kk=5))
     assert problems(path) == [
-        (f"{path}: top_kk: unknown key; did you mean 'top_k'? allowed: cache_dir, dataset, evaluation, main_metric, "
+        (f"{path}: top_kk: unknown key; did you mean 'top_k'? allowed: cache_dir, chunking, dataset, evaluation, main_metric, "
         "metrics, name, output, regression, report, retrievers, top_k")
     ]
 
@@ -114,8 +115,8 @@ def test_unknown_nested_keys_name_their_field_path(project):
     config["retrievers"][0]["parms"] = {"k1": 1.0}
     path = write(project / "configs" / "run.yaml", config)
     assert problems(path) == [
-        f"{path}: retrievers[0](bm25).parms: unknown key; did you mean 'params'? allowed: adapter, label, params",
-        (f"{path}: evaluation.gian: unknown key; did you mean 'gain'? allowed: aggregation, gain, no_relevant, "
+        f"{path}: retrievers[0](bm25).parms: unknown key; did you mean 'params'? allowed: adapter, chunker, label, params",
+        (f"{path}: evaluation.gian: unknown key; did you mean 'gain'? allowed: aggregation, gain, min_evidence_fraction, no_relevant, "
         "relevance_threshold"),
     ]
 
@@ -271,7 +272,7 @@ def test_validate_lists_dataset_problems_even_when_the_config_is_invalid(project
     path = write(project / "configs" / "run.yaml", valid(dataset={"path": "../data/missing.yaml"}, top_kk=5))
     assert main(["validate", str(path)]) == 2
     assert capsys.readouterr().err.splitlines() == [
-        (f"{path}: top_kk: unknown key; did you mean 'top_k'? allowed: cache_dir, dataset, evaluation, main_metric, "
+        (f"{path}: top_kk: unknown key; did you mean 'top_k'? allowed: cache_dir, chunking, dataset, evaluation, main_metric, "
         "metrics, name, output, regression, report, retrievers, top_k"),
         f"{project / 'data' / 'missing.yaml'}: no such file; expected a YAML query set",
         "rag-eval: 2 problems found",

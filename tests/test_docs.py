@@ -59,7 +59,7 @@ def python_examples(path: Path) -> list[tuple[str, str | None]]:
 
 EXAMPLES = [
     pytest.param(path, index, id=f"{path.name}-{index}")
-    for path in (README, DOCS / "semantics.md")
+    for path in (README, DOCS / "semantics.md", DOCS / "documents.md")
     for index in range(len(python_examples(path)))
 ]
 
@@ -368,7 +368,9 @@ def test_relative_links_resolve(path):
             assert anchor in _anchors(linked), f"{path.name}: link {target}: no such anchor in {linked.name}"
 
 
-EXTERNAL_CONFIGS = ["cranfield.yaml", "dl19_subset.yaml", "nfcorpus.yaml", "scifact.yaml"]
+EXTERNAL_CONFIGS = [
+    "chroma_chunking.yaml", "cranfield.yaml", "dl19_subset.yaml", "nfcorpus.yaml", "scifact.yaml", "scifact_chunked.yaml",
+]
 
 
 @pytest.mark.parametrize("name", EXTERNAL_CONFIGS)

@@ -252,7 +252,7 @@ def hand_run(**overrides) -> RunOutcome:
     outcomes = []
     for spec in config.model.retrievers:
         ranking = RANKINGS[spec.label]
-        results = evaluate(judgements, ranking, config.model.metrics, **config.model.evaluation.model_dump())
+        results = evaluate(judgements, ranking, config.model.metrics, **config.model.evaluation.passage_options())
         timings = {"index_s": 0.5, "search_s": 0.25, "evaluate_s": 0.001}
         outcomes.append(RetrieverOutcome(spec, DESCRIPTIONS[spec.label], ranking, results, timings))
     return RunOutcome(config, dataset, outcomes, created=CREATED)

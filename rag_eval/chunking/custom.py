@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from rag_eval.errors import ConfigError, RagEvalError
-from rag_eval.retrievers.registry import _cause, _import, _kind, _qualname
+from rag_eval.retrievers.registry import error_cause, import_target, object_kind, qualified_name
 
 SEAM = (
     "a chunker is a function f(text, **params) or a class C(**params) with a chunk(text) method, returning "
@@ -40,25 +40,23 @@ def resolve(name: str, method: str) -> Any:
     """The function or class behind ``method``, checked and never called; ConfigError otherwise."""
     where = f"chunking.{name}.method"
     try:
-        obj = _import(method, method)
+        obj = import_target(method, method, what="chunker")
     except RagEvalError as error:
-        # the registry words its errors for retriever adapters; the cause and the fix are the same
-        message = str(error).replace(f"adapter {method!r}", f"chunker {method!r}", 1)
-        raise ConfigError(f"{where}: {message}") from None
+        raise ConfigError(f"{where}: {error}") from None
     if inspect.isclass(obj):
         if not callable(getattr(obj, "chunk", None)):
-            raise ConfigError(f"{where}: class {_qualname(obj)} has no chunk(text) method; {SEAM}")
+            raise ConfigError(f"{where}: class {qualified_name(obj)} has no chunk(text) method; {SEAM}")
         return obj
     if inspect.isfunction(obj):
         package = (getattr(obj, "__module__", None) or "").partition(".")[0]
         if package in sys.stdlib_module_names:
             raise ConfigError(
-                f"{where}: {method!r} is the standard-library function {_qualname(obj)}, not a chunker, "
+                f"{where}: {method!r} is the standard-library function {qualified_name(obj)}, not a chunker, "
                 f"so it was not called; {SEAM}"
             )
         return obj
     raise ConfigError(
-        f"{where}: {method!r} is {_kind(obj)}, not a chunker function or class, so it was not called; {SEAM}"
+        f"{where}: {method!r} is {object_kind(obj)}, not a chunker function or class, so it was not called; {SEAM}"
     )
 
 
@@ -89,7 +87,7 @@ def build(name: str, method: str, obj: Any, params: Mapping[str, Any]) -> Callab
     except RagEvalError:
         raise
     except (Exception, SystemExit) as error:
-        raise ConfigError(f"chunking.{name}: chunker {method!r}: {_qualname(obj)}() raised {_cause(error)}") from error
+        raise ConfigError(f"chunking.{name}: chunker {method!r}: {qualified_name(obj)}() raised {error_cause(error)}") from error
     chunk = getattr(instance, "chunk", None)
     if not callable(chunk):
         raise ConfigError(f"chunking.{name}: chunker {method!r}: the instance has no chunk(text) method; {SEAM}")
@@ -110,7 +108,7 @@ def spans(name: str, method: str, call: Callable[[str], Any], doc: str, text: st
     except RagEvalError:
         raise
     except (Exception, SystemExit) as error:
-        raise ConfigError(f"{lead} failed on document {doc!r}: {_cause(error)}") from error
+        raise ConfigError(f"{lead} failed on document {doc!r}: {error_cause(error)}") from error
     out: list[tuple[int, int]] = []
     search_from = 0
     for number, item in enumerate(items):

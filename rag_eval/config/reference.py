@@ -61,13 +61,16 @@ FIELD_NOTES: dict[str, str] = {
     "RunConfig.regression": "Compare a retriever's results with a committed baseline and fail on a drop; "
     "see [ci.md](ci.md).",
     # DatasetSpec
-    "DatasetSpec.format": "`yaml`: a query set file written for rag_eval (queries, judgements and corpus in one "
+    "DatasetSpec.format": "`yaml`: a query set file written for rag_eval (queries, judgements and a corpus of "
+    "passages, or documents with evidence spans: [documents.md](documents.md), in one "
     "file); `beir`: a BEIR folder (`corpus.jsonl`, `queries.jsonl`, `qrels/<split>.tsv`); `trec`: three files "
     "named by `qrels`, `queries` and `corpus`; `cranfield`: the Cranfield 1400 folder (`cran.all.1400`, "
-    "`cran.qry`, `cranqrel`). Not set: `trec` when `qrels` is given, `beir` for a folder holding `corpus.jsonl`, "
-    "`cranfield` for a folder holding `cranqrel`, else `yaml`.",
-    "DatasetSpec.path": "The query set file (`yaml`) or the dataset folder (`beir`, `cranfield`); relative to the "
-    "config file. Needed by every format but `trec`.",
+    "`cran.qry`, `cranqrel`); `chroma`: the chunking-evaluation layout of Chroma's report (`corpora/*.md` "
+    "documents and `questions.csv` with evidence offsets). Not set: `trec` when `qrels` is given, `beir` for a "
+    "folder holding `corpus.jsonl`, `cranfield` for a folder holding `cranqrel`, `chroma` for a folder holding "
+    "`corpora/` and `questions.csv`, else `yaml`.",
+    "DatasetSpec.path": "The query set file (`yaml`) or the dataset folder (`beir`, `cranfield`, `chroma`); "
+    "relative to the config file. Needed by every format but `trec`.",
     "DatasetSpec.split": "`beir` only: the qrels file `qrels/<split>.tsv` to read. Only the queries judged in it "
     "are evaluated.",
     "DatasetSpec.qrels": "`trec` only: the judgements, TREC qrels lines `qid iter doc_id grade`.",

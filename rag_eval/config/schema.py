@@ -45,7 +45,7 @@ class _Strict(BaseModel):
 class DatasetSpec(_Strict):
     """Where the queries, judgements and corpus come from."""
 
-    format: Literal["yaml", "beir", "trec", "cranfield"] | None = None
+    format: Literal["yaml", "beir", "trec", "cranfield", "chroma"] | None = None
     path: str | None = None
     split: str = "test"
     qrels: str | None = None
@@ -53,6 +53,11 @@ class DatasetSpec(_Strict):
     corpus: str | None = None
     grade_map: dict[float, float] | None = None
     name: str | None = None
+    as_documents: bool = Field(
+        default=False,
+        description="Read each passage of a passage collection as a document, so that chunkers can cut it and "
+        "document metrics (doc_ndcg@10, by MaxP) score the chunks against the passage judgements.",
+    )
 
     @model_validator(mode="after")
     def _needs_location(self) -> DatasetSpec:
@@ -71,6 +76,11 @@ class RetrieverSpec(_Strict):
     label: str = Field(description=LABEL_RULE)
     adapter: str
     params: dict[str, Any] = Field(default_factory=dict)
+    chunker: str | None = Field(
+        default=None,
+        description="The name of a chunker of `chunking` whose chunks this retriever indexes (datasets with "
+        "documents only). Not set: the retriever indexes whole documents, or returns spans itself.",
+    )
 
     @field_validator("label")
     @classmethod
@@ -95,6 +105,17 @@ class EvaluationSpec(_Strict):
     aggregation: Literal["macro", "micro"] = "macro"
     no_relevant: Literal["skip", "zero", "error"] = "skip"
     relevance_threshold: float = Field(default=1.0, gt=0)
+    min_evidence_fraction: float = Field(
+        default=0.0,
+        ge=0,
+        le=1,
+        description="Datasets with evidence spans: a chunk takes an evidence span's grade when it covers at least "
+        "this share of the span (0: one shared character is enough). Chunk-level metrics only.",
+    )
+
+    def passage_options(self) -> dict[str, Any]:
+        """The keyword arguments of :func:`rag_eval.evaluate` (the options that apply to passage runs)."""
+        return self.model_dump(exclude={"min_evidence_fraction"})
 
 
 class ReportSpec(_Strict):
@@ -141,6 +162,12 @@ class RunConfig(_Strict):
     output: str | None = None
     cache_dir: str | None = None
     regression: RegressionSpec | None = None
+    chunking: dict[str, dict[str, Any]] = Field(
+        default_factory=dict,
+        description="Named chunkers, each `{method: fixed | recursive | sentences | markdown | <module:function>, "
+        "size, overlap, unit, tokenizer, ...}` ([chunking.md](chunking.md)); a retriever reads one with `chunker:`. "
+        "Datasets with documents only ([documents.md](documents.md)).",
+    )
 
     @field_validator("name")
     @classmethod
@@ -169,6 +196,17 @@ class RunConfig(_Strict):
         duplicates = sorted({label for label in labels if labels.count(label) > 1})
         if duplicates:
             raise ValueError(f"retriever labels must be unique; repeated: {', '.join(duplicates)}")
+        for spec in self.retrievers:
+            if spec.chunker is not None and spec.chunker not in self.chunking:
+                import difflib
+
+                guess = difflib.get_close_matches(spec.chunker, list(self.chunking), n=1)
+                hint = f" (did you mean {guess[0]!r}?)" if guess else ""
+                known = ", ".join(self.chunking) or "none: add a `chunking:` section"
+                raise ValueError(
+                    f"retriever {spec.label!r} names chunker {spec.chunker!r}{hint}, which is not in chunking "
+                    f"(chunkers: {known})"
+                )
         if self.main_metric and self.main_metric not in self.metrics:
             raise ValueError(f"main_metric {self.main_metric} is not among metrics {self.metrics}")
         if self.regression:

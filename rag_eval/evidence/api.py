@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from rag_eval.errors import EvaluationError, InputFormatError, MetricError
-from rag_eval.evaluate import EvaluationOptions, score
+from rag_eval.errors import InputFormatError, MetricError
+from rag_eval.evaluate import EvaluationOptions, apply_no_relevant, score
 from rag_eval.evidence.inputs import Inputs, read_inputs
 from rag_eval.evidence.maxp import chunk_grades, chunk_run, collapse, document_run, lookup
 from rag_eval.evidence.metrics import EvidenceMetrics
@@ -99,7 +99,9 @@ def evaluate_evidence(
         engine = _engine(inputs, tokens)
         for metric in evidence_metrics:
             per_query, defined = engine.values(metric)
-            values[str(metric)], missing = _apply_policy(metric, per_query, defined, options, query_ids)
+            values[str(metric)], missing = apply_no_relevant(
+                metric, per_query, defined, options, query_ids, "no evidence", "give each evidence"
+            )
             if missing:
                 left_out[str(metric)] = missing
             included = values[str(metric)][~np.isnan(values[str(metric)])]
@@ -238,24 +240,6 @@ def _engine(inputs: Inputs, tokens: np.ndarray | None) -> EvidenceMetrics:
     return EvidenceMetrics(
         inputs.ranked, inputs.evidence_query, evidence.doc, evidence.start, evidence.end, inputs.n_docs, tokens
     )
-
-
-def _apply_policy(
-    metric: Metric, per_query: np.ndarray, defined: np.ndarray, options: EvaluationOptions, query_ids: list[str]
-) -> tuple[np.ndarray, tuple[str, ...]]:
-    """The no_relevant policy for queries without evidence (as rag_eval.evaluate.score applies it)."""
-    if defined.all():
-        return per_query, ()
-    missing = tuple(query_ids[i] for i in np.flatnonzero(~defined).tolist())
-    if options.no_relevant == "error":
-        raise EvaluationError(
-            f"metric {metric}: {len(missing)} judged quer{'y has' if len(missing) == 1 else 'ies have'} "
-            f"no evidence ({', '.join(missing[:5])}{', ...' if len(missing) > 5 else ''}); "
-            "give each evidence, or set no_relevant to skip or zero"
-        )
-    if options.no_relevant == "skip":
-        return np.where(defined, per_query, np.nan), missing
-    return np.where(defined, per_query, 0.0), ()
 
 
 def _merge(results: Results, values: dict, aggregate: dict, left_out: dict) -> None:

@@ -4,6 +4,8 @@ Shaped like the ocean-facts seed: what was evaluated and with which semantics,
 a summary table, a per-query table, then for each query the derivation of its
 nDCG@k: retrieved passages with grades, the term-by-term DCG table, the ideal
 order with its IDCG table, the quotient, and a one-line interpretation.
+A dataset of documents gets its own counts, chunking, summary and detailed
+queries from rag_eval.report.documents (loaded only for such a dataset).
 Rounding happens here and only here.
 """
 
@@ -19,9 +21,11 @@ from rag_eval.metrics.measures import parse_metric
 from rag_eval.output import code_span, escape_cell, mean_notes
 
 if TYPE_CHECKING:  # imported for annotations only: rendering needs no runner
+    from rag_eval.results import Results
     from rag_eval.run_outcome import RetrieverOutcome, RunOutcome
 
 DECIMALS = 4
+NOT_COMPUTED = "–"  # a metric some retriever of the run has no value for (said where it is shown)
 
 
 def render_run_report(run: RunOutcome) -> str:
@@ -34,9 +38,16 @@ def render_run_report(run: RunOutcome) -> str:
     title = config.report.title or f"RAG Evaluation: {run.config.name}"
     out += [f"# {escape_inline(title)}", ""]
     out += _header(run, options)
-    out += _summary(run, main)
-    out += _per_query_table(run, main)
-    out += _derivations(run, main, k)
+    if run.dataset.has_documents:
+        from rag_eval.report import documents
+
+        out += documents.summary_lines(run)
+        out += _per_query_table(run, main, documents.per_query_missing_note(main))
+        out += documents.detailed_lines(run, main)
+    else:
+        out += _summary(run, main)
+        out += _per_query_table(run, main)
+        out += _derivations(run, main, k)
     return "\n".join(out).rstrip() + "\n"
 
 
@@ -47,6 +58,14 @@ def _header(run: RunOutcome, options: Mapping[str, Any]) -> list[str]:
     dataset = run.dataset
     config = run.config.model
     judged = len(dataset.judged_query_ids)
+    counts = (
+        f"- **Queries:** {len(dataset.queries)} ({judged} with judgements), **passages:** {len(dataset.corpus)}, "
+        f"**judgements:** {sum(len(j) for j in dataset.judgements.values())}"
+    )
+    if dataset.has_documents:
+        from rag_eval.report.documents import counts_line
+
+        counts = counts_line(dataset)
     lines = [
         "## 📚 What was evaluated",
         "",
@@ -54,10 +73,7 @@ def _header(run: RunOutcome, options: Mapping[str, Any]) -> list[str]:
             f"- **Dataset:** {escape_inline(dataset.name)} ({code_span(dataset.source)}), "
             f"fingerprint `{dataset.fingerprint}`"
         ),
-        (
-            f"- **Queries:** {len(dataset.queries)} ({judged} with judgements), **passages:** {len(dataset.corpus)}, "
-            f"**judgements:** {sum(len(j) for j in dataset.judgements.values())}"
-        ),
+        counts,
         f"- **Retrieved per query (top_k):** {config.top_k}",
         f"- **Run at:** {run.created}",
     ]
@@ -85,20 +101,12 @@ def _header(run: RunOutcome, options: Mapping[str, Any]) -> list[str]:
             f"| {escape_cell(outcome.label)} | {escape_cell(outcome.spec.adapter)} | "
             f"{escape_cell(_shorten(params, 200))} | {index_s:.3f} | {search_s:.3f} | {escape_cell(notes)} |"
         )
-    gain = options.get("gain", "linear")
-    gain_text = (
-        "gain = grade (linear, as trec_eval)" if gain == "linear" else "gain = 2^grade - 1 (exponential, Burges et al.)"
-    )
-    policy = {
-        "skip": "left out of the mean and listed",
-        "zero": "scored 0 and kept in the mean (as trec_eval)",
-        "error": "an error",
-    }.get(options.get("no_relevant", "skip"), options.get("no_relevant"))
-    aggregation = (
-        "mean of per-query values (macro)"
-        if options.get("aggregation", "macro") == "macro"
-        else "nDCG: sum of DCG / sum of IDCG over queries (micro); other metrics: mean of per-query values"
-    )
+    if dataset.has_documents:
+        from rag_eval.report.documents import chunking_lines, semantics_lines
+
+        lines += ["", *chunking_lines(run), "**Semantics** (what the numbers mean)", ""]
+        return lines + semantics_lines(options, config.evaluation.min_evidence_fraction) + [""]
+    gain_text, policy, aggregation = semantics_phrases(options, "left out of the mean and listed")
     lines += [
         "",
         "**Semantics** (what the numbers mean)",
@@ -117,6 +125,25 @@ def _header(run: RunOutcome, options: Mapping[str, Any]) -> list[str]:
         "",
     ]
     return lines
+
+
+def semantics_phrases(options: Mapping[str, Any], skipped: str) -> tuple[str, str, str]:
+    """How the report words the gain, the no_relevant policy (``skipped``: its skip wording) and the mean."""
+    gain = options.get("gain", "linear")
+    gain_text = (
+        "gain = grade (linear, as trec_eval)" if gain == "linear" else "gain = 2^grade - 1 (exponential, Burges et al.)"
+    )
+    policy = {
+        "skip": skipped,
+        "zero": "scored 0 and kept in the mean (as trec_eval)",
+        "error": "an error",
+    }.get(options.get("no_relevant", "skip"), options.get("no_relevant"))
+    aggregation = (
+        "mean of per-query values (macro)"
+        if options.get("aggregation", "macro") == "macro"
+        else "nDCG: sum of DCG / sum of IDCG over queries (micro); other metrics: mean of per-query values"
+    )
+    return gain_text, str(policy), aggregation
 
 
 def _description_notes(description: Mapping[str, Any]) -> str:
@@ -164,17 +191,22 @@ def _summary(run: RunOutcome, main: str) -> list[str]:
         if why:
             cells.append(escape_cell("; ".join(notes[outcome.label])))
         lines.append(f"| {escape_cell(outcome.label)} | " + " | ".join(cells) + " |")
-    micro = outcomes[0].results.options.get("aggregation") == "micro"
+    bold = "; **bold** = best in its column" if len(outcomes) > 1 else ""
+    lines += ["", f"{means_sentence(outcomes[0].results)}{bold}."]
+    left = _left_out_lines(outcomes, metrics, run.dataset.unjudged_query_ids)
+    lines += left + [""]
+    return lines
+
+
+def means_sentence(results: Results) -> str:
+    """How the summary's dataset values are formed, and to how many decimals (no final period)."""
+    micro = results.options.get("aggregation") == "micro"
     means = (
         "nDCG: sum of DCG / sum of IDCG over judged queries (micro); other metrics: macro means"
         if micro
         else "Macro means over judged queries"
     )
-    bold = "; **bold** = best in its column" if len(outcomes) > 1 else ""
-    lines += ["", f"{means}, {DECIMALS} decimals{bold}."]
-    left = _left_out_lines(outcomes, metrics, run.dataset.unjudged_query_ids)
-    lines += left + [""]
-    return lines
+    return f"{means}, {DECIMALS} decimals"
 
 
 def _left_out_lines(outcomes: Sequence[RetrieverOutcome], metrics: Sequence[str], unjudged: Sequence[str]) -> list[str]:
@@ -222,7 +254,10 @@ def _and(names: Sequence[str]) -> str:
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
-def _per_query_table(run: RunOutcome, main: str) -> list[str]:
+def _per_query_table(
+    run: RunOutcome, main: str, not_applicable: str = "n/a = no relevant passage judged for the query (left out of the mean)."
+) -> list[str]:
+    """One row per judged query, one column of ``main`` per retriever ("–" where a retriever has no ``main``)."""
     outcomes = run.outcomes
     if not outcomes:
         return []
@@ -234,12 +269,15 @@ def _per_query_table(run: RunOutcome, main: str) -> list[str]:
     ]
     lines.append("|---|---|" + "---:|" * len(outcomes))
     any_missing = False
+    columns = [o.results.values.get(main) for o in outcomes]  # None: not computed for that retriever
     for i, qid in enumerate(query_ids):
         text = run.dataset.queries[qid].text if qid in run.dataset.queries else ""
-        cells = [fmt(o.results.values[main][i]) for o in outcomes]
+        cells = [NOT_COMPUTED if column is None else fmt(column[i]) for column in columns]
         any_missing = any_missing or "n/a" in cells
         lines.append(f"| {escape_cell(qid)} | {escape_cell(_shorten(text, 100))} | " + " | ".join(cells) + " |")
-    note = ["", "n/a = no relevant passage judged for the query (left out of the mean)."] if any_missing else []
+    note = ["", not_applicable] if any_missing else []
+    if any(column is None for column in columns):
+        note += ["", f"{NOT_COMPUTED} = {main} not computed for this retriever (see the summary)."]
     return lines + note + [""]
 
 
@@ -270,8 +308,10 @@ def select_detailed_queries(run: RunOutcome, main: str, limit: int) -> tuple[lis
     if len(query_ids) <= limit:
         return query_ids, False
 
+    columns = [o.results.values[main] for o in run.outcomes if main in o.results.values]
+
     def mean_value(index: int) -> float:
-        values = [o.results.values[main][index] for o in run.outcomes]
+        values = [column[index] for column in columns]
         values = [v for v in values if not math.isnan(v)]
         return sum(values) / len(values) if values else math.inf
 
@@ -287,16 +327,7 @@ def _derivations(run: RunOutcome, main: str, k: int | None) -> list[str]:
     options = run.outcomes[0].results.options
     gain = options.get("gain", "linear")
     heading = f"## 🧮 How nDCG{_at(k)} was computed"
-    labels = [escape_inline(o.label) for o in run.outcomes]
-    # Chosen by the mean over the retrievers (select_detailed_queries): say so, and over which.
-    by = f"{main} of {labels[0]}" if len(labels) == 1 else f"mean {main} over {_and(labels)}"
-    intro = (
-        f"The {len(chosen)} of {_queries(len(run.outcomes[0].results.query_ids), 'judged')} with the lowest "
-        f"{by}, lowest first."
-        if worst
-        else "Every judged query."
-    )
-    lines = [heading, "", intro, ""]
+    lines = [heading, "", detail_intro(run, main, chosen, worst), ""]
     for qid in chosen:
         query = run.dataset.queries.get(qid)
         lines += [f"### {escape_inline(qid)}: “{escape_inline(query.text if query else '')}”", ""]
@@ -313,6 +344,21 @@ def _derivations(run: RunOutcome, main: str, k: int | None) -> list[str]:
                 no_relevant=options.get("no_relevant", "skip"),
             )
     return lines
+
+
+def detail_intro(run: RunOutcome, main: str, chosen: Sequence[str], worst: bool) -> str:
+    """The sentence that says which queries the detailed section shows (see select_detailed_queries)."""
+    if not worst:
+        return "Every judged query."
+    # Chosen by the mean over the retrievers that have ``main``: say so, and over which.
+    labels = [escape_inline(o.label) for o in run.outcomes if main in o.results.values]
+    if not labels:  # no retriever has the main metric (a document dataset's own-spans retrievers): ids decide
+        return f"The first {len(chosen)} of {_queries(len(run.outcomes[0].results.query_ids), 'judged')} by id."
+    by = f"{main} of {labels[0]}" if len(labels) == 1 else f"mean {main} over {_and(labels)}"
+    return (
+        f"The {len(chosen)} of {_queries(len(run.outcomes[0].results.query_ids), 'judged')} with the lowest "
+        f"{by}, lowest first."
+    )
 
 
 def derivation(

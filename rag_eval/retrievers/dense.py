@@ -214,6 +214,10 @@ class DenseRetriever:
         prefixed = [self.passage_prefix + text for text in texts]
         self._embeddings, status, info = self._encode_cached(doc_ids, texts, prefixed, self._encoding_options())
         self._stats.update(cache=status, passages_encoded=len(doc_ids) if status != "hit" else 0, **info)
+        from rag_eval.retrievers.truncation import truncation_report
+
+        # Counted on every run, cache hit or not: a chunk the encoder cut is scored on its start only.
+        self._stats["truncation"] = truncation_report(self.resolved.path, prefixed, self.max_seq_length)
 
     def _encode_cached(
         self, ids: list[str], texts: list[str], prefixed: list[str], options: dict[str, Any]

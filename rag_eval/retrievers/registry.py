@@ -118,15 +118,15 @@ def resolve(name: str) -> Any:
     """The retriever class (or registered factory) behind an adapter name; nothing is called."""
     check_adapter_name(name)
     if is_import_string(name):
-        return _retriever_factory(_import(name, name), name, registered=False)
+        return _retriever_factory(import_target(name, name), name, registered=False)
     if name in BUILTIN:
-        return _retriever_factory(_import(BUILTIN[name], name), name, registered=False)
+        return _retriever_factory(import_target(BUILTIN[name], name), name, registered=False)
     entry = plugin_names()[name]
     try:
         loaded = entry.load()
     except (Exception, SystemExit) as error:  # a broken plug-in must not be hidden
         raise RetrieverError(
-            f"plug-in retriever {name!r} (entry point {entry.value}) failed to load: {_cause(error)}"
+            f"plug-in retriever {name!r} (entry point {entry.value}) failed to load: {error_cause(error)}"
         ) from error
     return _retriever_factory(loaded, name, registered=True)
 
@@ -200,7 +200,7 @@ def build(name: str, params: Mapping[str, Any] | None = None) -> Any:
     except RagEvalError:
         raise
     except (Exception, SystemExit) as error:
-        raise RetrieverError(f"adapter {name!r}: {_qualname(factory)}() raised {_cause(error)}") from error
+        raise RetrieverError(f"adapter {name!r}: {qualified_name(factory)}() raised {error_cause(error)}") from error
     for method in ("index", "search"):
         if not callable(getattr(retriever, method, None)):
             raise RetrieverError(
@@ -219,29 +219,31 @@ def _retriever_factory(obj: Any, name: str, registered: bool) -> Any:
         missing = [method for method in ("index", "search") if not callable(getattr(obj, method, None))]
         if missing:
             raise RetrieverError(
-                f"adapter {name!r}: class {_qualname(obj)} has no {' or '.join(m + '()' for m in missing)} method; "
+                f"adapter {name!r}: class {qualified_name(obj)} has no {' or '.join(m + '()' for m in missing)} method; "
                 + _SEAM
             )
         return obj
     if callable(obj) and (registered or getattr(obj, FACTORY_MARKER, False) is True):
         return obj
     raise RetrieverError(
-        f"adapter {name!r} is {_kind(obj)}, not a retriever class, so it was not called; {_SEAM}, "
+        f"adapter {name!r} is {object_kind(obj)}, not a retriever class, so it was not called; {_SEAM}, "
         "or a factory function marked with @rag_eval.retrievers.registry.retriever_factory"
     )
 
 
-def _kind(obj: Any) -> str:
+def object_kind(obj: Any) -> str:
+    """What ``obj`` is, for messages: "the module x", "the function m.f", "an object of type T"."""
     if inspect.ismodule(obj):
         return f"the module {obj.__name__}"
     if inspect.isbuiltin(obj):
-        return f"the built-in function {_qualname(obj)}"
+        return f"the built-in function {qualified_name(obj)}"
     if inspect.isfunction(obj) or inspect.ismethod(obj):
-        return f"the function {_qualname(obj)}"
+        return f"the function {qualified_name(obj)}"
     return f"an object of type {type(obj).__name__}"
 
 
-def _qualname(obj: Any) -> str:
+def qualified_name(obj: Any) -> str:
+    """``module.QualName`` of a class or function, for messages."""
     module = getattr(obj, "__module__", None)
     name = getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None) or type(obj).__name__
     return f"{module}.{name}" if module else str(name)
@@ -254,7 +256,7 @@ def _signature(factory: Any) -> inspect.Signature | None:
         return None
 
 
-def _cause(error: BaseException) -> str:
+def error_cause(error: BaseException) -> str:
     """``Type: message`` on one line (the CLI prints one line per error)."""
     if isinstance(error, SystemExit):
         return f"SystemExit({error.code!r}); a plug-in must raise an exception, not exit the process"
@@ -285,7 +287,12 @@ def _where_looked(folder: Path | None) -> str:
     return f"the config's folder {str(folder)!r}, then {path}" if folder is not None else path
 
 
-def _import(target: str, name: str) -> Any:
+def import_target(target: str, name: str, what: str = "adapter") -> Any:
+    """The object ``module:attr`` names, imported with the config's folder first on the path.
+
+    ``what`` names the kind of plug-in in messages (``adapter``, ``chunker``); every failure is
+    one RetrieverError line saying what was looked for, where, and the fix.
+    """
     module_name, _, attr = target.partition(":")
     folder = _config_folder.get()
     try:
@@ -296,18 +303,18 @@ def _import(target: str, name: str) -> Any:
         if missing and (module_name == missing or module_name.startswith(missing + ".")):
             file = module_name.replace(".", "/") + ".py"
             raise RetrieverError(
-                f"adapter {name!r}: no module named {missing!r}; looked in {_where_looked(folder)}; "
+                f"{what} {name!r}: no module named {missing!r}; looked in {_where_looked(folder)}; "
                 f"put {file} beside the config, or install the package that provides it"
             ) from error
         raise RetrieverError(
-            f"adapter {name!r}: module {module_name!r} needs {missing!r}, which is not installed ({error})"
+            f"{what} {name!r}: module {module_name!r} needs {missing!r}, which is not installed ({error})"
         ) from error
     except (Exception, SystemExit) as error:
-        raise RetrieverError(f"adapter {name!r}: importing {module_name!r} failed: {_cause(error)}") from error
+        raise RetrieverError(f"{what} {name!r}: importing {module_name!r} failed: {error_cause(error)}") from error
     obj: Any = module
     for part in attr.split("."):
         try:
             obj = getattr(obj, part)
         except Exception:  # noqa: BLE001 - AttributeError, or whatever a module-level __getattr__ raises
-            raise RetrieverError(f"adapter {name!r}: module {module_name!r} has no attribute {attr!r}") from None
+            raise RetrieverError(f"{what} {name!r}: module {module_name!r} has no attribute {attr!r}") from None
     return obj

