@@ -306,7 +306,13 @@ def _cmd_run(args: argparse.Namespace) -> int:
                 if summary:
                     _append_summary(summary, _incomparable_markdown(baseline, None, error, heading=3))
                 raise
-            extra["comparison.md"] = render_comparison(verdict, run.dataset.corpus)
+            # Chunk texts of a document dataset come from the results files (the corpus holds whole documents).
+            shown = (
+                {**verdict.baseline.passages, **verdict.candidate.passages}
+                if run.dataset.has_documents
+                else run.dataset.corpus
+            )
+            extra["comparison.md"] = render_comparison(verdict, shown)
         written = write_outputs(run, extra)
     _print_headlines(run)
     report = next(p for p in written if p.name == "report.md")
@@ -458,6 +464,13 @@ def _cmd_compare(args: argparse.Namespace) -> int:
 def _default_gates(baseline: Any) -> list:
     from rag_eval.regression import make_gate
 
+    if baseline.chunking is not None:  # a document dataset: a gate that holds across chunkings
+        if "doc_ndcg@10" in baseline.results.values:
+            return [make_gate("doc_ndcg@10")]
+        raise ConfigError(
+            "no --gate given and the results have no doc_ndcg@10; e.g. --gate evidence_recall@5:max_drop=0.01 "
+            "(document and evidence metrics compare any two chunkings)"
+        )
     if "ndcg@10" in baseline.results.values:
         return [make_gate("ndcg@10")]
     raise ConfigError("no --gate given and the results have no ndcg@10; e.g. --gate ndcg@5:max_drop=0.01")

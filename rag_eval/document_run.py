@@ -23,13 +23,14 @@ from __future__ import annotations
 
 import hashlib
 import math
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from rag_eval.errors import ConfigError, RetrieverError
+from rag_eval.errors import ConfigError, RagEvalError, RetrieverError
 from rag_eval.spans import Chunk, chunk_id, span_problem
 
 if TYPE_CHECKING:
@@ -109,8 +110,20 @@ class DocumentRun:
             spec = self.config.model.chunking.get(name)
             if spec is None:  # the config's own check names it first; kept for API callers
                 raise ConfigError(f"{self.config.path}: no chunker {name!r} in chunking")
-            self._chunkers[name] = build_chunker(name, spec, self.config.base)
+            try:
+                self._chunkers[name] = build_chunker(name, spec, self.config.base)
+            except RagEvalError as error:
+                raise self._in_config(error) from error
         return self._chunkers[name]
+
+    def _in_config(self, error: RagEvalError) -> ConfigError:
+        """A chunker's error (``chunking.<name>: ...``) with the config file in front, as every config error has."""
+        prefix = f"{self.config.path}: "
+
+        def placed(text: str) -> str:
+            return text if text.startswith(prefix) else prefix + text
+
+        return ConfigError(placed(str(error)), problems=[placed(problem) for problem in error.problems])
 
     def indexed(self, chunker_name: str | None) -> Indexed:
         """The corpus a retriever with ``chunker: chunker_name`` (None: none) indexes, built once."""
@@ -127,7 +140,10 @@ class DocumentRun:
             record_kind, description = "documents", {"method": "whole documents"}
         else:
             chunker = self.chunker(chunker_name)
-            chunks = list(chunker.chunk(documents))
+            try:  # a custom chunker raising, or giving offsets that do not hold its text
+                chunks = list(chunker.chunk(documents))
+            except RagEvalError as error:
+                raise self._in_config(error) from error
             count_tokens = chunker.count_tokens
             record_kind, description = "chunker", dict(chunker.describe())
         span_of: dict[str, Span] = {}
@@ -140,8 +156,9 @@ class DocumentRun:
             for chunk in chunks:
                 key = chunk.id
                 if key in span_of:
-                    raise RetrieverError(
-                        f"chunking {chunker_name!r}: the chunk {key!r} occurs twice; a chunker cuts each span once"
+                    raise ConfigError(
+                        f"{self.config.path}: chunking.{chunker_name}: the chunk {key!r} occurs twice; a chunker cuts "
+                        "each span once"
                     )
                 span_of[key] = (chunk.doc, chunk.start, chunk.end)
                 passage = {"text": chunk.text}
@@ -172,9 +189,18 @@ class DocumentRun:
         if own:
             ranking, span_of = self._own_spans(label, raw, queries)
         else:
-            ranking = check_ranking(label, raw, queries, indexed.corpus, top_k)
+            if indexed.record.kind == "chunker" and returns_own_spans(raw):
+                raise RetrieverError(
+                    f"retriever {label!r} reads chunker {indexed.record.name!r} but search() returned spans "
+                    "(lists of (doc_id, start, end, score)); with a chunker it answers {qid: {chunk_id: score}} "
+                    "with the ids index() was given: remove `chunker` to score its own spans"
+                )
+            whole = indexed.record.kind == "documents"
+            # Whole documents are cut below, once keyed by chunk id: cut by document id here, a tie at the
+            # top_k boundary could keep another document than the chunk-id rule ranks first.
+            ranking = check_ranking(label, raw, queries, indexed.corpus, sys.maxsize if whole else top_k)
             span_of = indexed.span_of
-            if indexed.record.kind == "documents":  # whole documents: keyed by chunk id too, for one tie rule
+            if whole:  # whole documents: keyed by chunk id too, for one tie rule
                 ranking = {q: {chunk_id(*_whole(label, q, d, span_of)): s for d, s in scored.items()}
                            for q, scored in ranking.items()}
                 span_of = {chunk_id(*span): span for span in span_of.values()}
@@ -208,14 +234,18 @@ class DocumentRun:
             for position, item in enumerate(items):
                 doc, start, end, score = _span_item(label, qid, position, item)
                 where = f"retriever {label!r}: query {qid!r}, span {position} ({doc!r}, {start!r}, {end!r})"
+                if not isinstance(doc, str):
+                    raise RetrieverError(f"{where}: the document id is {type(doc).__name__}; give the id as a string")
                 if doc not in documents:
-                    raise RetrieverError(f"{where}: document {doc!r} is not in the dataset")
+                    raise RetrieverError(f"{where}: document {doc!r} is not in the dataset{_guess(doc, documents)}")
                 problem = span_problem(start, end, len(documents[doc]))
                 if problem:
                     raise RetrieverError(f"{where}: {problem}")
                 key = chunk_id(doc, start, end)
                 if key in scored:
-                    raise RetrieverError(f"{where}: the same span is returned twice for this query")
+                    raise RetrieverError(
+                        f"{where}: the same span is returned twice for this query; return each span once"
+                    )
                 scored[key] = _score(where, score)
                 span_of[key] = (doc, start, end)
             ranking[qid] = scored
@@ -284,16 +314,31 @@ def _span_item(label: str, qid: str, position: int, item: Any) -> tuple[Any, Any
     if isinstance(item, Mapping):
         missing = [key for key in ("doc", "start", "end", "score") if key not in item]
         if not missing:
-            return item["doc"], item["start"], item["end"], item["score"]
+            return item["doc"], _offset(item["start"]), _offset(item["end"]), item["score"]
         problem = f"misses {', '.join(missing)}"
     elif isinstance(item, (tuple, list)) and len(item) == 4:
-        return item[0], item[1], item[2], item[3]
+        return item[0], _offset(item[1]), _offset(item[2]), item[3]
     else:
         problem = f"is {type(item).__name__}" + (f" of {len(item)}" if isinstance(item, (tuple, list)) else "")
     raise RetrieverError(
         f"retriever {label!r}: query {qid!r}, span {position}: {problem}; "
         "give (doc_id, start, end, score) or {doc, start, end, score}"
     )
+
+
+def _offset(value: Any) -> Any:
+    """A numpy integer offset as the int it is (pipelines built on numpy return np.int64); anything else as given."""
+    if isinstance(value, np.integer) and not isinstance(value, np.bool_):
+        return int(value)
+    return value
+
+
+def _guess(doc: Any, documents: Mapping[str, str]) -> str:
+    """``; did you mean 'x'?`` for an unknown document id, when one is close."""
+    from rag_eval.datasets.evidence import did_you_mean
+
+    guess = did_you_mean(doc, documents) if isinstance(doc, str) else None
+    return f"; did you mean {guess!r}?" if guess else ""
 
 
 def _score(where: str, score: Any) -> float:

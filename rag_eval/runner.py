@@ -66,6 +66,7 @@ def execute(config: LoadedConfig, progress: bool | None = None) -> RunOutcome:
     retrievers: list[Any] = [build_retriever(spec, config) for spec in model.retrievers]
     passage_options = model.evaluation.passage_options()
     documents = None
+    chunk_seconds: dict[str | None, float] = {}
     if dataset.has_documents:
         from rag_eval.document_run import DocumentRun
 
@@ -73,6 +74,13 @@ def execute(config: LoadedConfig, progress: bool | None = None) -> RunOutcome:
         for spec in model.retrievers:  # every chunker built (its parameters checked) before any retrieval
             if spec.chunker:
                 documents.chunker(spec.chunker)
+        # ... and every chunking cut, each once: a chunker that fails on some document must not wait for a
+        # first retriever to index. The chunks are held for the whole run either way (DocumentRun caches them).
+        for spec in model.retrievers:
+            if spec.chunker not in chunk_seconds:
+                started = time.perf_counter()
+                documents.indexed(spec.chunker)
+                chunk_seconds[spec.chunker] = time.perf_counter() - started
     count = len(model.retrievers)
     # Three steps per retriever; the bar names the retriever and the stage running now
     # ("bm25: search"), and which of the config's retrievers it is.
@@ -84,10 +92,8 @@ def execute(config: LoadedConfig, progress: bool | None = None) -> RunOutcome:
             steps.set_postfix_str(f"retriever {position + 1} of {count}", refresh=False)
             indexed = None
             if documents is not None:
-                steps.set_description(f"{spec.label}: chunk" if spec.chunker else f"{spec.label}: index")
-                started = time.perf_counter()
-                indexed = documents.indexed(spec.chunker)
-                timings["chunk_s"] = time.perf_counter() - started
+                indexed = documents.indexed(spec.chunker)  # cut above; the first retriever reading it gets the time
+                timings["chunk_s"] = chunk_seconds.pop(spec.chunker, 0.0)
             steps.set_description(f"{spec.label}: index")
             started = time.perf_counter()
             _call(spec, "index", retriever.index, corpus_view if indexed is None else indexed.corpus)
@@ -120,19 +126,22 @@ def check_chunking_use(config: LoadedConfig, dataset: Dataset) -> None:
 
     if dataset.has_documents:
         return
-    chunked = [spec.label for spec in config.model.retrievers if spec.chunker]
-    if chunked:
-        raise ConfigError(
-            f"{config.path}: retriever {chunked[0]!r} names a chunker, but the dataset {dataset.name!r} has passages, "
-            "not documents; chunkers cut documents: give a dataset with documents, or remove `chunker`"
-        )
+    problems = [
+        f"{config.path}: retriever {spec.label!r} names chunker {spec.chunker!r}, but the dataset {dataset.name!r} has "
+        "passages, not documents; chunkers cut documents: give a dataset with documents, or remove `chunker`"
+        for spec in config.model.retrievers
+        if spec.chunker
+    ]
     for name in config.model.metrics:
         metric = parse_metric(name)
         if metric.is_document_level or metric.is_evidence:
-            raise ConfigError(
+            problems.append(
                 f"{config.path}: metric {name} needs a dataset with documents (and evidence spans), but the dataset "
                 f"{dataset.name!r} has passages; use passage metrics such as {metric.name if not metric.is_evidence else 'ndcg'}@10"
             )
+    if problems:  # all of them: `rag-eval validate` lists every one
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise ConfigError(problems[0] + more, problems=problems)
 
 
 def _evaluate_documents(
@@ -148,6 +157,15 @@ def _evaluate_documents(
     own = spec.chunker is None and returns_own_spans(raw)
     ranking, spans = documents.spans(spec.label, raw, queries, indexed, model.top_k, own)
     computed, left = computable_metrics(model.metrics, own)
+    if not computed:
+        from rag_eval.metrics.measures import parse_metric
+
+        cutoff = parse_metric(left[0]).k or 10
+        raise ConfigError(
+            f"{documents.config.path}: retriever {spec.label!r} returns its own spans, and every metric of the config "
+            f"is chunk-level ({', '.join(left)}), which needs a chunking to build the ideal ranking from; add document "
+            f"or evidence metrics (e.g. doc_{left[0]}, evidence_recall@{cutoff})"
+        )
     started = time.perf_counter()
     results = documents.evaluate(spans, indexed, computed, own)
     timings["evaluate_s"] = time.perf_counter() - started
@@ -163,8 +181,14 @@ def _evaluate_documents(
     warning = truncation_warning(spec.label, description.get("truncation"), what)
     if warning:
         notes.append(warning)
+    corpus = indexed.corpus
+    if record.kind != "chunker":  # whole documents and own spans are indexed by document id, ranked by chunk id
+        from rag_eval.spans import chunk_id
+
+        texts = documents.dataset.documents
+        corpus = {chunk_id(d, s, e): {"text": texts[d][s:e]} for items in spans.values() for d, s, e, _ in items}
     return RetrieverOutcome(
-        spec, description, ranking, results, timings, chunking=record, spans=spans, corpus=indexed.corpus,
+        spec, description, ranking, results, timings, chunking=record, spans=spans, corpus=corpus,
         notes=notes, warnings=[warning] if warning else [],
     )
 

@@ -63,7 +63,7 @@ def _chunking_problems(config: LoadedConfig, dataset: Any) -> list[str]:
         try:
             check_chunker(name, spec, config.base)
         except RagEvalError as error:
-            problems += error.problems
+            problems += [f"{config.path}: {problem}" for problem in error.problems]
     if dataset is not None:
         try:
             check_chunking_use(config, dataset)

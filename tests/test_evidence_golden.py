@@ -205,6 +205,8 @@ def test_results_keep_the_order_asked_and_the_options():
          "spans: query 'q', item 0 (doc 'd'): score is nan; every score must be a finite number"),
         (EVIDENCE, {"q": [("d", 0, 5, "1")]}, {},
          "spans: query 'q', item 0 (doc 'd'): score '1' is not a number; give each score as an int or a float"),
+        (EVIDENCE, {"q": [("d", 0, 5, 0.5), ("d", 5, 9, True)]}, {},
+         "spans: query 'q', item 1 (doc 'd'): score True is not a number; give each score as an int or a float"),
         (EVIDENCE, {"q": [("d", 0, 5, 1.0), ("d", 5, 9, 1.0), ("d", 0, 5, 0.5)]}, {},
          "spans: query 'q', item 2: span 'd#0-5' is listed twice (also item 0); each span appears once in a "
          "query's ranking"),

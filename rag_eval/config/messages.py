@@ -27,6 +27,18 @@ SHOWN_CHARS = 60
 _NUMBER_ERRORS = ("int_", "float_", "finite_number", "greater_than", "less_than", "value_error")
 
 
+class ProblemAt(ValueError):
+    """A model validator's problem with the place it belongs to, relative to the model (``("retrievers", 2, "chunker")``).
+
+    Checks that span fields (a retriever naming a chunker of ``chunking``) run on the whole
+    model, where pydantic knows no field; the message then names the field anyway.
+    """
+
+    def __init__(self, loc: Sequence[str | int], message: str) -> None:
+        super().__init__(message)
+        self.loc = tuple(loc)
+
+
 def raise_invalid(
     source: str | Path, error: ValidationError, raw: Any, root: type[BaseModel], kind: type[RagEvalError]
 ) -> NoReturn:
@@ -49,6 +61,9 @@ def validation_problems(source: str | Path, error: ValidationError, raw: Any, ro
 def describe(source: str | Path, item: Any, raw: Any, root: type[BaseModel]) -> str:
     """One pydantic error item as ``SOURCE: field.path: problem (got VALUE)``."""
     loc = list(item["loc"])
+    cause = item.get("ctx", {}).get("error")
+    if isinstance(cause, ProblemAt):  # a check across fields that knows which field is wrong
+        loc = [*loc, *cause.loc]
     field = field_path(raw, loc)
     kind = item["type"]
     if kind == "extra_forbidden":

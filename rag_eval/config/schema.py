@@ -196,16 +196,18 @@ class RunConfig(_Strict):
         duplicates = sorted({label for label in labels if labels.count(label) > 1})
         if duplicates:
             raise ValueError(f"retriever labels must be unique; repeated: {', '.join(duplicates)}")
-        for spec in self.retrievers:
+        for position, spec in enumerate(self.retrievers):
             if spec.chunker is not None and spec.chunker not in self.chunking:
                 import difflib
+
+                from rag_eval.config.messages import ProblemAt
 
                 guess = difflib.get_close_matches(spec.chunker, list(self.chunking), n=1)
                 hint = f" (did you mean {guess[0]!r}?)" if guess else ""
                 known = ", ".join(self.chunking) or "none: add a `chunking:` section"
-                raise ValueError(
-                    f"retriever {spec.label!r} names chunker {spec.chunker!r}{hint}, which is not in chunking "
-                    f"(chunkers: {known})"
+                raise ProblemAt(
+                    ("retrievers", position, "chunker"),
+                    f"no chunker {spec.chunker!r} in chunking{hint}; chunkers: {known}",
                 )
         if self.main_metric and self.main_metric not in self.metrics:
             raise ValueError(f"main_metric {self.main_metric} is not among metrics {self.metrics}")

@@ -198,6 +198,10 @@ def _values(columns: SpanColumns) -> np.ndarray:
             row = next(i for i, item in enumerate(items) if type(item[3]) is kind)
             columns.fail(row, f"{name} {_short(items[row][3])} is not a number; give each {name} as an int or a float")
     assert values is not None
+    if not kinds:  # array('d') takes a bool as 0.0 or 1.0 (and a numpy bool): only those rows need a look
+        for row in np.flatnonzero((values == 0) | (values == 1)).tolist():
+            if isinstance(items[row][3], (bool, np.bool_)):
+                columns.fail(row, f"{name} {items[row][3]!r} is not a number; give each {name} as an int or a float")
     bad = ~np.isfinite(values)
     if bad.any():
         row = int(np.flatnonzero(bad)[0])

@@ -161,6 +161,9 @@ def _side_by_side(verdict: Verdict, result: GateResult, passages: Mapping[str, M
             lines.append(f"| {rank + 1} | {left} |{right} |")
         lost = sorted(base_relevant - cand_relevant)
         gained = sorted(cand_relevant - base_relevant)
+        if _different_chunkings(verdict):  # chunk ids of two chunkings never match: "lost" would mean nothing
+            lines += ["", "The two sides read different chunkings: their chunks are not matched one to one.", ""]
+            continue
         lines += [
             "",
             (
@@ -170,6 +173,15 @@ def _side_by_side(verdict: Verdict, result: GateResult, passages: Mapping[str, M
             "",
         ]
     return lines
+
+
+def _different_chunkings(verdict: Verdict) -> bool:
+    base, cand = verdict.baseline.chunking, verdict.candidate.chunking
+    if base is None and cand is None:
+        return False
+    return base is None or cand is None or base.get("fingerprint") is None or base.get("fingerprint") != cand.get(
+        "fingerprint"
+    )
 
 
 def _relevance_rule(metric: str, options: Mapping[str, Any]) -> Callable[[float | None], bool]:

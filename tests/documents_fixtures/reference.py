@@ -169,7 +169,7 @@ def read_run(path: Path) -> dict[str, list[tuple[str, int, float]]]:
     """``{qid: [(chunk id, rank, score), ...]}`` in file order, from a TREC run file."""
     out: dict[str, list[tuple[str, int, float]]] = {}
     for line in path.read_text(encoding="utf-8").splitlines():
-        qid, q0, chunk, rank, score, _tag = line.split()
+        qid, q0, chunk, rank, score, _tag = line.split("\t")  # tab-separated: ids may hold spaces
         assert q0 == "Q0"
         out.setdefault(qid, []).append((chunk, int(rank), float(score)))
     return out
@@ -201,11 +201,15 @@ def evidence_metrics(evidence: Sequence[tuple], spans: Sequence[tuple[str, int, 
     }
 
 
-def within_budget(spans: Sequence[tuple[str, int, int]], budget: int) -> list[tuple[str, int, int]]:
-    """The best spans whose lengths together fit ``budget`` characters; the first that overflows ends the list."""
+def within_budget(spans: Sequence[tuple[str, int, int]], budget: int, unit: str = "chars",
+                  documents: Mapping[str, str] = DOCUMENTS) -> list[tuple[str, int, int]]:
+    """The best spans whose lengths (characters, or word tokens) together fit ``budget``; the first that
+    overflows ends the list."""
     kept, used = [], 0
-    for span in spans:
-        used += span[2] - span[1]
+    for doc, start, end in spans:
+        text = documents[doc][start:end]
+        used += len(text) if unit == "chars" else len(WORD.findall(text))
+        span = (doc, start, end)
         if used > budget:
             break
         kept.append(span)
@@ -230,20 +234,25 @@ def doc_ndcg(grades: Mapping[str, float], spans: Sequence[tuple[str, int, int]],
     return ndcg([grades.get(doc, 0.0) for doc in documents], list(grades.values()), k)
 
 
-def chunk_grade(evidence: Sequence[tuple], grades: Mapping[str, float], span: tuple[str, int, int]) -> float | None:
-    """The highest grade of the evidence the chunk shares a character with; 0 if none; None: document unjudged."""
+def chunk_grade(evidence: Sequence[tuple], grades: Mapping[str, float], span: tuple[str, int, int],
+                fraction: float = 0.0) -> float | None:
+    """The highest grade of the evidence spans the chunk overlaps by at least ``fraction`` of the evidence
+    span's length (and by one character at least); 0 if none; None: the query does not judge the document."""
     doc, start, end = span
     if doc not in grades:
         return None
-    shared = [g for d, s, e, g in evidence if d == doc and max(s, start) < min(e, end)]
+    shared = [
+        g for d, s, e, g in evidence
+        if d == doc and (overlap := min(e, end) - max(s, start)) > 0 and overlap >= fraction * (e - s)
+    ]
     return max(shared, default=0.0)
 
 
 def chunk_ndcg(evidence: Sequence[tuple], grades: Mapping[str, float], spans: Sequence[tuple[str, int, int]],
-               chunking: Iterable[tuple[str, int, int]], k: int) -> float | None:
+               chunking: Iterable[tuple[str, int, int]], k: int, fraction: float = 0.0) -> float | None:
     """nDCG@k with chunk grades; the ideal ranking from every chunk of the chunking."""
-    gains = [chunk_grade(evidence, grades, span) or 0.0 for span in spans]
-    ideal = [chunk_grade(evidence, grades, chunk) or 0.0 for chunk in chunking]
+    gains = [chunk_grade(evidence, grades, span, fraction) or 0.0 for span in spans]
+    ideal = [chunk_grade(evidence, grades, chunk, fraction) or 0.0 for chunk in chunking]
     return ndcg(gains, ideal, k)
 
 
@@ -254,6 +263,7 @@ def reference_values(
     chunking: Iterable[tuple[str, int, int]] | None = None,
     queries: Sequence[Mapping] = QUERIES,
     documents: Mapping[str, str] = DOCUMENTS,
+    fraction: float = 0.0,
 ) -> dict[str, dict[str, float | None]]:
     """Per judged query, every metric of ``metrics`` on the ranked spans of ``run`` (a read_run answer)."""
     evidence, grades = evidence_of(queries, documents), document_grades(queries, documents)
@@ -264,8 +274,10 @@ def reference_values(
         row: dict[str, float | None] = {}
         for name in metrics:
             family, _, cut = name.partition("@")
-            if cut.endswith("chars"):
-                values = evidence_metrics(evidence.get(qid, []), within_budget(spans, int(cut[:-5])))
+            budget = re.fullmatch(r"(\d+)(chars|tokens)", cut)
+            if budget:
+                kept = within_budget(spans, int(budget[1]), budget[2], documents)
+                values = evidence_metrics(evidence.get(qid, []), kept)
                 row[name] = None if values is None else values[family.removeprefix("evidence_")]
                 continue
             k = int(cut)
@@ -276,7 +288,7 @@ def reference_values(
                 row[name] = doc_ndcg(grades[qid], spans, k)
             elif family == "ndcg":
                 assert chunks is not None
-                row[name] = chunk_ndcg(evidence.get(qid, []), grades[qid], spans, chunks, k)
+                row[name] = chunk_ndcg(evidence.get(qid, []), grades[qid], spans, chunks, k, fraction)
             else:
                 raise AssertionError(f"no reference for {name}")
         out[qid] = row
