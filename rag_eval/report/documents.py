@@ -40,6 +40,7 @@ from rag_eval.report.markdown import (
 
 if TYPE_CHECKING:  # annotations only
     from rag_eval.dataset import Dataset
+    from rag_eval.evidence import EvidenceCoverage
     from rag_eval.run_outcome import RetrieverOutcome, RunOutcome
 
 Interval = tuple[int, int]
@@ -455,46 +456,51 @@ def query_chunks(
                 f"{_length(marks):,} | {cell} |"
             )
         lines.append("")
-    retrieved = _evidence_by_doc(shown)
+    coverage = _coverage(evidence, shown)
     if wanted:
-        lines += _missed_lines(wanted, retrieved, documents, limit, k)
-    lines += [_numbers_line(wanted, retrieved, shown, no_relevant), ""]
+        lines += _missed_lines(wanted, coverage.missed, documents, limit, k)
+    lines += [_numbers_line(coverage, shown, no_relevant), ""]
     return lines
+
+
+def _coverage(evidence: Sequence[Any], shown: Sequence[tuple[str, int, int, float]]) -> EvidenceCoverage:
+    """What the shown chunks cover of the evidence, by the evidence metrics' own rule (rag_eval.evidence)."""
+    from rag_eval.evidence import EvidenceCoverage, covered_evidence
+
+    if not evidence:
+        return EvidenceCoverage((), ())
+    found = covered_evidence({"q": list(evidence)}, {"q": list(shown)}, max(len(shown), 1))
+    return found.get("q", EvidenceCoverage((), ()))
 
 
 def _missed_lines(
     wanted: Mapping[str, list[Interval]],
-    retrieved: Mapping[str, list[Interval]],
+    missed_pieces: Sequence[tuple[str, int, int]],
     documents: Mapping[str, str],
     limit: int,
     k: int,
 ) -> list[str]:
     missed = []
-    for doc, pieces in wanted.items():
-        for piece in pieces:
-            for start, end in _subtract([piece], retrieved.get(doc, [])):
-                text = documents.get(doc, "")
-                window = cut_window(text, start, end, [], limit)
-                quoted = marked_text(text, window[0], window[1], [], cut_before=False, cut_after=window[1] < end)
-                part = "" if (start, end) == piece else f", part of the evidence [{piece[0]}, {piece[1]})"
-                missed.append(f"- {code_span(doc)} [{start}, {end}){part}: “{quoted}”")
+    for doc, start, end in missed_pieces:
+        piece = next((p for p in wanted.get(doc, []) if p[0] <= start and end <= p[1]), (start, end))
+        text = documents.get(doc, "")
+        window = cut_window(text, start, end, [], limit)
+        quoted = marked_text(text, window[0], window[1], [], cut_before=False, cut_after=window[1] < end)
+        part = "" if (start, end) == piece else f", part of the evidence [{piece[0]}, {piece[1]})"
+        missed.append(f"- {code_span(doc)} [{start}, {end}){part}: “{quoted}”")
     if not missed:
         return [f"Every character of the evidence lies inside the top {k} chunks.", ""]
     return [f"Evidence not inside the top {k} chunks:", "", *missed, ""]
 
 
-def _numbers_line(
-    wanted: Mapping[str, list[Interval]],
-    retrieved: Mapping[str, list[Interval]],
-    shown: Sequence[tuple[str, int, int, float]],
-    no_relevant: str,
-) -> str:
-    total = sum(_length(pieces) for pieces in wanted.values())
+def _numbers_line(coverage: EvidenceCoverage, shown: Sequence[tuple[str, int, int, float]], no_relevant: str) -> str:
+    """The query's evidence recall, precision and IoU at the chunks shown, worked out in characters."""
+    covered = sum(end - start for _, start, end in coverage.covered)
+    total = covered + sum(end - start for _, start, end in coverage.missed)
     at = f"At the {len(shown)} chunk{'' if len(shown) == 1 else 's'} shown"
     if total == 0:
         effect = "scored 0 (no_relevant: zero)" if no_relevant == "zero" else "left out of the means"
         return f"{at}: no evidence span for this query, so its evidence metrics are {effect}."
-    covered = sum(_length(_intersect(pieces, retrieved.get(doc, []))) for doc, pieces in wanted.items())
     context = sum(end - start for _, start, end, _ in shown)
     recall = f"evidence recall = {covered:,} / {total:,} = **{fmt(covered / total)}**"
     precision = (
@@ -667,28 +673,6 @@ def _length(intervals: Iterable[Interval]) -> int:
 
 def _clip(intervals: Sequence[Interval], start: int, end: int) -> list[Interval]:
     return [(max(a, start), min(b, end)) for a, b in intervals if a < end and b > start]
-
-
-def _intersect(left: Sequence[Interval], right: Sequence[Interval]) -> list[Interval]:
-    out = []
-    for start, end in right:
-        out += _clip(left, start, end)
-    return _union(out)
-
-
-def _subtract(left: Sequence[Interval], right: Sequence[Interval]) -> list[Interval]:
-    out = []
-    for start, end in left:
-        position = start
-        for a, b in right:
-            if b <= position or a >= end:
-                continue
-            if a > position:
-                out.append((position, a))
-            position = max(position, b)
-        if position < end:
-            out.append((position, end))
-    return out
 
 
 def _evidence_by_doc(spans: Iterable[Any]) -> dict[str, list[Interval]]:
