@@ -233,3 +233,21 @@ def test_regression_section_gates_evidence_across_chunkings(runs, tmp_path):
     gate = next(line for line in out.splitlines() if line.startswith(("PASS\t", "FAIL\t")))
     assert gate.startswith(f"{'FAIL' if dropped > 0 else 'PASS'}\tevidence_recall@3\tbaseline {base:.4f}\t"
                            f"candidate {cand:.4f}\t")
+
+
+def test_the_comparison_report_states_both_chunkings_and_does_not_match_their_chunks(runs, tmp_path, capsys):
+    report = tmp_path / "comparison.md"
+    code = main(["compare", str(runs["words-6"]), str(runs["words-10"]), "--resamples", RESAMPLES,
+                 "--gate", "evidence_recall@3", "--report", str(report)])
+    capsys.readouterr()
+    assert code in (0, 1)
+    text = report.read_text(encoding="utf-8")
+    six, ten = (load(runs[name])["chunking"]["summary"] for name in ("words-6", "words-10"))
+    assert (
+        f"Chunking: baseline words-6 (fixed, size 6, overlap 2, {six['chunks']:,} chunks, mean "
+        f"{six['mean_chars']:,.0f} chars); candidate words-10 (fixed, size 10, overlap 0, {ten['chunks']:,} chunks, "
+        f"mean {ten['mean_chars']:,.0f} chars)."
+    ) in text.splitlines()
+    assert "Relevant passages lost" not in text
+    if "worst regressions side by side" in text:
+        assert "The two sides read different chunkings: their chunks are not matched one to one." in text
