@@ -216,7 +216,7 @@ def _add_semantics_options(p: argparse.ArgumentParser) -> None:
 def _cmd_evaluate(args: argparse.Namespace) -> int:
     from rag_eval.allocator import keep_freed_memory
     from rag_eval.engine import BEIR_QRELS, prepare, read_judgements, read_run
-    from rag_eval.evaluate import EvaluationOptions, score
+    from rag_eval.evaluate import EvaluationOptions, passage_metrics, score
     from rag_eval.metrics.measures import parse_metrics
     from rag_eval.output import exclusion_notes, format_results
 
@@ -224,7 +224,11 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     # taking a page fault on every fresh temporary (rag_eval.allocator). Only here: other
     # commands load models and libraries whose allocation pattern this would not suit.
     keep_freed_memory()
-    metrics = parse_metrics(args.metrics)
+    metrics = passage_metrics(
+        parse_metrics(args.metrics),
+        "evaluate scores a TREC run as it is: run a config with a dataset of documents (rag-eval run), or score "
+        "the document run <label>.docs.trec that rag-eval run writes against documents.qrels with the plain metric",
+    )
     options = EvaluationOptions(args.gain, args.aggregation, args.no_relevant, args.relevance_threshold)
     judgements, layout = read_judgements(args.qrels)
     # Once joined, the tables are freed (del), before the metrics need memory.

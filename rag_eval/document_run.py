@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rag_eval.errors import ConfigError, RagEvalError, RetrieverError
-from rag_eval.spans import Chunk, chunk_id, span_problem
+from rag_eval.spans import Chunk, chunk_id, parse_chunk_id, span_problem
 
 if TYPE_CHECKING:
     from rag_eval.config.schema import LoadedConfig
@@ -100,6 +100,7 @@ class DocumentRun:
         self.config = config
         self.dataset = dataset
         self._chunkers: dict[str, Any] = {}
+        self._budget_tokenizer: Any = None
         self._indexed: dict[str | None, Indexed] = {}
 
     def chunker(self, name: str) -> Any:
@@ -189,7 +190,9 @@ class DocumentRun:
         if own:
             ranking, span_of = self._own_spans(label, raw, queries)
         else:
-            if indexed.record.kind == "chunker" and returns_own_spans(raw):
+            if indexed.record.kind == "chunker" and isinstance(raw, Mapping) and any(
+                isinstance(items, (list, tuple)) for items in raw.values()
+            ):
                 raise RetrieverError(
                     f"retriever {label!r} reads chunker {indexed.record.name!r} but search() returned spans "
                     "(lists of (doc_id, start, end, score)); with a chunker it answers {qid: {chunk_id: score}} "
@@ -259,18 +262,47 @@ class DocumentRun:
         """``metrics`` on these spans; ``own``: the retriever's own spans, scored without a chunking."""
         from rag_eval.evidence import evaluate_evidence
 
-        options = self.config.model.evaluation.model_dump()
+        options = self.config.model.evaluation.document_options()
         chunks = None if own else indexed.chunks
-        return evaluate_evidence(
+        results = evaluate_evidence(
             dict(self.dataset.evidence),
             spans,
             list(metrics),
             document_judgements=self.dataset.document_judgements,
             chunks=chunks,
             documents=self.dataset.documents,
-            count_tokens=indexed.count_tokens,
+            count_tokens=self.budget_tokenizer().count,
             **options,
         )
+        results.options["budget_tokens"] = self.config.model.evaluation.tokenizer
+        return results
+
+    def budget_tokenizer(self) -> Any:
+        """The tokenizer of token budgets (``evaluation.tokenizer``): one for every retriever of the run."""
+        if self._budget_tokenizer is None:
+            from rag_eval.chunking.tokenizers import load_tokenizer
+
+            name = self.config.model.evaluation.tokenizer
+            try:
+                self._budget_tokenizer = load_tokenizer(name, "evaluation.tokenizer")
+            except RagEvalError as error:
+                raise ConfigError(f"{self.config.path}: {error}") from error
+        return self._budget_tokenizer
+
+
+def chunking_text(record: Mapping[str, Any] | None) -> str:
+    """``recursive-400 (recursive, size 400, overlap 200, 1,300 chunks, mean 1,506 chars)``, from a results file."""
+    if record is None:
+        return "none (a passage dataset)"
+    description, summary = record.get("description") or {}, record.get("summary") or {}
+    title = str(record.get("title") or record.get("name") or "?")
+    method = str(description.get("method", "?"))
+    how = [] if title.startswith(method) else [method]  # "whole documents" says its method already
+    how += [f"{key} {description[key]}" for key in ("size", "overlap") if description.get(key) is not None]
+    chunks, mean = summary.get("chunks"), summary.get("mean_chars")
+    if isinstance(chunks, int):
+        how.append(f"{chunks:,} chunks" + (f", mean {mean:,.0f} chars" if isinstance(mean, (int, float)) else ""))
+    return f"{title} ({', '.join(how)})"
 
 
 def own_spans_record(spans: Mapping[str, Sequence[ScoredSpan]], documents: Mapping[str, str]) -> ChunkingRecord:
@@ -283,11 +315,53 @@ def own_spans_record(spans: Mapping[str, Sequence[ScoredSpan]], documents: Mappi
     return ChunkingRecord(None, "own", {"method": "the retriever's own"}, summary, None)
 
 
-def returns_own_spans(raw: Any) -> bool:
-    """Whether a search() answer is ``{qid: [spans]}`` (own spans) rather than ``{qid: {id: score}}``."""
+def returns_own_spans(raw: Any, documents: Mapping[str, str]) -> bool:
+    """Whether a search() answer holds spans of its own rather than ``{qid: {doc_id: score}}`` of whole documents.
+
+    Spans are lists ``[(doc_id, start, end, score), ...]``, or mappings keyed by chunk ids
+    ``<doc>#<start>-<end>`` (a stored ranking of an earlier run, replayed by ``static``).
+    """
     if not isinstance(raw, Mapping):
         return False
-    return any(isinstance(items, (list, tuple)) for items in raw.values())
+    for items in raw.values():
+        if isinstance(items, (list, tuple)):
+            return True
+        if isinstance(items, Mapping):
+            for key in items:
+                if isinstance(key, str) and key not in documents:
+                    parsed = parse_chunk_id(key)
+                    if parsed is not None and parsed[0] in documents:
+                        return True
+                break  # one key per query tells the form
+    return False
+
+
+def as_span_lists(label: str, raw: Mapping[str, Any], documents: Mapping[str, str]) -> dict[str, Any]:
+    """An own-spans answer with every query as a list: ``{chunk_id or doc_id: score}`` turned into spans.
+
+    A document id stands for the whole document ``[0, len)``; anything else must be a chunk id of
+    a document of the dataset.
+    """
+    out: dict[str, Any] = {}
+    for qid, items in raw.items():
+        if not isinstance(items, Mapping):
+            out[qid] = items
+            continue
+        spans = []
+        for key, score in items.items():
+            if isinstance(key, str) and key in documents:
+                spans.append((key, 0, len(documents[key]), score))
+                continue
+            parsed = parse_chunk_id(key) if isinstance(key, str) else None
+            if parsed is None or parsed[0] not in documents:
+                raise RetrieverError(
+                    f"retriever {label!r}: query {qid!r}: {key!r} is neither a document of the dataset nor a chunk "
+                    "id <document>#<start>-<end> of one; return document ids, chunk ids or (doc_id, start, end, "
+                    "score) spans"
+                )
+            spans.append((*parsed, score))
+        out[qid] = spans
+    return out
 
 
 def computable_metrics(metrics: Sequence[str], own_spans: bool) -> tuple[list[str], list[str]]:

@@ -83,14 +83,7 @@ def evaluate(
     naming the query). Inputs are never mutated. Options are those of SEMANTICS.md.
     """
     options = EvaluationOptions(gain, aggregation, no_relevant, relevance_threshold)
-    parsed = parse_metrics([metrics] if isinstance(metrics, str) else metrics)
-    needs_documents = [m for m in parsed if m.is_document_level or m.is_evidence]
-    if needs_documents:  # a passage run has no documents to collapse to, no offsets to cover evidence with
-        raise MetricError(
-            f"metric {needs_documents[0]}: {'document' if needs_documents[0].is_document_level else 'evidence'} "
-            "metrics need documents and spans; score chunk rankings with rag_eval.evaluate_evidence, "
-            "or run a dataset with documents"
-        )
+    parsed = passage_metrics(parse_metrics([metrics] if isinstance(metrics, str) else metrics))
     joined = prepare(_table(judgements, "grade", "judgements"), _table(run, "score", "run"))
     if not joined.query_ids:  # every mean would be NaN: say why instead
         raise InputFormatError(
@@ -98,6 +91,22 @@ def evaluate(
             "give {query_id: {doc_id: grade}} with at least one grade"
         )
     return score(joined, parsed, options)
+
+
+def passage_metrics(metrics: tuple[Metric, ...], fix: str = "") -> tuple[Metric, ...]:
+    """``metrics``, refusing document (``doc_``) and evidence metrics: a passage run has neither.
+
+    A passage run has no documents to collapse chunks into and no offsets to cover evidence
+    with; ``fix`` replaces the default advice (the CLI names its own).
+    """
+    needs_documents = [m for m in metrics if m.is_document_level or m.is_evidence]
+    if needs_documents:
+        first = needs_documents[0]
+        raise MetricError(
+            f"metric {first}: {'document' if first.is_document_level else 'evidence'} metrics need documents and "
+            "spans; " + (fix or "score chunk rankings with rag_eval.evaluate_evidence, or run a dataset with documents")
+        )
+    return metrics
 
 
 def score(joined: JoinedRun, metrics: tuple[Metric, ...], options: EvaluationOptions) -> Results:

@@ -108,6 +108,10 @@ def mean_notes(results: Results, metric: str, judgements: Mapping[str, Mapping[s
     from rag_eval.metrics.measures import parse_metric
 
     parsed = parse_metric(metric)
+    # What a query lacks to be scored, by the metric's level: evidence, a relevant document, or a relevant passage.
+    lacking = "evidence" if parsed.is_evidence else "relevant " + (
+        "document" if parsed.is_document_level else "chunk" if "min_evidence_fraction" in results.options else "passage"
+    )
     left_out = set(results.left_out.get(metric, ()))
     in_mean = [q for q in results.query_ids if q not in left_out]
     notes = []
@@ -116,7 +120,7 @@ def mean_notes(results: Results, metric: str, judgements: Mapping[str, Mapping[s
         notes.append(f"{len(unanswered)} of {_queries(len(in_mean), 'judged')} unanswered, scored 0")
     if left_out:
         notes.append(
-            f"{_queries(len(left_out), 'judged')} with no relevant passage left out of the mean "
+            f"{_queries(len(left_out), 'judged')} with no {lacking} left out of the mean "
             "(no_relevant: skip; trec_eval scores them 0)"
         )
     elif results.options.get("no_relevant") == "zero" and parsed.uses_relevance:
@@ -125,7 +129,7 @@ def mean_notes(results: Results, metric: str, judgements: Mapping[str, Mapping[s
         relevant = (lambda g: g > 0) if parsed.is_graded else (lambda g: g >= threshold)
         none = [q for q in results.query_ids if not any(relevant(g) for g in judgements.get(q, {}).values())]
         if none:
-            notes.append(f"{_queries(len(none), 'judged')} with no relevant passage scored 0 (no_relevant: zero)")
+            notes.append(f"{_queries(len(none), 'judged')} with no {lacking} scored 0 (no_relevant: zero)")
     return notes
 
 

@@ -57,7 +57,13 @@ __all__ = [
     "verdict_for_run",
 ]
 
-SEMANTIC_OPTIONS = ("gain", "aggregation", "no_relevant", "relevance_threshold", "min_evidence_fraction")
+SEMANTIC_OPTIONS = ("gain", "aggregation", "no_relevant", "relevance_threshold")
+# Options of document datasets that change only some metrics: compared only when a gated metric reads them.
+# min_evidence_fraction makes chunk grades (chunk-level metrics); budget_tokens counts token budgets.
+METRIC_OPTIONS = {
+    "min_evidence_fraction": lambda m: not (m.is_document_level or m.is_evidence),
+    "budget_tokens": lambda m: m.budget_unit == "tokens",
+}
 
 
 @dataclass(frozen=True)
@@ -250,6 +256,14 @@ def check_comparable(baseline: ResultsFile, candidate: ResultsFile, metrics: Seq
                 f"incomparable results: different metric semantics: {option} is {bv!r} in the baseline {b.path} "
                 f"and {cv!r} in the candidate {c.path}"
             )
+    for option, reads in METRIC_OPTIONS.items():
+        bv, cv = b.results.options.get(option), c.results.options.get(option)
+        gated = [m for m in metrics if reads(parse_metric(m))]
+        if bv != cv and gated:
+            raise ComparisonError(
+                f"incomparable results: different metric semantics: {option} is {bv!r} in the baseline {b.path} "
+                f"and {cv!r} in the candidate {c.path}, and {gated[0]} depends on it"
+            )
     for metric in metrics:
         for side in (b, c):
             if metric not in side.results.values:
@@ -304,10 +318,10 @@ def _check_same_chunking(baseline: ResultsFile, candidate: ResultsFile, metrics:
 
 
 def _chunking_title(record: Mapping[str, Any] | None) -> str:
-    if record is None:
-        return "no chunking"
-    fingerprint = record.get("fingerprint")
-    return f"{record.get('title') or record.get('name')}" + (f" (fingerprint {fingerprint})" if fingerprint else "")
+    from rag_eval.document_run import chunking_text
+
+    fingerprint = (record or {}).get("fingerprint")
+    return chunking_text(record) + (f", fingerprint {fingerprint}" if fingerprint else "")
 
 
 def _check_same_queries(baseline: Results, candidate: Results) -> None:

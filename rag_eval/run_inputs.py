@@ -28,16 +28,36 @@ from rag_eval.errors import ConfigError
 # huge mapping of texts) the rest are not: files in the output folder are still protected by the
 # manifest rule of rag_eval.output_folder.
 MAX_PARAM_STRINGS = 10_000
+# A query set larger than this is not peeked at for `documents:` (the loader reads and checks it).
+MAX_QUERY_SET_BYTES = 64 << 20
 _MAX_PATH_CHARS = 4096
 
 
-def planned_outputs(config: LoadedConfig, *, comparison: bool) -> list[str]:
-    """The names of the files a run of ``config`` writes into its output folder (the manifest included)."""
+# Document datasets: the document grades as qrels, and each retriever's MaxP document run. The names
+# cannot be another label's outputs: labels give <label>.json and <label>.run only.
+DOCUMENT_QRELS = "documents.qrels"
+
+
+def document_run_name(label: str) -> str:
+    """The file of a retriever's MaxP document run: ``<label>.docs.trec``."""
+    return f"{label}.docs.trec"
+
+
+def planned_outputs(config: LoadedConfig, *, comparison: bool, documents: bool | None = None) -> list[str]:
+    """The names of the files a run of ``config`` writes into its output folder (the manifest included).
+
+    ``documents``: whether the dataset has documents (its MaxP document runs and documents.qrels are
+    written too); None: assumed when the config has a chunking section or a documents dataset format.
+    """
+    if documents is None:
+        documents = has_documents(config)
     from rag_eval.output_folder import MANIFEST
 
     names = ["report.md", MANIFEST]
     for spec in config.model.retrievers:
         names += [f"{spec.label}.json", f"{spec.label}.run"]
+    if documents:
+        names += [document_run_name(spec.label) for spec in config.model.retrievers] + [DOCUMENT_QRELS]
     if comparison:
         names.append("comparison.md")
     return names
@@ -63,8 +83,77 @@ def run_inputs(config: LoadedConfig) -> Iterator[tuple[str, Path]]:
             yield f"a file of retriever {spec.label!r} (retrievers[{index}].{place})", path
 
 
+def has_documents(config: LoadedConfig) -> bool:
+    """Whether the config's dataset holds documents, told without loading it (a chroma folder,
+    ``as_documents``, or a query set with ``documents:``)."""
+    dataset = config.model.dataset
+    if dataset.as_documents or dataset.format == "chroma":
+        return True
+    path = config.resolve(dataset.path) if dataset.path else None
+    if path is not None and path.is_dir():
+        return (path / "corpora").is_dir() and (path / "questions.csv").is_file()
+    raw = _query_set(config)
+    return isinstance(raw, Mapping) and "documents" in raw
+
+
+def _query_set(config: LoadedConfig) -> Any:
+    """The YAML query set's raw data, or None (not a query set, or unreadable: the loader reports that)."""
+    dataset = config.model.dataset
+    if not dataset.path or dataset.format not in (None, "yaml"):
+        return None
+    path = config.resolve(dataset.path)
+    if not path.is_file():
+        return None
+    from rag_eval.config.loader import load_yaml
+    from rag_eval.errors import RagEvalError
+
+    try:
+        return load_yaml(path, "YAML query set", MAX_QUERY_SET_BYTES, ConfigError)
+    except (RagEvalError, OSError):
+        return None
+
+
+def input_folders(config: LoadedConfig) -> Iterator[tuple[str, Path]]:
+    """``(what it is, folder)`` of every folder the dataset reads whole: a documents folder, a chroma corpus."""
+    dataset = config.model.dataset
+    if not dataset.path:
+        return
+    path = config.resolve(dataset.path)
+    if path.is_dir():
+        if (path / "corpora").is_dir():
+            yield "the chroma documents folder (dataset.path/corpora)", path / "corpora"
+        return
+    raw = _query_set(config)  # its own `documents:` may name a folder, read recursively
+    value = raw.get("documents") if isinstance(raw, Mapping) else None
+    if isinstance(value, str):
+        folder = Path(os.path.normpath(path.parent / Path(value).expanduser()))
+        if folder.is_dir():
+            yield f"the documents folder of {path} (documents:)", folder
+
+
+def check_output_outside_input_folders(config: LoadedConfig) -> None:
+    """ConfigError when the output folder lies inside a folder the dataset reads whole.
+
+    The next run would read this run's report and results as documents (a changed dataset,
+    silently), and write over them: refused before any retrieval.
+    """
+    output = Path(os.path.realpath(config.output_dir))
+    for what, folder in input_folders(config):
+        inside = Path(os.path.realpath(folder))
+        if output == inside or inside in output.parents:
+            raise ConfigError(
+                f"{config.output_dir}: the output folder is inside {folder}, {what}, which is read whole: the next "
+                "run would read this run's report as a document; choose an output folder outside it (output: or "
+                "--output)"
+            )
+
+
 def check_outputs_are_not_inputs(config: LoadedConfig, names: Iterable[str]) -> None:
-    """ConfigError, one line naming the output file and the input, when writing ``names`` would replace an input."""
+    """ConfigError, one line naming the output file and the input, when writing ``names`` would replace an input.
+
+    Also refused: an output folder inside a folder the dataset reads whole (:func:`check_output_outside_input_folders`).
+    """
+    check_output_outside_input_folders(config)
     written: dict[tuple[int, int], Path] = {}
     for name in names:
         output = config.output_dir / name

@@ -69,8 +69,11 @@ def execute(config: LoadedConfig, progress: bool | None = None) -> RunOutcome:
     chunk_seconds: dict[str | None, float] = {}
     if dataset.has_documents:
         from rag_eval.document_run import DocumentRun
+        from rag_eval.metrics.measures import parse_metric
 
         documents = DocumentRun(config, dataset)
+        if any(parse_metric(name).budget_unit == "tokens" for name in model.metrics):
+            documents.budget_tokenizer()  # loaded (or refused) before any retrieval
         for spec in model.retrievers:  # every chunker built (its parameters checked) before any retrieval
             if spec.chunker:
                 documents.chunker(spec.chunker)
@@ -121,10 +124,16 @@ def execute(config: LoadedConfig, progress: bool | None = None) -> RunOutcome:
 
 
 def check_chunking_use(config: LoadedConfig, dataset: Dataset) -> None:
-    """Refuse chunkers and document metrics where the dataset has no documents, naming the fix."""
+    """Refuse chunkers and document metrics where the dataset has no documents, naming the fix.
+
+    On a dataset of documents without any evidence span (passages read as documents), chunk-level
+    and evidence metrics are refused: they would score 0 or nothing for every query. With
+    ``no_relevant: error``, evidence metrics are refused when a judged query has no evidence.
+    """
     from rag_eval.metrics.measures import parse_metric
 
     if dataset.has_documents:
+        _check_evidence_use(config, dataset)
         return
     problems = [
         f"{config.path}: retriever {spec.label!r} names chunker {spec.chunker!r}, but the dataset {dataset.name!r} has "
@@ -144,17 +153,48 @@ def check_chunking_use(config: LoadedConfig, dataset: Dataset) -> None:
         raise ConfigError(problems[0] + more, problems=problems)
 
 
+def _check_evidence_use(config: LoadedConfig, dataset: Dataset) -> None:
+    from rag_eval.metrics.measures import parse_metric
+
+    problems = []
+    with_evidence = {qid for qid, spans in dataset.evidence.items() if spans}
+    for name in config.model.metrics:
+        metric = parse_metric(name)
+        if metric.is_document_level:
+            continue
+        level = "evidence" if metric.is_evidence else "chunk-level"
+        if not with_evidence:
+            problems.append(
+                f"{config.path}: metric {name}: {level} metrics need evidence spans, and the dataset "
+                f"{dataset.name!r} has none (its judgements are on whole documents); use doc_ metrics such as "
+                f"doc_{metric.name if not metric.is_evidence else 'ndcg'}@10"
+            )
+        elif metric.is_evidence and config.model.evaluation.no_relevant == "error":
+            missing = [qid for qid in dataset.judged_query_ids if qid not in with_evidence]
+            if missing:
+                problems.append(
+                    f"{config.path}: metric {name} with no_relevant: error: {len(missing)} judged quer"
+                    f"{'y has' if len(missing) == 1 else 'ies have'} no evidence span ({', '.join(missing[:3])}"
+                    f"{', ...' if len(missing) > 3 else ''}); give each evidence, or set no_relevant to skip or zero"
+                )
+    if problems:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise ConfigError(problems[0] + more, problems=problems)
+
+
 def _evaluate_documents(
     documents: Any, spec: RetrieverSpec, retriever: Any, raw: Any, queries: Mapping[str, str], indexed: Any,
     timings: dict[str, float],
 ) -> RetrieverOutcome:
     """A retriever of a document dataset: its answer as spans, scored by evaluate_evidence."""
-    from rag_eval.document_run import computable_metrics, own_spans_record, returns_own_spans
+    from rag_eval.document_run import as_span_lists, computable_metrics, own_spans_record, returns_own_spans
     from rag_eval.retrievers.base import describe
     from rag_eval.retrievers.truncation import truncation_warning
 
     model = documents.config.model
-    own = spec.chunker is None and returns_own_spans(raw)
+    own = spec.chunker is None and returns_own_spans(raw, documents.dataset.documents)
+    if own:
+        raw = as_span_lists(spec.label, raw, documents.dataset.documents)
     ranking, spans = documents.spans(spec.label, raw, queries, indexed, model.top_k, own)
     computed, left = computable_metrics(model.metrics, own)
     if not computed:
@@ -344,6 +384,18 @@ def write_outputs(run: RunOutcome, extra: Mapping[str, str] | None = None) -> li
         # default=str: a YAML date in params or a Path in describe() must not crash the write.
         files[out_dir / f"{outcome.label}.json"] = json.dumps(doc, indent=2, sort_keys=False, default=str) + "\n"
         files[out_dir / f"{outcome.label}.run"] = format_run(outcome.ranking, tag=outcome.label)
+        if outcome.spans is not None:  # the MaxP document run: trec_eval on it with documents.qrels gives doc_ metrics
+            from rag_eval.evidence import collapse_to_documents
+            from rag_eval.run_inputs import document_run_name
+
+            files[out_dir / document_run_name(outcome.label)] = format_run(
+                collapse_to_documents(outcome.spans), tag=outcome.label
+            )
+    if run.dataset.has_documents:
+        from rag_eval.run_inputs import DOCUMENT_QRELS
+        from rag_eval.trec import format_qrels
+
+        files[out_dir / DOCUMENT_QRELS] = format_qrels(run.dataset.judgements)
     files[out_dir / "report.md"] = render_run_report(run)
     for name, text in (extra or {}).items():
         files[out_dir / name] = text

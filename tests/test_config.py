@@ -88,7 +88,7 @@ def test_defaults_are_the_documented_semantics(project):
     assert model.top_k == 100
     assert model.evaluation.model_dump() == {
         "gain": "linear", "aggregation": "macro", "no_relevant": "skip", "relevance_threshold": 1.0,
-        "min_evidence_fraction": 0.0,
+        "min_evidence_fraction": 0.0, "tokenizer": "words",
     }
     assert model.report.detailed_queries == 20
     assert model.primary_metric == "ndcg@10"
@@ -116,8 +116,8 @@ def test_unknown_nested_keys_name_their_field_path(project):
     path = write(project / "configs" / "run.yaml", config)
     assert problems(path) == [
         f"{path}: retrievers[0](bm25).parms: unknown key; did you mean 'params'? allowed: adapter, chunker, label, params",
-        (f"{path}: evaluation.gian: unknown key; did you mean 'gain'? allowed: aggregation, gain, min_evidence_fraction, no_relevant, "
-        "relevance_threshold"),
+        (f"{path}: evaluation.gian: unknown key; did you mean 'gain'? allowed: aggregation, gain, "
+         "min_evidence_fraction, no_relevant, relevance_threshold, tokenizer"),
     ]
 
 
@@ -615,4 +615,13 @@ def test_two_gates_on_one_metric_under_two_spellings_are_refused(project):
     path = write(project / "configs" / "run.yaml", valid(regression=regression)).resolve()
     assert problems(path) == [
         f"{path}: (top level): regression gates 'ndcg@10' and 'ndcg_cut_10' both gate ndcg@10; keep one"
+    ]
+
+
+@pytest.mark.parametrize("name", ["", " ", "two\nlines"])
+def test_a_chunker_name_is_one_line_of_printable_text(project, name):
+    path = write(project / "configs" / "run.yaml", valid(chunking={name: {"method": "fixed", "size": 10}}))
+    assert problems(path) == [
+        f"{path}: chunking: chunker name {name!r}: a chunker's name is one line of printable text, at most 80 "
+        "characters (retrievers name it with chunker:)"
     ]

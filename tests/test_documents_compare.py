@@ -155,7 +155,12 @@ def test_a_chunk_level_gate_across_chunkings_is_refused_naming_both(runs, capsys
 
     def title(name: str) -> str:
         record = load(runs[name])["chunking"]
-        return f"{record['title']} (fingerprint {record['fingerprint']})"
+        summary, shape = record["summary"], record["description"]
+        counts = f"{summary['chunks']:,} chunks, mean {summary['mean_chars']:,.0f} chars"
+        if record["kind"] == "documents":
+            return f"whole documents ({counts}), fingerprint {record['fingerprint']}"
+        return (f"{record['title']} (fixed, size {shape['size']}, overlap {shape['overlap']}, {counts}), "
+                f"fingerprint {record['fingerprint']}")
 
     assert err == (
         f"rag-eval: error: incomparable results: chunk-level ndcg@3 compares different chunkings (baseline {b}: "
@@ -165,7 +170,7 @@ def test_a_chunk_level_gate_across_chunkings_is_refused_naming_both(runs, capsys
     )
     if baseline == "documents":
         whole = [(doc, 0, len(text)) for doc, text in DOCUMENTS.items()]
-        assert title(baseline) == f"whole documents (fingerprint {ref.fingerprint(whole)})"
+        assert title(baseline).endswith(f"fingerprint {ref.fingerprint(whole)}")
 
 
 @pytest.mark.parametrize("baseline, candidate", [("words-6", "words-6"), ("words-6", "windows")])
@@ -216,8 +221,9 @@ def test_regression_section_refuses_a_chunk_level_gate_across_chunkings_and_writ
     assert (code, out) == (2, "")
     assert re.fullmatch(
         r"rag-eval: error: incomparable results: chunk-level ndcg@3 compares different chunkings \(baseline "
-        rf"{re.escape(str(runs['words-6']))}: words-6 \(fingerprint [0-9a-f]{{16}}\); candidate .*bm25\.json: "
-        r"words-10 \(fingerprint [0-9a-f]{16}\)\), .*\n", err
+        rf"{re.escape(str(runs['words-6']))}: words-6 \(fixed, size 6, overlap 2, [0-9]+ chunks, mean [0-9]+ chars\), "
+        r"fingerprint [0-9a-f]{16}; candidate .*bm25\.json: words-10 \(fixed, size 10, overlap 0, [0-9]+ chunks, "
+        r"mean [0-9]+ chars\), fingerprint [0-9a-f]{16}\), .*\n", err
     ), err
     assert not (tmp_path / "out").exists()
 

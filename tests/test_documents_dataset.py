@@ -329,7 +329,8 @@ def test_no_judgement_and_no_evidence(tmp_path):
 
 def test_problems_of_a_jsonl_documents_file(tmp_path):
     lines = [json.dumps({"id": "a", "text": "x"}), json.dumps({"id": "a", "text": "y"}), json.dumps({"id": "b"}),
-             json.dumps(["not", "a", "record"]), json.dumps({"id": "c", "text": "z", "title": 3})]
+             json.dumps({"id": "n", "text": None}), json.dumps(["not", "a", "record"]),
+             json.dumps({"id": "c", "text": "z", "title": 3})]
     (tmp_path / "docs.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
     path = document_set(tmp_path, documents="docs.jsonl", queries=[{"id": "q1", "text": "x", "judgements": {"a": 1}}])
     with pytest.raises(DatasetError) as excinfo:
@@ -337,9 +338,10 @@ def test_problems_of_a_jsonl_documents_file(tmp_path):
     docs = tmp_path / "docs.jsonl"
     assert problems_of(excinfo) == [
         f"{docs}:2: duplicate document id 'a' (first on line 1)",
-        f"{docs}:3: document 'b': 'text' must be text, got None",
-        f"{docs}:4: expected a document {{\"id\", \"text\", \"title\"}}, got list",
-        f"{docs}:5: document 'c': 'title' must be text, got 3",
+        f"{docs}:3: document 'b': 'text' is missing; give each line {{\"id\", \"text\"}} (and an optional \"title\")",
+        f"{docs}:4: document 'n': 'text' must be text, got None",
+        f"{docs}:5: expected a document {{\"id\", \"text\", \"title\"}}, got list",
+        f"{docs}:6: document 'c': 'title' must be text, got 3",
     ]
 
 
@@ -427,3 +429,61 @@ def _query():
     from rag_eval.dataset import Query
 
     return Query("q", "question")
+
+
+def test_an_evidence_grade_that_is_not_a_number_says_it_must_be_above_0(tmp_path):
+    # the grade form of judgements ("such as 2, 0.5 or -1") would suggest a grade evidence refuses
+    path = tmp_path / "set.yaml"
+    path.write_text(
+        "documents: [{id: a, text: hello world}]\n"
+        "queries:\n"
+        "  - {id: q1, text: x, evidence: [{doc: a, start: 0, end: 5, grade: .nan}]}\n"
+        "  - {id: q2, text: x, evidence: [{doc: a, start: 0, end: 5, grade: '2'}]}\n"
+        "  - {id: q3, text: x, judgements: {a: .nan}}\n",
+        encoding="utf-8",
+    )
+    with pytest.raises(DatasetError) as excinfo:
+        load_yaml_query_set(path)
+    assert problems_of(excinfo) == [
+        f"{path}: queries[0](q1).evidence[0].grade: an evidence grade is a finite number > 0 such as 1, 2 or 0.5 "
+        "(default 1) (got nan)",
+        f"{path}: queries[1](q2).evidence[0].grade: an evidence grade is a finite number > 0 such as 1, 2 or 0.5 "
+        "(default 1), written without quotes (got '2')",
+        f"{path}: queries[2](q3).judgements.a: a grade is a finite number such as 2, 0.5 or -1 (got nan)",
+    ]
+
+
+def test_symbolic_links_in_a_documents_folder_are_not_followed(tmp_path):
+    outside = tmp_path / "outside"
+    (outside / "sub").mkdir(parents=True)
+    (outside / "elsewhere.md").write_text("elsewhere", encoding="utf-8")
+    (outside / "sub" / "deep.md").write_text("deep", encoding="utf-8")
+    docs = tmp_path / "docs"
+    (docs / "guides").mkdir(parents=True)
+    (docs / "menu.md").write_text(MENU, encoding="utf-8")
+    (docs / "guides" / "linked.md").symlink_to(outside / "elsewhere.md")  # a linked file
+    (docs / "sub").symlink_to(outside / "sub", target_is_directory=True)  # a linked folder
+    (docs / "guides" / "loop").symlink_to(docs, target_is_directory=True)  # a cycle
+    (docs / "broken.txt").symlink_to(tmp_path / "missing.txt")
+    (docs / "image.png").symlink_to(outside / "elsewhere.md")  # not a document name: not listed
+    queries = [{"id": "q1", "text": "x", "judgements": {"menu.md": 1}}]
+    dataset = load_yaml_query_set(document_set(tmp_path, documents="docs", queries=queries))
+    assert list(dataset.documents) == ["menu.md"]
+    assert dataset.notes == (
+        f"{docs}: 4 symbolic link(s) not followed (documents are the folder's regular files; copy a linked file in "
+        "to include it): broken.txt, guides/linked.md, guides/loop/, sub/",
+    )
+    # a folder of links only: the error says why nothing was found
+    (tmp_path / "links").mkdir()
+    (tmp_path / "links" / "a.md").symlink_to(outside / "elsewhere.md")
+    path = document_set(tmp_path, documents="links", queries=queries, file="links.yaml")
+    with pytest.raises(DatasetError) as excinfo:
+        load_yaml_query_set(path)
+    assert problems_of(excinfo) == [
+        f"{tmp_path / 'links'}: no .txt or .md files in this folder (or its subfolders) (1 symbolic link(s) skipped: "
+        "links are not followed); put one document per file"
+    ]
+    # the documents folder itself may be a link
+    (tmp_path / "docs_link").symlink_to(docs, target_is_directory=True)
+    linked = load_yaml_query_set(document_set(tmp_path, documents="docs_link", queries=queries, file="l.yaml"))
+    assert list(linked.documents) == ["menu.md"]

@@ -106,8 +106,8 @@ def test_run_exits_0_and_writes_every_file(run):
     out, code, stdout, stderr = run
     assert code == 0 and stderr == ""
     assert sorted(p.name for p in out.iterdir() if not p.name.startswith(".")) == [
-        "bm25-documents.json", "bm25-documents.run", "bm25-words.json", "bm25-words.run", "own.json", "own.run",
-        "report.md",
+        "bm25-documents.docs.trec", "bm25-documents.json", "bm25-documents.run", "bm25-words.docs.trec",
+        "bm25-words.json", "bm25-words.run", "documents.qrels", "own.docs.trec", "own.json", "own.run", "report.md",
     ]
     lines = stdout.splitlines()
     assert lines[-1] == f"report: {out / 'report.md'}"
@@ -427,12 +427,14 @@ WHERE = "retriever 'bad': query 'q-dessert', span"
         (plugin_answer({"q-dessert": [[CAFE, 0, 10, 1.0], {"doc": CAFE, "start": 0, "end": 10, "score": 0.5}]}),
          f"{WHERE} 1 ('café.md', 0, 10): the same span is returned twice for this query; return each span once"),
         (plugin_answer("nan"), f"{WHERE} 0 ('café.md', 0, 10): score is nan; scores must be finite numbers"),
-        (plugin_answer({"q-dessert": [[CAFE, 0, 10, 1.0]], "q-capital": {TOKYO: 1.0}}),
-         "retriever 'bad': query 'q-capital': expected a list of (doc_id, start, end, score), got dict; a retriever "
-         "returns ids for every query or spans for every query"),
-        (plugin_answer({"q-capital": {TOKYO: 1.0}, "q-dessert": [[CAFE, 0, 10, 1.0]]}),
-         "retriever 'bad': query 'q-capital': expected a list of (doc_id, start, end, score), got dict; a retriever "
-         "returns ids for every query or spans for every query"),
+        # Spans may mix forms across queries (a document id is the whole document, a chunk id its span);
+        # a key that is neither is named.
+        (plugin_answer({"q-dessert": [[CAFE, 0, 10, 1.0]], "q-capital": {"tokyo?": 1.0}}),
+         "retriever 'bad': query 'q-capital': 'tokyo?' is neither a document of the dataset nor a chunk id "
+         "<document>#<start>-<end> of one; return document ids, chunk ids or (doc_id, start, end, score) spans"),
+        (plugin_answer({"q-capital": {"nowhere.md#0-5": 1.0}, "q-dessert": [[CAFE, 0, 10, 1.0]]}),
+         "retriever 'bad': query 'q-capital': 'nowhere.md#0-5' is neither a document of the dataset nor a chunk id "
+         "<document>#<start>-<end> of one; return document ids, chunk ids or (doc_id, start, end, score) spans"),
         (plugin_answer({"q-dessert": [[CAFE, 0, 10]]}),
          f"{WHERE} 0: is list of 3; give (doc_id, start, end, score) or {{doc, start, end, score}}"),
         (plugin_answer({"q-dessert": [{"doc": CAFE, "start": 0, "score": 1.0}]}),

@@ -254,6 +254,53 @@ def test_bad_input_is_one_line_naming_the_place(evidence, spans, kwargs, message
     assert "\n" not in str(raised.value)
 
 
+def test_items_given_as_dicts_give_the_golden_values():
+    # docs/plugins.md lets a retriever return {doc, start, end, score}: evaluate_evidence takes the same form
+    evidence = {"q": [{"doc": "d", "start": 10, "end": 20}, {"doc": "d", "start": 40, "end": 50, "grade": 1}]}
+    spans = {"q": [{"doc": d, "start": s, "end": e, "score": v, "text": "ignored"} for d, s, e, v in SPANS["q"]]}
+    names = [f"evidence_{m}@{k}" for k in (1, 3) for m in ("recall", "precision", "iou")] + ["doc_ndcg@10"]
+    assert evaluate_evidence(evidence, spans, names).per_query == evaluate_evidence(EVIDENCE, SPANS, names).per_query
+    assert evaluate_evidence(evidence, spans, ["evidence_recall@1"]).per_query["q"]["evidence_recall@1"] == 0.25
+    # dicts and tuples mixed in one list, and the chunks of a chunking as dicts
+    mixed = {"q": [SPANS["q"][0], spans["q"][1], SPANS["q"][2]]}
+    chunks = [{"doc": "d", "start": s, "end": e} for s, e in ((0, 15), (15, 45), (45, 60))]
+    assert evaluate_evidence(EVIDENCE, mixed, ["ndcg@3"], chunks=chunks).per_query == (
+        evaluate_evidence(EVIDENCE, SPANS, ["ndcg@3"], chunks=[("d", 0, 15), ("d", 15, 45), ("d", 45, 60)]).per_query
+    )
+    # a grade given as a dict key is read, not defaulted: e (grade 1) ranked above d (grade 3)
+    graded = {"q": [{"doc": "d", "start": 10, "end": 20, "grade": 3}, {"doc": "e", "start": 0, "end": 5}]}
+    ranked = {"q": [("e", 0, 5, 2.0), ("d", 10, 20, 1.0)]}
+    got = evaluate_evidence(graded, ranked, ["doc_ndcg@2"]).per_query["q"]["doc_ndcg@2"]
+    # DCG = 1/log2(2) + 3/log2(3), ideal = 3/log2(2) + 1/log2(3)
+    assert got == pytest.approx((1 + 3 / math.log2(3)) / (3 + 1 / math.log2(3)), abs=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("evidence", "spans", "message"),
+    [
+        (EVIDENCE, {"q": [("d", 0, 15, 1.0), {"doc": "d", "start": 15, "end": 45}]},
+         "spans: query 'q', item 1: the dict has no 'score' key; give {doc, start, end, score} or "
+         "(doc_id, start, end, score), got {'doc': 'd', 'start': 15, 'end': 45}"),
+        (EVIDENCE, {"q": [{"doc": "d", "begin": 0, "end": 15, "score": 1.0}]},
+         "spans: query 'q', item 0: the dict has no 'start' key; give {doc, start, end, score} or "
+         "(doc_id, start, end, score), got {'doc': 'd', 'begin': 0, 'end': 15, 'score': 1.0}"),
+        ({"q": [{"doc": "d", "start": 10}]}, SPANS,
+         "evidence: query 'q', item 0: the dict has no 'end' key; give {doc, start, end, grade} or "
+         "(doc_id, start, end[, grade]), got {'doc': 'd', 'start': 10}"),
+        ({"q": [{"doc": "d", "start": 10, "end": 20, "grad": 2}]}, SPANS,
+         "evidence: query 'q', item 0: unknown key 'grad'; evidence is given as {doc, start, end, grade} or "
+         "(doc_id, start, end[, grade])"),
+        ({"q": [{"doc": "d", "start": 10, "end": 20, "grade": 0}]}, SPANS,
+         "evidence: query 'q', item 0 (doc 'd'): grade 0 is not > 0; evidence is a span that answers the query "
+         "(grade > 0): leave out spans that do not, or judge their document with grade 0"),
+    ],
+)
+def test_a_dict_item_missing_a_key_is_one_line_naming_the_query_and_item(evidence, spans, message):
+    with pytest.raises(InputFormatError) as raised:
+        evaluate_evidence(evidence, spans, ["evidence_recall@10"])
+    assert str(raised.value) == message
+
+
 def test_chunk_level_metrics_need_the_chunking_and_token_budgets_the_documents():
     with pytest.raises(MetricError) as raised:
         evaluate_evidence(EVIDENCE, SPANS, ["ndcg@10"])

@@ -174,7 +174,10 @@ def test_levels_are_distinct_metrics_and_passage_names_are_unchanged():
         ("evidence_iou", "metric 'evidence_iou': evidence_iou needs a cutoff; write e.g. evidence_iou@10"),
         ("doc_precision", "metric 'doc_precision': doc_precision needs a cutoff; write e.g. doc_precision@10"),
         ("doc_rprec@5", "metric 'doc_rprec@5': doc_r_precision takes no cutoff; write 'doc_r_precision'"),
-        ("evidence_recall@0chars", "metric 'evidence_recall@0chars': cutoff must be a positive integer, got 0"),
+        ("evidence_recall@0chars", "metric 'evidence_recall@0chars': the budget must be a positive number of chars, "
+         "got 0; write e.g. evidence_recall@2000chars"),
+        ("evidence_iou@-5tokens", "metric 'evidence_iou@-5tokens': the budget must be a positive number of tokens, "
+         "got -5; write e.g. evidence_iou@2000tokens"),
         ("doc_ndgc@10", "unknown metric 'doc_ndgc@10' (did you mean 'doc_ndcg'?); valid: "),
         ("evidence_recal@2000chars", "unknown metric 'evidence_recal@2000chars' (did you mean "
          "'evidence_recall@2000chars'?); valid: "),

@@ -239,3 +239,30 @@ def test_validate_reports_what_run_would_refuse_about_its_outputs(tmp_path, caps
     assert "report.md: not recognisably written by rag_eval" in err
     assert err.endswith("rag-eval: 2 problems found\n")
     assert (tmp_path / "sub" / "report.md").read_text() == "mine"
+
+
+def test_an_output_folder_inside_the_documents_folder_is_refused_before_anything_runs(tmp_path):
+    from rag_eval.cli import main
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("Alpha beta gamma.\n", encoding="utf-8")
+    (tmp_path / "qs.yaml").write_text(
+        "documents: docs\nqueries:\n  - {id: q1, text: beta, evidence: [{doc: a.md, quote: beta}]}\n", encoding="utf-8"
+    )
+    config = tmp_path / "cfg.yaml"
+    config.write_text(
+        "dataset: {path: qs.yaml}\nretrievers: [{label: bm25, adapter: bm25}]\nmetrics: [evidence_recall@1]\n"
+        "output: docs/reports\n",
+        encoding="utf-8",
+    )
+    assert main(["run", str(config), "--no-progress"]) == 2
+    assert sorted(p.name for p in docs.iterdir()) == ["a.md"]  # nothing written into the documents
+    from rag_eval.validate import validate_config
+
+    problems, _ = validate_config(config)
+    assert problems == [
+        f"{tmp_path / 'docs' / 'reports'}: the output folder is inside {docs}, the documents folder of "
+        f"{tmp_path / 'qs.yaml'} (documents:), which is read whole: the next run would read this run's report as a "
+        "document; choose an output folder outside it (output: or --output)"
+    ]

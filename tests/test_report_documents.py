@@ -146,7 +146,7 @@ def document_run(**overrides) -> RunOutcome:
             document_judgements=DOCUMENT_JUDGEMENTS,
             chunks=None if own else CHUNKS,
             documents=DOCUMENTS,
-            **config.model.evaluation.model_dump(),
+            **config.model.evaluation.document_options(),
         )
         ranking = {q: {chunk_id(d, s, e): score for d, s, e, score in items} for q, items in spans.items()}
         if own:

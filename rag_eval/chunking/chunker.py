@@ -49,17 +49,20 @@ class Chunker:
     def chunk(self, documents: Mapping[str, str]) -> list[Chunk]:
         """Every chunk of ``documents`` (``{doc id: text}``); empty or whitespace-only documents give none.
 
+        A chunker that gives no chunk for any document with text is refused (never useful).
         Each chunk is checked: ``end > start``, inside its document, not repeated, and
         ``documents[doc][start:end] == chunk.text``; a ConfigError names the chunker, the
         document and the offsets otherwise.
         """
         chunks: list[Chunk] = []
+        with_text = 0
         for doc in sorted(documents):
             text = documents[doc]
             if not isinstance(text, str):
                 raise DatasetError(f"document {doc!r} is {type(text).__name__}, not a text; chunking needs str")
             if not text.strip():
                 continue
+            with_text += 1
             _check_encodable(doc, text)
             try:
                 found = self._spans(doc, text)
@@ -67,6 +70,14 @@ class Chunker:
                 message = f"chunking.{self.name}: {error} for document {doc!r}; this is a library bug"
                 raise ConfigError(message) from None
             chunks.extend(self._checked(doc, text, found))
+        if with_text and not chunks:
+            # a custom chunker that returns nothing (a filter too strict, a generator never consumed):
+            # every retriever reading it would retrieve nothing, and every score would be 0
+            which = "the only document" if with_text == 1 else f"any of the {with_text:,} documents"
+            raise ConfigError(
+                f"chunking.{self.name}: chunker {self.method!r} produced no chunks for {which}; "
+                f"{custom.SEAM if isinstance(self.params, CustomParams) else 'check its parameters'}"
+            )
         return chunks
 
     def _checked(self, doc: str, text: str, found: Iterable[tuple[Any, Any]]) -> list[Chunk]:

@@ -123,9 +123,14 @@ def parse_spec(name: str, spec: object) -> ChunkerParams:
         model = MODELS[method]
     else:
         guess = difflib.get_close_matches(method, BUILTIN_METHODS, n=1)
-        hint = f"did you mean {guess[0]!r}? " if guess else ""
+        known = ", ".join(BUILTIN_METHODS)
+        if guess:
+            raise ConfigError(
+                f"{where}.method: unknown method {method!r}; did you mean {guess[0]!r}? known: {known}, or {_IMPORT_FORM}"
+            )
         raise ConfigError(
-            f"{where}.method: unknown method {method!r}; {hint}known: {', '.join(BUILTIN_METHODS)}, or {_IMPORT_FORM}"
+            f"{where}.method: unknown method {method!r}; known: {known}; "
+            f"for your own chunker write module:function, e.g. {_import_example(method)!r}"
         )
     try:
         return model.model_validate(dict(spec))  # type: ignore[return-value]
@@ -133,6 +138,16 @@ def parse_spec(name: str, spec: object) -> ChunkerParams:
         problems = [_line(where, model, item) for item in error.errors()]
     first = problems[0] + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else "")
     raise ConfigError(first, problems=problems)
+
+
+def _import_example(method: str) -> str:
+    """An import string built from what was written: ``mychunk`` -> ``mychunk:split``, ``a.b.f`` -> ``a.b:f``."""
+    parts = method.strip().split(".")
+    if not all(part.isidentifier() for part in parts):
+        return "my_chunks:split"
+    if len(parts) > 1:  # a dotted path to the function: the colon goes before its name
+        return ".".join(parts[:-1]) + ":" + parts[-1]
+    return f"{parts[0]}:split"
 
 
 def _line(where: str, model: type[BaseModel], item: Mapping[str, Any]) -> str:

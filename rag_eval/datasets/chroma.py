@@ -24,6 +24,7 @@ content mismatch, never as silently shifted spans).
 from __future__ import annotations
 
 import json
+import os
 from collections import defaultdict
 from pathlib import Path
 
@@ -77,9 +78,15 @@ def load_chroma(path: Path) -> Dataset:
                  f"{rows}",)
     corpus = {doc: {"text": text, "title": ""} for doc, text in documents.items()}
     return Dataset(
-        path.name, queries, judgements, corpus, str(path), notes,
+        _name(path), queries, judgements, corpus, str(path), notes,
         documents=documents, evidence=evidence, document_judgements={},
     )
+
+
+def _name(path: Path) -> str:
+    """The dataset's name: the folder's own name, also for ``path: .`` or ``..`` (links kept as written)."""
+    absolute = Path(os.path.abspath(path))  # normalises . and .. without resolving symbolic links
+    return absolute.name or str(absolute)
 
 
 def _questions(
@@ -141,8 +148,14 @@ def _references(
     spans = []
     for i, reference in enumerate(references):
         place = f"{where}: references[{i}]"
-        if not isinstance(reference, dict) or not {"content", "start_index", "end_index"} <= set(reference):
+        if not isinstance(reference, dict):
             problems.add(f"{place}: expected {{\"content\", \"start_index\", \"end_index\"}}, got {shown(reference)}")
+            continue
+        missing = [key for key in ("content", "start_index", "end_index") if key not in reference]
+        if missing:
+            names = " and ".join(repr(key) for key in missing)
+            problems.add(f"{place}: {names} {'is' if len(missing) == 1 else 'are'} missing; each reference is "
+                         '{"content", "start_index", "end_index"}')
             continue
         start, end, content = reference["start_index"], reference["end_index"], reference["content"]
         problem = span_problem(start, end, len(text))

@@ -4,6 +4,11 @@
 - A folder: every ``.txt`` and ``.md`` file under it, read recursively (names starting
   with ``.`` skipped), in the sorted order of their ids; a document's id is its path
   relative to the folder in POSIX form (``guides/setup.md``), its title empty.
+  Symbolic links inside the folder, to files or to folders, are not followed (the
+  folder itself may be one): the documents are the regular files of the tree, so a
+  link cycle or a link out of the tree cannot add documents, and links never give one
+  text two ids. Each skipped link is listed in the dataset's notes (shown by reports),
+  never dropped silently.
 
 A document's text is exactly what offsets count in: a file is read as UTF-8 with a
 leading byte-order mark removed (so offset 0 is the character after the BOM) and
@@ -29,10 +34,13 @@ DOCUMENT_SUFFIXES = (".md", ".txt")
 Documents = dict[str, dict[str, str]]
 
 
-def load_documents(path: Path, problems: Problems) -> Documents:
-    """The documents of ``path``: a folder of .txt/.md files or a .jsonl file; problems go to ``problems``."""
+def load_documents(path: Path, problems: Problems, notes: list[str] | None = None) -> Documents:
+    """The documents of ``path``: a folder of .txt/.md files or a .jsonl file; problems go to ``problems``.
+
+    ``notes`` receives what the dataset's notes should say (symbolic links of a folder, skipped).
+    """
     if path.is_dir():
-        return documents_from_folder(path, problems)
+        return documents_from_folder(path, problems, notes)
     if not path.exists():
         raise DatasetError(f"{path}: no such file or folder; documents are a .jsonl file or a folder of .txt/.md files")
     if path.suffix.lower() not in (".jsonl", ".json"):
@@ -63,6 +71,10 @@ def documents_from_json_lines(path: Path, problems: Problems) -> Documents:
             continue
         first_line[doc] = n
         text, title = record.get("text"), record.get("title")
+        if "text" not in record:
+            problems.add(f"{where}: document {doc!r}: 'text' is missing; give each line {{\"id\", \"text\"}} "
+                         "(and an optional \"title\")")
+            continue
         if not isinstance(text, str):
             problems.add(f"{where}: document {doc!r}: 'text' must be text, got {shown(text)}")
             continue
@@ -75,16 +87,37 @@ def documents_from_json_lines(path: Path, problems: Problems) -> Documents:
     return documents
 
 
-def documents_from_folder(folder: Path, problems: Problems) -> Documents:
-    """``{relative posix path: {"text", "title": ""}}`` of every .txt/.md file under ``folder``, sorted by id."""
+def documents_from_folder(folder: Path, problems: Problems, notes: list[str] | None = None) -> Documents:
+    """``{relative posix path: {"text", "title": ""}}`` of every .txt/.md file under ``folder``, sorted by id.
+
+    Symbolic links inside ``folder`` are not followed (see the module's docstring); a note
+    naming them goes to ``notes``.
+    """
     found: list[tuple[str, Path]] = []
-    for root, dirs, files in os.walk(folder):
-        dirs[:] = [d for d in dirs if not d.startswith(".")]  # .git, .cache: not documents
+    links: list[str] = []
+    for root, dirs, files in os.walk(folder):  # os.walk never descends a linked folder; files are checked below
+        here = Path(root)
+        kept = []
+        for name in dirs:
+            if name.startswith("."):  # .git, .cache: not documents
+                continue
+            if (here / name).is_symlink():
+                links.append((here / name).relative_to(folder).as_posix() + "/")
+                continue
+            kept.append(name)
+        dirs[:] = kept
         for name in files:
             if name.startswith(".") or not name.lower().endswith(DOCUMENT_SUFFIXES):
                 continue
-            path = Path(root) / name
+            path = here / name
+            if path.is_symlink():
+                links.append(path.relative_to(folder).as_posix())
+                continue
             found.append((path.relative_to(folder).as_posix(), path))
+    if links and notes is not None:
+        listed = ", ".join(sorted(links)[:20]) + (", ..." if len(links) > 20 else "")
+        notes.append(f"{folder}: {len(links)} symbolic link(s) not followed (documents are the folder's regular "
+                     f"files; copy a linked file in to include it): {listed}")
     documents: Documents = {}
     for doc, path in sorted(found):
         problem = id_problem(doc)
@@ -96,5 +129,7 @@ def documents_from_folder(folder: Path, problems: Problems) -> Documents:
         except DatasetError as failure:
             problems.add(str(failure))
     if not found:
-        problems.add(f"{folder}: no .txt or .md files in this folder (or its subfolders); put one document per file")
+        skipped = f" ({len(links)} symbolic link(s) skipped: links are not followed)" if links else ""
+        problems.add(f"{folder}: no .txt or .md files in this folder (or its subfolders){skipped}; "
+                     "put one document per file")
     return documents

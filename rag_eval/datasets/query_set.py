@@ -36,13 +36,14 @@ from pydantic import (
 from rag_eval.config.messages import field_path, validation_problems
 from rag_eval.datasets.evidence import conflict_message, document_grades, evidence_span, unknown_document
 from rag_eval.datasets.model import Dataset, Problems, Query
-from rag_eval.datasets.values import grade_from_value, id_from_value, mapped_grade
+from rag_eval.datasets.values import evidence_grade_from_value, grade_from_value, id_from_value, mapped_grade
 from rag_eval.errors import DatasetError
 from rag_eval.files import MAX_DOCUMENT_BYTES
 from rag_eval.spans import EvidenceSpan
 
 Id = Annotated[str, BeforeValidator(id_from_value)]
 Grade = Annotated[float, BeforeValidator(grade_from_value)]
+EvidenceGrade = Annotated[float, BeforeValidator(evidence_grade_from_value)]
 
 # Ordering keys of problems, so that `rag-eval validate` lists them in the file's order.
 _TOP, _CORPUS, _QUERIES, _OVERALL = 0, 1, 2, 3
@@ -79,7 +80,7 @@ class EvidenceSpec(_Strict):
     start: Any = None
     end: Any = None
     quote: str | None = None
-    grade: Grade = 1.0
+    grade: EvidenceGrade = 1.0
 
 
 class QuerySpec(_Strict):
@@ -193,7 +194,8 @@ def _document_dataset(
             (_TOP,),
         )
         problems.raise_if_any()
-    documents, label = _documents(path, raw, model, problems)
+    notes: list[str] = []
+    documents, label = _documents(path, raw, model, problems, notes)
     if not documents:
         problems.raise_if_any()  # every judgement and span would name an unknown document: the cause is enough
     texts = {doc: entry["text"] for doc, entry in documents.items()}
@@ -223,15 +225,15 @@ def _document_dataset(
         problems.add(f"{path}: {where}: {conflict_message(doc, grade, positions[(qid, doc)])}", (_QUERIES, index[qid]))
     problems.raise_if_any()
     return Dataset(
-        *_names(path, model, queries), judgements, dict(documents), str(path), description=_description(model),
-        documents=texts, evidence=evidence, document_judgements=explicit,
+        *_names(path, model, queries), judgements, dict(documents), str(path), tuple(notes),
+        description=_description(model), documents=texts, evidence=evidence, document_judgements=explicit,
     )
 
 
 def _documents(
-    path: Path, raw: dict[str, Any], model: QuerySetFile | None, problems: Problems
+    path: Path, raw: dict[str, Any], model: QuerySetFile | None, problems: Problems, notes: list[str]
 ) -> tuple[dict[str, dict[str, str]], str]:
-    """The documents (inline, or from a .jsonl file or a folder) and how messages name them."""
+    """The documents (inline, or from a .jsonl file or a folder) and how messages name them; notes go to ``notes``."""
     from rag_eval.datasets.corpus import resolve_path
     from rag_eval.datasets.documents import load_documents
 
@@ -239,7 +241,7 @@ def _documents(
     if isinstance(value, str):
         documents_path = resolve_path(value, path.parent)
         found = Problems()
-        from_path = load_documents(documents_path, found)
+        from_path = load_documents(documents_path, found, notes)
         problems.merge(found, (_CORPUS,))
         kind = "folder" if documents_path.is_dir() else "file"
         return from_path, f"({kind} {documents_path})"

@@ -68,6 +68,21 @@ def grade_from_value(value: Any) -> float:
     return number
 
 
+EVIDENCE_GRADE_FORM = "an evidence grade is a finite number > 0 such as 1, 2 or 0.5 (default 1)"
+
+
+def evidence_grade_from_value(value: Any) -> float:
+    """An evidence grade from a YAML or JSON value: as :func:`grade_from_value`, in words that say it is > 0.
+
+    The sign itself is checked by rag_eval.datasets.evidence (with the fix: judge the document 0);
+    this only keeps the type error from suggesting a negative grade, which evidence cannot have.
+    """
+    try:
+        return grade_from_value(value)
+    except ValueError as error:
+        raise ValueError(str(error).replace(GRADE_FORM, EVIDENCE_GRADE_FORM)) from None
+
+
 def grade_from_text(text: str) -> float:
     """A grade written in a text file: a plain decimal number (no ``1_0``, ``nan`` or ``inf``)."""
     if text.isascii() and "_" not in text:  # the common case: float() reads exactly the plain numbers

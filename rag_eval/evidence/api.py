@@ -50,7 +50,8 @@ def evaluate_evidence(
     :class:`~rag_eval.spans.EvidenceSpan` items too) and ``spans`` is
     ``{qid: [(doc_id, start, end, score), ...]}`` in any order: each query's spans are ranked
     by score descending, ties by chunk id (``<doc>#<start>-<end>``) descending in bytes.
-    Offsets are code points, ``[start, end)``. ``document_judgements`` ``{qid: {doc_id: grade}}``
+    An item may also be a dict: ``{doc, start, end, grade?}`` (evidence), ``{doc, start, end,
+    score}`` (spans; other keys ignored). Offsets are code points, ``[start, end)``. ``document_judgements`` ``{qid: {doc_id: grade}}``
     are explicit document grades (an explicit 0 on a document holding evidence is an error).
 
     Metrics: evidence metrics by cutoff or budget (``evidence_recall@10``,

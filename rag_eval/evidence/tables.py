@@ -9,6 +9,8 @@ query, the item's position in that query's list and the document, and the fix:
 
 Offsets are ints (not floats, not bools, rag_eval.spans.span_problem), values finite
 numbers; evidence grades are > 0; a span twice in one query's ranking is refused.
+An item may also be a dict: ``{doc, start, end, score}`` (spans), ``{doc, start, end, grade?}``
+(evidence) or ``{doc, start, end}`` (chunks).
 """
 
 from __future__ import annotations
@@ -124,6 +126,8 @@ def _columns(what: str, query_keys: list[str], lengths: np.ndarray, query: np.nd
         items = [(e.doc, e.start, e.end, e.grade) if isinstance(e, EvidenceSpan) else e for e in items]
     columns = SpanColumns(what, query_keys, lengths, query, [], np.zeros(0, np.int64), np.zeros(0, np.int64),
                           np.zeros(0), items)
+    if any(issubclass(kind, Mapping) for kind in set(map(type, items))):
+        items = columns.items = _from_mappings(columns)
     try:
         sizes = set(map(len, items))  # one C-level pass; an item without a length (an object, a number) raises
     except TypeError:
@@ -139,6 +143,45 @@ def _columns(what: str, query_keys: list[str], lengths: np.ndarray, query: np.nd
     columns.end = _offsets(columns, 2, "end")
     columns.value = _values(columns) if width == 4 else np.ones(len(items))
     return columns
+
+
+# The keys of an item given as a dict (docs/plugins.md: a retriever may return spans so); evidence's grade is optional.
+_KEYS = {"spans": ("doc", "start", "end", "score"), "evidence": ("doc", "start", "end"), "chunks": ("doc", "start", "end")}
+
+
+def _from_mappings(columns: SpanColumns) -> list[Any]:
+    """The items with every dict turned into its tuple; one line naming the query and item for a missing key.
+
+    Other keys of a span or chunk are ignored (a pipeline's span may carry its text), as the
+    runner does; evidence takes only doc, start, end and grade, so a misspelt ``grade`` is not
+    silently read as grade 1.
+    """
+    what, keys = columns.what, _KEYS[columns.what]
+    shown = "{" + ", ".join(keys) + (", grade" if what == "evidence" else "") + "}"
+    if what != "evidence" and all(isinstance(item, Mapping) for item in columns.items):
+        try:  # the usual case, a list of dicts: read in C
+            return list(map(itemgetter(*keys), columns.items))
+        except KeyError:
+            pass  # the loop below names the item
+    items: list[Any] = []
+    for row, item in enumerate(columns.items):
+        if not isinstance(item, Mapping):
+            items.append(item)
+            continue
+        missing = [key for key in keys if key not in item]
+        if missing:
+            names = " and ".join(repr(key) for key in missing)
+            columns.fail(row, f"the dict has no {names} key; give {shown} or ({_form(what)}), got {_short(dict(item))}",
+                         with_doc=False)
+        if what == "evidence":
+            unknown = [key for key in item if key not in (*keys, "grade")]
+            if unknown:
+                columns.fail(row, f"unknown key {_short(unknown[0])}; evidence is given as {shown} "
+                                  f"or ({_form(what)})", with_doc=False)
+            items.append((*itemgetter(*keys)(item), item.get("grade", 1.0)))
+        else:
+            items.append(itemgetter(*keys)(item))
+    return items
 
 
 def _fail_on_shape(columns: SpanColumns, width: int) -> NoReturn:

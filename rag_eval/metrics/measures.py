@@ -256,6 +256,10 @@ def parse_metric(text: str | Metric) -> Metric:
         if not _ASCII_INTEGER.fullmatch(cutoff):
             raise MetricError(_bad_cutoff(raw, shown, cutoff))
         k = int(cutoff)
+        if k <= 0 and unit is not None:  # a budget of context, not a rank cutoff
+            raise MetricError(
+                f"metric {raw!r}: the budget must be a positive number of {unit}, got {k}; write e.g. {name}@2000{unit}"
+            )
         if k <= 0:
             raise MetricError(f"metric {raw!r}: cutoff must be a positive integer, got {k}")
     elif family.cutoff == "required":

@@ -11,6 +11,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from rag_eval.document_run import chunking_text
 from rag_eval.metrics.measures import parse_metric
 from rag_eval.output import code_span, escape_cell
 from rag_eval.regression import GateResult, Verdict
@@ -34,28 +35,14 @@ def render_verdict_summary(verdict: Verdict) -> str:
     ]
     if verdict.baseline.chunking is not None or verdict.candidate.chunking is not None:
         lines += [
-            f"Chunking: baseline {_chunking_text(verdict.baseline.chunking)}; "
-            f"candidate {_chunking_text(verdict.candidate.chunking)}.",
+            f"Chunking: baseline {escape_inline(chunking_text(verdict.baseline.chunking))}; "
+            f"candidate {escape_inline(chunking_text(verdict.candidate.chunking))}.",
             "",
         ]
     lines += _verdict_table(verdict.gates, verdict.confidence)
     if verdict.failed:
         lines += ["", "Failed gates:", ""] + [f"- {escape_cell(line)}" for line in verdict.failure_lines()]
     return "\n".join(lines) + "\n"
-
-
-def _chunking_text(record: Mapping[str, Any] | None) -> str:
-    """``recursive-400 (recursive, size 400, overlap 200; 1,300 chunks, mean 1,506 chars)``, from a results file."""
-    if record is None:
-        return "none (a passage dataset)"
-    description, summary = record.get("description") or {}, record.get("summary") or {}
-    title = escape_inline(str(record.get("title") or record.get("name") or "?"))
-    how = [str(description.get("method", "?"))]
-    how += [f"{key} {description[key]}" for key in ("size", "overlap") if description.get(key) is not None]
-    chunks, mean = summary.get("chunks"), summary.get("mean_chars")
-    if isinstance(chunks, int):
-        how.append(f"{chunks:,} chunks" + (f", mean {mean:,.0f} chars" if isinstance(mean, (int, float)) else ""))
-    return f"{title} ({', '.join(how)})"
 
 
 def render_comparison(verdict: Verdict, passages: Mapping[str, Mapping[str, str]] | None = None) -> str:

@@ -116,7 +116,7 @@ def bundled_minilm_path() -> Path | None:
     return path if path.is_dir() and any(path.iterdir()) else None
 
 
-def _looks_like_path(spec: str) -> bool:
+def looks_like_path(spec: str) -> bool:
     """A value the user clearly meant as a folder (it cannot be a Hub id)."""
     return (
         spec.startswith((".", "/", "~", "\\"))
@@ -133,9 +133,14 @@ def _hub_id(spec: str) -> str:
     return spec if "/" in spec else f"sentence-transformers/{spec}"
 
 
-def _cached_snapshot(repo_id: str) -> tuple[Path, str] | None:
+def cache_folder_name(repo_id: str) -> str:
+    """The folder a Hub repository gets in the HF cache: ``org/name`` -> ``models--org--name``."""
+    return "models--" + repo_id.replace("/", "--")
+
+
+def cached_snapshot(repo_id: str) -> tuple[Path, str] | None:
     """The snapshot folder and commit of ``repo_id`` in the HF cache, if any."""
-    repo_dir = hf_cache_dir() / ("models--" + repo_id.replace("/", "--"))
+    repo_dir = hf_cache_dir() / cache_folder_name(repo_id)
     ref = repo_dir / "refs" / "main"
     try:
         commit = ref.read_text(encoding="utf-8").strip()
@@ -169,13 +174,13 @@ def resolve_model(spec: str, adapter: str, *, allow_download: bool | None = None
         bundled = bundled_minilm_path()
         if bundled is not None:
             return ResolvedModel(spec, bundled, "bundled")
-    if _looks_like_path(spec):
+    if looks_like_path(spec):
         raise RetrieverError(
             f"{adapter}: model folder {spec!r} not found (looked at {local.resolve()}); "
             "point model: at an existing folder or use a model name"
         )
     repo_id = _hub_id(spec)
-    cached = _cached_snapshot(repo_id)
+    cached = cached_snapshot(repo_id)
     if cached is not None:
         return ResolvedModel(spec, cached[0], "hf-cache", cached[1])
     offline = offline_mode()
@@ -189,7 +194,7 @@ def resolve_model(spec: str, adapter: str, *, allow_download: bool | None = None
 def _not_found_message(
     spec: str, adapter: str, local: Path, repo_id: str, cause: BaseException | None
 ) -> str:
-    where = hf_cache_dir() / ("models--" + repo_id.replace("/", "--"))
+    where = hf_cache_dir() / cache_folder_name(repo_id)
     if cause is None:
         download = "offline mode is on (HF_HUB_OFFLINE/TRANSFORMERS_OFFLINE), so nothing was downloaded"
     else:

@@ -88,7 +88,7 @@ class StaticRetriever:
             ranked = self.rankings.get(qid, {})
             if self._corpus is not None:
                 for doc in ranked:
-                    if doc not in self._corpus:
+                    if doc not in self._corpus and not _chunk_of(doc, self._corpus):
                         raise RetrieverError(
                             f"static: {self.path or 'rankings'}: query {qid!r} ranks doc {doc!r}, which is not in the corpus"
                         )
@@ -194,3 +194,15 @@ def _score(value: Any, where: str, qid: str, doc: str) -> float:
             "scores must be finite (NaN and infinity cannot be ranked)"
         )
     return number
+
+
+def _chunk_of(key: str, corpus: Any) -> bool:
+    """Whether ``key`` is a chunk id ``<doc>#<start>-<end>`` of a document of ``corpus``.
+
+    A stored ranking of a document dataset names chunks; replayed without a chunker, the
+    runner scores them as the retriever's own spans (rag_eval.document_run).
+    """
+    from rag_eval.spans import parse_chunk_id
+
+    parsed = parse_chunk_id(key)
+    return parsed is not None and parsed[0] in corpus
