@@ -160,3 +160,30 @@ def test_options_are_compared_only_where_a_gated_metric_reads_them(first_run, tm
     )
     assert main(["compare", base, str(other), "--gate", "ndcg@3"]) == 2
     assert "min_evidence_fraction is 0.0 in the baseline" in capsys.readouterr().err
+
+
+def test_the_paragraph_spans_example_runs_and_its_spans_are_the_paragraphs(tmp_path, capsys):
+    """docs/examples/paragraph_spans.yaml, as docs/plugins.md says to run it: the plug-in's own spans are scored."""
+    from rag_eval import evaluate_evidence
+    from rag_eval.dataset import load_dataset
+
+    config = REPO / "docs" / "examples" / "paragraph_spans.yaml"
+    assert main(["run", str(config), "--output", str(tmp_path), "--no-progress"]) == 0
+    capsys.readouterr()
+    written = json.loads((tmp_path / "paragraphs.json").read_text(encoding="utf-8"))
+    assert written["chunking"]["kind"] == "own"
+    dataset = load_dataset({"path": str(REPO / "datasets" / "ocean_documents.yaml")})
+    spans: dict[str, list] = {}
+    for line in (tmp_path / "paragraphs.run").read_text(encoding="utf-8").splitlines():
+        qid, _, chunk, _, score, _ = line.split("\t")
+        doc, _, offsets = chunk.rpartition("#")
+        start, end = map(int, offsets.split("-"))
+        text = dataset.documents[doc][start:end]
+        # Each span is a paragraph (or a piece of one): never across a blank line, no space at either end here.
+        assert "\n\n" not in text and text == text.strip()
+        spans.setdefault(qid, []).append((doc, start, end, float(score)))
+    names = written["results"]["metrics"]
+    expected = evaluate_evidence(dataset.evidence, spans, names, documents=dataset.documents,
+                                 document_judgements=dataset.document_judgements)
+    for name in names:
+        assert written["results"]["aggregate"][name] == pytest.approx(expected.aggregate[name], abs=1e-12)
