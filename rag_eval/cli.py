@@ -337,7 +337,7 @@ def _print_headlines(run: Any) -> None:
             print(f"{outcome.label}\t{main_metric}\tn/a\t(not computed: the retriever returns its own spans)")
             continue
         value = outcome.results.aggregate[main_metric]
-        notes = mean_notes(outcome.results, main_metric, run.dataset.judgements)
+        notes = mean_notes(outcome.results, main_metric, run.dataset.judgements, run.dataset.evidence)
         line = f"{outcome.label}\t{main_metric}\t{value:.4f}"
         print(line + (f"\t({'; '.join(notes)})" if notes else ""))
 

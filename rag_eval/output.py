@@ -97,13 +97,19 @@ def _markdown(results: Results, per_query: bool, decimals: int) -> str:
     return "\n".join(out) + "\n"
 
 
-def mean_notes(results: Results, metric: str, judgements: Mapping[str, Mapping[str, Any]]) -> list[str]:
+def mean_notes(
+    results: Results,
+    metric: str,
+    judgements: Mapping[str, Mapping[str, Any]],
+    evidence: Mapping[str, Any] | None = None,
+) -> list[str]:
     """Why ``metric``'s mean is what it is, where that is not obvious: one short phrase per reason.
 
     Judged queries the retriever answered with nothing (scored 0, kept in the mean) and
     judged queries without a relevant passage, which the ``no_relevant`` choice leaves
     out (skip) or scores 0 (zero): the same ranking then gives another mean than
-    trec_eval's (skip) or than the default's (zero).
+    trec_eval's (skip) or than the default's (zero). ``evidence`` ({qid: spans}) tells which
+    queries an evidence metric can score.
     """
     from rag_eval.metrics.measures import parse_metric
 
@@ -127,7 +133,10 @@ def mean_notes(results: Results, metric: str, judgements: Mapping[str, Mapping[s
         threshold = float(results.options.get("relevance_threshold", 1.0))
         # The metric's own notion of relevant: any grade > 0 gains for nDCG, binary metrics need the threshold.
         relevant = (lambda g: g > 0) if parsed.is_graded else (lambda g: g >= threshold)
-        none = [q for q in results.query_ids if not any(relevant(g) for g in judgements.get(q, {}).values())]
+        if parsed.is_evidence:  # an evidence metric needs evidence, whatever the document grades say
+            none = [q for q in results.query_ids if not (evidence or {}).get(q)]
+        else:
+            none = [q for q in results.query_ids if not any(relevant(g) for g in judgements.get(q, {}).values())]
         if none:
             notes.append(f"{_queries(len(none), 'judged')} with no {lacking} scored 0 (no_relevant: zero)")
     return notes

@@ -187,3 +187,18 @@ def test_the_paragraph_spans_example_runs_and_its_spans_are_the_paragraphs(tmp_p
                                  document_judgements=dataset.document_judgements)
     for name in names:
         assert written["results"]["aggregate"][name] == pytest.approx(expected.aggregate[name], abs=1e-12)
+
+
+def test_zero_policy_notes_count_the_queries_without_evidence_for_evidence_metrics():
+    from rag_eval import evaluate_evidence
+    from rag_eval.output import mean_notes
+
+    evidence = {"q1": [("d", 0, 5, 1)]}
+    judgements = {"q1": {"d": 1}, "q2": {"d": 1}}  # q2: a relevant document, but no evidence span
+    results = evaluate_evidence(evidence, {"q1": [("d", 0, 5, 1.0)], "q2": [("d", 0, 5, 1.0)]},
+                                ["evidence_recall@1", "doc_ndcg@1"], document_judgements=judgements,
+                                no_relevant="zero")
+    assert mean_notes(results, "evidence_recall@1", judgements, evidence) == [
+        "1 judged query with no evidence scored 0 (no_relevant: zero)"
+    ]
+    assert mean_notes(results, "doc_ndcg@1", judgements, evidence) == []

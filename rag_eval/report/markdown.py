@@ -168,7 +168,7 @@ def _summary(run: RunOutcome, main: str) -> list[str]:
     lines = ["## 📊 Summary", ""]
     if not outcomes:
         return lines + ["No retriever was run.", ""]
-    notes = {o.label: mean_notes(o.results, main, run.dataset.judgements) for o in outcomes}
+    notes = {o.label: mean_notes(o.results, main, run.dataset.judgements, run.dataset.evidence) for o in outcomes}
     why = any(notes.values())
     best = {}
     for name in metrics:
