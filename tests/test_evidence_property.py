@@ -26,6 +26,12 @@ from rag_eval.tokens import count_words
 # Ids whose chunk ids sort differently from the ids themselves ('a' < 'a!' but 'a!#..' < 'a#..'),
 # with '#' and '-' inside, and non-ASCII.
 DOC_IDS = ["a", "a!", "a#1", "b-2", "é", "d"]
+# ...and ids as real data has them: URLs, paths, <dbpedia:X>, chunk-id look-alikes, any UTF-8 of any length.
+MESSY_IDS = st.one_of(
+    st.sampled_from(["https://example.org/a?b=1#frag", "<dbpedia:Pacific_Ocean>", "docs/guide.md#3-9", "1", "😀"]),
+    st.text(alphabet=st.characters(blacklist_categories=("Cc", "Cs")), min_size=1, max_size=300),
+)
+DOC_ID = st.one_of(st.sampled_from(DOC_IDS), MESSY_IDS)
 TEXT = st.text(alphabet="ab c.é日,", min_size=1, max_size=40)
 SCORES = st.sampled_from([2.0, 1.0, 0.5, 0.0, -0.0, -1.0])
 KS = (1, 2, 3, 5, 10)
@@ -45,7 +51,7 @@ def span_in(draw, documents: dict[str, str]):
 
 @st.composite
 def cases(draw):
-    names = draw(st.lists(st.sampled_from(DOC_IDS), min_size=1, max_size=4, unique=True))
+    names = draw(st.lists(DOC_ID, min_size=1, max_size=4, unique=True))
     documents = {name: draw(TEXT) for name in names}
     evidence, spans, judgements = {}, {}, {}
     for i in range(draw(st.integers(1, 5))):
