@@ -48,7 +48,8 @@ def validate_config(path: str | Path) -> tuple[list[str], str]:
     summary = (
         f"{config.path}: OK: dataset {dataset.name} ({len(dataset.queries)} queries, {len(dataset.corpus)} {what}, "
         f"fingerprint {dataset.fingerprint}), {len(config.model.retrievers)} retriever(s), "
-        f"metrics {', '.join(config.model.metrics)}"
+        + (f"{config.sweep_summary}, " if config.sweep_summary else "")
+        + f"metrics {', '.join(config.model.metrics)}"
     )
     return problems, summary
 

@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from rag_eval.errors import ConfigError, MetricError, RetrieverError
 from rag_eval.files import MAX_CONFIG_BYTES
@@ -133,6 +133,11 @@ class EvaluationSpec(_Strict):
 class ReportSpec(_Strict):
     """How much the markdown report shows."""
 
+    plots: bool = Field(
+        default=True,
+        description="Write SVG plots beside report.md (means with intervals, per-query differences, metric@k, one "
+        "per swept parameter), linked from it with their numbers in text. false: no plots (matplotlib not needed).",
+    )
     detailed_queries: int = Field(default=20, ge=0)
     passage_chars: int = Field(default=160, ge=20)
     title: str | None = None
@@ -160,6 +165,91 @@ class RegressionSpec(_Strict):
     seed: int = Field(default=0, ge=0, description="random seed of the resampling (numpy needs it >= 0)")
 
 
+# load_config validates a config with a sweep twice: first as written (this context: references to labels
+# that only the expansion creates are not checked yet), then expanded, with every check.
+_UNEXPANDED = "sweep_unexpanded"
+
+
+def _values_to_try(values: dict[str, list[Any]]) -> dict[str, list[Any]]:
+    from rag_eval.config.messages import ProblemAt
+
+    for key, tried in values.items():
+        if not tried:
+            raise ProblemAt((key,), "an empty list of values; give at least one value to try")
+    return values
+
+
+class SweepGridEntry(_Strict):
+    """One grid of a sweep: a retriever of `retrievers` and the values to try for its parameters."""
+
+    retriever: str = Field(description="The label of the retriever of `retrievers` whose parameters vary.")
+    params: dict[str, list[Any]] = Field(
+        default_factory=dict,
+        description="Values to try for the retriever's parameters, e.g. `{k1: [0.9, 1.2], b: [0.4, 0.75]}`; each "
+        "replaces the parameter of the same name (the others stay as the retriever gives them).",
+    )
+    chunking: dict[str, list[Any]] = Field(
+        default_factory=dict,
+        description="Values to try for the parameters of the chunker the retriever reads (`chunker:`), e.g. "
+        "`{size: [200, 400], overlap: [0, 100]}`; each distinct chunker spec becomes one entry of `chunking`.",
+    )
+
+    _nonempty_params = field_validator("params")(_values_to_try)
+    _nonempty_chunking = field_validator("chunking")(_values_to_try)
+
+    @model_validator(mode="after")
+    def _varies_something(self) -> SweepGridEntry:
+        if not self.params and not self.chunking:
+            raise ValueError("a grid entry varies nothing; give `params:` or `chunking:` values to try")
+        return self
+
+
+class SweepVariant(_Strict):
+    """One variant listed by hand: a retriever of `retrievers`, a label, and the values it changes."""
+
+    retriever: str = Field(description="The label of the retriever of `retrievers` the variant changes.")
+    label: str = Field(description=LABEL_RULE)
+    params: dict[str, Any] = Field(default_factory=dict, description="The parameters it changes.")
+    chunking: dict[str, Any] = Field(
+        default_factory=dict, description="The parameters of the retriever's chunker it changes."
+    )
+
+    @field_validator("label")
+    @classmethod
+    def _safe_label(cls, value: str) -> str:
+        if len(value) > LABEL_MAX or not _LABEL.match(value):
+            raise ValueError(LABEL_RULE)
+        return value
+
+
+class SweepSpec(_Strict):
+    """Variants of the config's retrievers, expanded into retrievers when the config is loaded ([sweeps.md](sweeps.md))."""
+
+    max_variants: int = Field(
+        default=100, ge=1, description="A sweep that expands to more variants than this is refused, with the count."
+    )
+    baseline: str | None = Field(
+        default=None,
+        description="The label (of a variant, or of a retriever of `retrievers`) the report compares all others "
+        "with. Not set: the best by the main metric.",
+    )
+    grid: list[SweepGridEntry] = Field(
+        default_factory=list,
+        description="Grids: each replaces its retriever by one variant per combination of values (the cartesian "
+        "product), labelled from the values that vary: `bm25.k1-0.9.b-0.4`.",
+    )
+    variants: list[SweepVariant] = Field(
+        default_factory=list,
+        description="Variants listed one by one, each with its own label; added beside their retriever, which stays.",
+    )
+
+    @model_validator(mode="after")
+    def _something(self) -> SweepSpec:
+        if not self.grid and not self.variants:
+            raise ValueError("a sweep needs `grid:` or `variants:`")
+        return self
+
+
 class RunConfig(_Strict):
     """A whole run config."""
 
@@ -179,6 +269,11 @@ class RunConfig(_Strict):
         description="Named chunkers, each `{method: fixed | recursive | sentences | markdown | <module:function>, "
         "size, overlap, unit, tokenizer, ...}` ([chunking.md](chunking.md)); a retriever reads one with `chunker:`. "
         "Datasets with documents only ([documents.md](documents.md)).",
+    )
+    sweep: SweepSpec | None = Field(
+        default=None,
+        description="Variants of the retrievers above to compare (a grid over any retriever or chunker parameter, "
+        "and variants listed by hand), expanded into retrievers when the config is loaded: [sweeps.md](sweeps.md).",
     )
 
     @field_validator("name")
@@ -214,8 +309,9 @@ class RunConfig(_Strict):
         return None if value is None else str(parse_metric(value))
 
     @model_validator(mode="after")
-    def _consistent(self) -> RunConfig:
+    def _consistent(self, info: ValidationInfo) -> RunConfig:
         labels = [r.label for r in self.retrievers]
+        expanded = not (info.context and info.context.get(_UNEXPANDED))
         duplicates = sorted({label for label in labels if labels.count(label) > 1})
         if duplicates:
             raise ValueError(f"retriever labels must be unique; repeated: {', '.join(duplicates)}")
@@ -247,8 +343,10 @@ class RunConfig(_Strict):
                         f"regression gates {spelled[canonical]!r} and {gate!r} both gate {canonical}; keep one"
                     )
                 spelled[canonical] = gate
-            if self.regression.retriever and self.regression.retriever not in labels:
+            if expanded and self.regression.retriever and self.regression.retriever not in labels:
                 raise ValueError(f"regression.retriever {self.regression.retriever!r} is not a retriever label")
+        if expanded and self.sweep is not None and self.sweep.baseline is not None:
+            _check_baseline(self.sweep.baseline, labels)
         return self
 
     @property
@@ -262,6 +360,21 @@ class RunConfig(_Strict):
         return next((m for m in self.metrics if parse_metric(m).name == "ndcg"), self.metrics[0])
 
 
+def _check_baseline(baseline: str, labels: list[str]) -> None:
+    import difflib
+
+    from rag_eval.config.messages import ProblemAt
+
+    if baseline not in labels:
+        guess = difflib.get_close_matches(baseline, labels, n=1)
+        hint = f" (did you mean {guess[0]!r}?)" if guess else ""
+        shown = ", ".join(labels[:10]) + (f", ... ({len(labels)} in all)" if len(labels) > 10 else "")
+        raise ProblemAt(
+            ("sweep", "baseline"),
+            f"{baseline!r} is not the label of a retriever or variant after expanding the sweep{hint}; labels: {shown}",
+        )
+
+
 class LoadedConfig:
     """A validated config with its file, folder and raw dict."""
 
@@ -273,6 +386,15 @@ class LoadedConfig:
         # --output as the user typed it (relative to the current folder); model.output names the
         # same folder relative to the config, as the results file records it.
         self.output = output
+        # A sweep's generated variants: label -> the values that vary ({"params.k1": 0.9}); empty without a sweep.
+        self.variants: dict[str, dict[str, Any]] = {}
+        # "sweep: 6 variants (bm25: 3 k1 x 2 b)" for `rag-eval validate`; "" without a sweep.
+        self.sweep_summary = ""
+
+    @property
+    def baseline_label(self) -> str | None:
+        """The sweep's declared baseline (a retriever or variant label), None when not declared."""
+        return self.model.sweep.baseline if self.model.sweep is not None else None
 
     def resolve(self, value: str) -> Path:
         """A path from the config, relative to the config's folder."""
@@ -343,12 +465,24 @@ def load_config(path: str | Path, output: str | None = None) -> LoadedConfig:
     if not isinstance(raw, dict):
         raise ConfigError(f"{path}: a run config is a mapping with keys dataset, retrievers, metrics, ...")
     data = raw if output is None else {**raw, "output": _relative_to_config(output, path)}
+    sweeping = data.get("sweep") is not None
     try:
-        model = RunConfig.model_validate(data)
+        model = RunConfig.model_validate(data, context={_UNEXPANDED: True} if sweeping else None)
     except ValidationError as error:
         raise_invalid(path, error, data, RunConfig, ConfigError)
+    expansion = None
+    if model.sweep is not None:
+        from rag_eval.config.sweep import expand_sweep
+
+        expansion = expand_sweep(model, data, path)
+        try:  # the expanded config, checked as if written by hand
+            model = RunConfig.model_validate(expansion.data)
+        except ValidationError as error:
+            raise_invalid(path, error, expansion.data, RunConfig, ConfigError)
     typed = None if output is None else Path(os.path.normpath(Path(output).expanduser()))
     config = LoadedConfig(path, raw, model, typed)
+    if expansion is not None:
+        config.variants, config.sweep_summary = expansion.variants, expansion.summary
     if not model.output and not folder_name(config.name):
         raise ConfigError(config._no_folder_name())
     return config
