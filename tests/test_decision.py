@@ -1,0 +1,280 @@
+"""Decision statistics over the variants of a run, and their markdown, on hand-made Results.
+
+Every number is checked against a hand computation or scipy directly: exact permutation
+p-values by enumerating all sign patterns here, Holm by hand, bootstrap CIs by
+scipy.stats.bootstrap, power by solving the noncentral t directly.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import math
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+from scipy import stats as sps
+
+from rag_eval.datasets.model import Query
+from rag_eval.decision import decide_run, mean_context_size, query_tags, segment_table
+from rag_eval.metrics.measures import parse_metrics
+from rag_eval.report.decision import decision_lines
+from rag_eval.results import Results
+
+M = "ndcg@10"
+QIDS = tuple(f"q{i}" for i in range(1, 9))
+A = np.array([0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.3, 0.4])
+B = A + [0.1, 0.2, 0.1, 0.3, 0.1, 0.2, 0.15, 0.05]  # better than A on every query
+C = A + [0.1, -0.1, 0.05, 0.0, 0.0, 0.02, 0.1, -0.05]  # mixed
+D = B + [0.01, -0.01, 0.02, -0.01, 0.0, 0.0, 0.01, -0.01]  # B with a little noise, mean +0.00125
+
+
+def res(values, qids=QIDS, metric=M) -> Results:
+    column = np.asarray(values, dtype=np.float64)
+    return Results(
+        metrics=parse_metrics([metric]),
+        query_ids=tuple(qids),
+        values={metric: column},
+        aggregate={metric: float(np.nanmean(column))},
+        options={},
+    )
+
+
+def exact_p(deltas) -> float:
+    """Two-sided sign-flip p-value by enumerating every pattern (independent of rag_eval.stats)."""
+    d = np.asarray(deltas, dtype=np.float64)
+    observed = abs(d.sum())
+    hits = sum(abs(np.dot(signs, d)) >= observed - 1e-12 for signs in itertools.product((1, -1), repeat=d.size))
+    return hits / 2**d.size
+
+
+def holm_by_hand(p):
+    order = sorted(range(len(p)), key=lambda i: p[i])
+    out, running = [0.0] * len(p), 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (len(p) - rank) * p[i]))
+        out[i] = running
+    return out
+
+
+def scipy_ci(values, seed=0, n_resamples=2000):
+    r = sps.bootstrap((np.asarray(values),), np.mean, n_resamples=n_resamples, method="percentile",
+                      confidence_level=0.95, rng=np.random.default_rng(seed))
+    return r.confidence_interval.low, r.confidence_interval.high
+
+
+RUN = {"a": res(A), "b": res(B), "c": res(C), "d": res(D)}
+
+
+def test_ranking_means_and_cis():
+    decision = decide_run(RUN, M, "a", n_resamples=2000)
+    assert [v.label for v in decision.variants] == ["d", "b", "c", "a"]
+    assert decision.best == "d" and decision.baseline == "a" and decision.baseline_declared
+    for v, values in zip(decision.variants, (D, B, C, A)):
+        assert v.mean == pytest.approx(values.mean(), abs=1e-15)
+        assert (v.ci_low, v.ci_high) == pytest.approx(scipy_ci(values), abs=1e-15)
+        assert v.n == 8
+
+
+def test_deltas_p_values_holm_and_wins_against_the_declared_baseline():
+    decision = decide_run(RUN, M, "a", n_resamples=2000)
+    raw = {label: exact_p(RUN[label].values[M] - A) for label in ("b", "c", "d")}
+    # by hand: B - A all positive: 2 of 256 patterns; D - A too
+    assert raw["b"] == raw["d"] == 2 / 256
+    adjusted = dict(zip(raw, holm_by_hand(list(raw.values()))))
+    for label in ("b", "c", "d"):
+        v = decision.variant(label)
+        assert v.p_raw == raw[label]
+        assert v.p_holm == pytest.approx(adjusted[label], abs=1e-15)
+        assert v.delta == pytest.approx((RUN[label].values[M] - A).mean(), abs=1e-15)
+    assert decision.variant("b").p_holm == pytest.approx(3 * 2 / 256)  # smallest of 3, tied with d
+    assert (decision.variant("c").wins, decision.variant("c").ties, decision.variant("c").losses) == (4, 2, 2)
+    assert (decision.variant("b").wins, decision.variant("b").ties, decision.variant("b").losses) == (8, 0, 0)
+    base = decision.variant("a")
+    assert base.delta is None and base.p_holm is None and base.wins is None
+
+
+def test_indistinguishable_from_the_best():
+    decision = decide_run(RUN, M, "a", n_resamples=2000)
+    raw = {label: exact_p(RUN[label].values[M] - D) for label in ("b", "c", "a")}
+    adjusted = dict(zip(raw, holm_by_hand(list(raw.values()))))
+    for label in ("b", "c", "a"):
+        assert decision.variant(label).p_vs_best_holm == pytest.approx(adjusted[label], abs=1e-15)
+        assert decision.variant(label).indistinguishable_from_best == (adjusted[label] >= 0.05)
+    # B and D differ by noise only; C and A are worse on (almost) every query
+    assert decision.indistinguishable == ["b"]
+    assert decision.variant("d").indistinguishable_from_best and decision.variant("d").p_vs_best_holm is None
+
+
+def test_without_a_baseline_the_best_is_the_reference():
+    decision = decide_run({"a": res(A), "c": res(C), "b": res(B)}, M, n_resamples=2000)
+    assert decision.baseline == "b" and not decision.baseline_declared
+    raw = [exact_p(C - B), exact_p(A - B)]  # c: 1 zero delta -> 4/256; a: 2/256
+    assert raw == [4 / 256, 2 / 256]
+    assert decision.variant("c").p_holm == pytest.approx(holm_by_hand(raw)[0])
+    assert decision.variant("c").p_holm == decision.variant("c").p_vs_best_holm
+    assert decision.indistinguishable == []  # both Holm-adjusted 4/256 < 0.05
+    # power from the baseline's differences to the runner-up (c)
+    assert decision.power.other == "c" and decision.power.n == 8
+    assert decision.power.sd == pytest.approx(np.std(C - B, ddof=1), abs=1e-15)
+
+
+def test_left_out_queries_are_not_paired_and_not_averaged():
+    b = B.copy()
+    b[2] = np.nan  # q3 has no relevant document for b's metric variant (policy skip)
+    decision = decide_run({"a": res(A), "b": res(b)}, M, "a", n_resamples=2000)
+    v = decision.variant("b")
+    keep = ~np.isnan(b)
+    assert v.n == 7 and v.mean == pytest.approx(b[keep].mean(), abs=1e-15)
+    assert v.n_paired == 7 and v.delta == pytest.approx((b[keep] - A[keep]).mean(), abs=1e-15)
+    assert v.p_raw == exact_p(b[keep] - A[keep]) == 2 / 128
+
+
+def test_lower_is_better_metric_flips_best_and_wins(monkeypatch):
+    from rag_eval.metrics import measures
+
+    monkeypatch.setitem(measures.FAMILIES, "ndcg", dataclasses.replace(measures.FAMILIES["ndcg"], higher_is_better=False))
+    decision = decide_run({"a": res(A), "b": res(B)}, M, "a", n_resamples=2000)
+    assert decision.best == "a"
+    v = decision.variant("b")
+    assert (v.wins, v.ties, v.losses) == (0, 0, 8) and v.delta == pytest.approx((B - A).mean())
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError, match="at least 2 variants"):
+        decide_run({"a": res(A)}, M)
+    with pytest.raises(ValueError, match="baseline 'zz' is not one of the variants: a, b"):
+        decide_run({"a": res(A), "b": res(B)}, M, "zz")
+
+
+def test_power_of_the_decision_matches_a_direct_noncentral_t_solution():
+    decision = decide_run(RUN, M, "a", n_resamples=2000)
+    power = decision.power
+    assert (power.baseline, power.other, power.n) == ("a", "d", 8)
+    sd, n = np.std(D - A, ddof=1), 8
+    crit = sps.t.ppf(0.975, n - 1)
+    lo, hi = 0.0, 10 * sd  # bisection on the power function, written independently
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        nc = mid * math.sqrt(n) / sd
+        if sps.nct.sf(crit, n - 1, nc) + sps.nct.cdf(-crit, n - 1, nc) < 0.8:
+            lo = mid
+        else:
+            hi = mid
+    assert power.mde == pytest.approx(lo, rel=1e-9)
+
+
+# ---- segments ------------------------------------------------------------------------------
+
+
+def test_query_tags_accepts_strings_and_mappings():
+    assert query_tags(("topic:billing", "urgent", "kind: numeric")) == {
+        "topic": ("billing",), "tag": ("urgent",), "kind": ("numeric",)}
+    assert query_tags({"topic": "billing", "kind": ["a", "b"]}) == {"topic": ("billing",), "kind": ("a", "b")}
+    assert query_tags(()) == {}
+
+
+def test_segment_table_by_hand():
+    tags = {"q1": ("topic:billing",), "q2": ("topic:billing", "urgent"), "q3": {"topic": "shipping"},
+            "q4": ("topic:shipping",), "q5": ("urgent",)}
+    a = A.copy()
+    a[1] = np.nan  # a leaves q2 out
+    tables = segment_table({"a": res(a), "b": res(B)}, M, tags)
+    assert [t.key for t in tables] == ["tag", "topic"]
+    (urgent,) = tables[0].segments
+    assert (urgent.value, urgent.count) == ("urgent", 2)
+    assert urgent.means == {"a": pytest.approx(0.6), "b": pytest.approx((0.5 + 0.7) / 2)}
+    billing, shipping = tables[1].segments
+    assert (billing.value, billing.count, shipping.value, shipping.count) == ("billing", 2, "shipping", 2)
+    assert billing.means == {"a": pytest.approx(0.2), "b": pytest.approx((0.3 + 0.5) / 2)}
+    assert shipping.means == {"a": pytest.approx(0.45), "b": pytest.approx((0.5 + 0.8) / 2)}
+
+
+# ---- context size --------------------------------------------------------------------------
+
+
+DOCS = {"d1": "one two three four five six", "d2": "alpha, beta gamma"}
+
+
+def test_mean_context_size_of_the_top_k():
+    spans = {
+        # listed out of rank order; the tie at 0.5 goes to the larger chunk id (d2#0-11 > d1#0-7)
+        "q1": [("d1", 0, 7, 0.5), ("d1", 8, 18, 0.9), ("d2", 0, 11, 0.5)],
+        "q2": [("d2", 7, 17, 0.3)],
+    }
+    size = mean_context_size(spans, DOCS, ["q1", "q2", "q3"], k=2)
+    # q1: "three four" (10 chars, 2 tokens) + "alpha, beta" (11, 3: alpha , beta); q2: "beta gamma" (10, 2); q3: none
+    assert size.chars == pytest.approx((10 + 11 + 10) / 3)
+    assert size.tokens == pytest.approx((2 + 3 + 2) / 3)
+    assert mean_context_size(spans, DOCS, ["q1"], k=1).chars == 10.0
+
+
+# ---- markdown ------------------------------------------------------------------------------
+
+
+def _outcome(label, results, spans=None, index_s=1.5, search_s=0.25):
+    return SimpleNamespace(label=label, results=results, timings={"index_s": index_s, "search_s": search_s},
+                           spans=spans)
+
+
+def _run(outcomes, tags=None, documents=None, top_k=10):
+    queries = {q: Query(q, "text", tuple((tags or {}).get(q, ()))) for q in QIDS}
+    return SimpleNamespace(
+        outcomes=outcomes,
+        dataset=SimpleNamespace(queries=queries, documents=documents or {}),
+        config=SimpleNamespace(model=SimpleNamespace(top_k=top_k)),
+    )
+
+
+def test_decision_lines_render_the_verdict_power_and_segments():
+    tags = {"q1": ("topic:billing",), "q2": ("topic:billing",), "q3": ("topic:shipping",)}
+    run = _run([_outcome(label, RUN[label]) for label in ("a", "b", "c", "d")], tags)
+    lines = decision_lines(run, M, "a", n_resamples=2000)
+    text = "\n".join(lines)
+    decision = decide_run(RUN, M, "a", n_resamples=2000)
+    d, b = decision.variant("d"), decision.variant("b")
+    assert lines[0] == "## 🏁 Decision"
+    assert lines[2] == "| Rank | Variant | ndcg@10 [95% CI] | Δ vs baseline | p (Holm) | W/T/L | Index (s) | Search (s) |"
+    assert lines[4] == (f"| 1 | **d** | {D.mean():.4f} [{d.ci_low:.4f}, {d.ci_high:.4f}] | {(D - A).mean():+.4f} | "
+                        f"{3 * 2 / 256:.4f} | 8/0/0 | 1.500 | 0.250 |")
+    assert lines[5].startswith(f"| 2 | b | {B.mean():.4f} [{b.ci_low:.4f}, {b.ci_high:.4f}] | {(B - A).mean():+.4f} |")
+    assert lines[7] == f"| 4 | a (baseline) | {A.mean():.4f} [{decision.variant('a').ci_low:.4f}, " \
+                       f"{decision.variant('a').ci_high:.4f}] | – | – | – | 1.500 | 0.250 |"
+    assert "Statistically indistinguishable from the best (d): b (paired permutation test" in text
+    mde, sd = decision.power.mde, decision.power.sd
+    from rag_eval.decision import queries_needed
+
+    assert (f"Power: with 8 queries, differences below {mde:.4f} in ndcg@10 cannot be told from noise "
+            f"(paired t-test, alpha 0.05, power 0.8; sd of the per-query differences d vs a: {sd:.4f}); "
+            f"detecting 0.01 would need {queries_needed(sd, 0.01):,} queries.") in text
+    segment = text.split("**ndcg@10 by tag `topic`**")[1]
+    assert "| Value | Queries | d | b | c | a |" in segment
+    assert f"| billing | 2 | {D[:2].mean():.4f} | {B[:2].mean():.4f} | {C[:2].mean():.4f} | {A[:2].mean():.4f} |" \
+        in segment
+
+
+def test_only_one_best_sentence_and_context_column():
+    spans = {q: [("d1", 0, 7, 0.5), ("d1", 8, 18, 0.9)] for q in QIDS}
+    run = _run([_outcome("a", res(A), spans), _outcome("b", res(B), spans)], documents=DOCS, top_k=10)
+    lines = decision_lines(run, M, None, n_resamples=2000)
+    text = "\n".join(lines)
+    assert lines[2].endswith("| Context top 10 (tokens / chars) |")
+    # every query: "one two" (7 chars, 2 tokens) + "three four" (10 chars, 2 tokens)
+    assert lines[4].endswith("| 0.250 | 4 / 17 |")
+    assert "Only b is best beyond doubt" in text
+
+
+def test_fewer_than_two_retrievers_have_no_decision_section():
+    assert decision_lines(_run([_outcome("a", res(A))]), M) == []
+
+
+def test_power_skips_a_variant_equal_to_the_baseline_on_every_query():
+    # "copy" ranks second (same values as the best, config order) but its differences carry no noise
+    decision = decide_run({"b": res(B), "copy": res(B), "a": res(A)}, M, n_resamples=2000)
+    assert [v.label for v in decision.variants] == ["b", "copy", "a"]
+    assert decision.power.other == "a" and decision.power.sd == pytest.approx(np.std(A - B, ddof=1), abs=1e-15)
+    only_copy = decide_run({"b": res(B), "copy": res(B)}, M, n_resamples=2000)
+    assert only_copy.power.other == "copy" and only_copy.power.mde == 0.0
+    text = "\n".join(decision_lines(_run([_outcome("b", res(B)), _outcome("copy", res(B))]), M))
+    assert "Power: the per-query differences copy vs b are all equal" in text

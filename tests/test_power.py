@@ -1,0 +1,110 @@
+"""Power of the paired t-test: minimum detectable difference and queries needed.
+
+References: published sample sizes of the paired two-sided t-test (Cohen's table, R's
+pwr.t.test(type="paired") and G*Power agree: dz 0.2 -> 199, 0.5 -> 34, 0.8 -> 15 at alpha 0.05,
+power 0.8), the normal approximation for large n, and a seeded simulation of the test itself.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats as sps
+
+from rag_eval import stats
+from rag_eval.decision import minimum_detectable_difference, queries_needed, t_test_power
+
+Z = sps.norm.ppf(0.975) + sps.norm.ppf(0.8)  # 2.8016: the normal-approximation multiplier
+
+
+def _deltas(n: int, sd: float, seed: int = 1) -> np.ndarray:
+    """n differences whose sample sd is exactly ``sd`` (standardised draws)."""
+    x = np.random.default_rng(seed).normal(size=n)
+    return (x - x.mean()) / x.std(ddof=1) * sd
+
+
+def _detection_rate(n: int, sd: float, effect: float, reps: int = 20_000, seed: int = 7) -> float:
+    """Share of ``reps`` simulated query sets where the paired t-test (alpha 0.05) finds a difference."""
+    draws = np.random.default_rng(seed).normal(effect, sd, size=(reps, n))
+    p = sps.ttest_1samp(draws, 0.0, axis=1).pvalue
+    return float(np.mean(p < 0.05))
+
+
+@pytest.mark.parametrize(("dz", "n"), [(0.2, 199), (0.5, 34), (0.8, 15)])
+def test_queries_needed_matches_published_sample_sizes(dz, n):
+    assert queries_needed(1.0, dz) == n
+    assert queries_needed(0.1, dz / 10) == n  # only the ratio difference / sd matters
+
+
+def test_power_at_the_published_case():
+    # G*Power, paired t-test dz = 0.5, n = 34: actual power 0.8077775; n = 33 falls short of 0.8.
+    assert t_test_power(0.5, 1.0, 34) == pytest.approx(0.8077775, abs=1e-6)
+    assert t_test_power(0.5, 1.0, 33) < 0.8
+    assert t_test_power(-0.5, 1.0, 34) == t_test_power(0.5, 1.0, 34)  # two-sided
+
+
+def test_power_of_a_zero_difference_is_alpha():
+    assert t_test_power(0.0, 1.0, 10) == pytest.approx(0.05, abs=1e-12)
+
+
+@pytest.mark.parametrize(("n", "sd"), [(8, 0.2), (20, 0.15), (60, 0.05)])
+def test_detection_rate_at_the_reported_mde_is_the_power(n, sd):
+    mde = minimum_detectable_difference(_deltas(n, sd))
+    assert t_test_power(mde, sd, n) == pytest.approx(0.8, abs=1e-9)
+    assert _detection_rate(n, sd, mde) == pytest.approx(0.8, abs=0.03)
+
+
+def test_the_t_correction_matters_for_few_queries():
+    """At n = 8 the normal approximation promises power it does not have: the simulation catches it."""
+    n, sd = 8, 0.2
+    normal = Z * sd / math.sqrt(n)
+    mde = minimum_detectable_difference(_deltas(n, sd))
+    assert mde > normal * 1.1
+    assert _detection_rate(n, sd, normal) < 0.75
+
+
+def test_simulation_uses_the_same_test_as_rag_eval():
+    draws = np.random.default_rng(3).normal(0.05, 0.2, size=(5, 12))
+    vectorised = sps.ttest_1samp(draws, 0.0, axis=1).pvalue
+    assert [stats.paired_t_test(row) for row in draws] == pytest.approx(list(vectorised), rel=1e-12)
+
+
+def test_mde_approaches_the_normal_approximation_for_many_queries():
+    n, sd = 10_000, 0.3
+    assert minimum_detectable_difference(_deltas(n, sd)) == pytest.approx(Z * sd / math.sqrt(n), rel=5e-4)
+
+
+def test_mde_and_queries_needed_are_inverse():
+    n, sd = 50, 0.12
+    mde = minimum_detectable_difference(_deltas(n, sd))
+    assert queries_needed(sd, mde * (1 + 1e-9)) == n
+    assert queries_needed(sd, mde * 0.99) == n + 1  # 1% smaller: about 2% more queries
+
+
+def test_mde_uses_the_sample_sd_and_ignores_the_mean():
+    d = _deltas(30, 0.1)
+    assert minimum_detectable_difference(d + 0.5) == pytest.approx(minimum_detectable_difference(d), rel=1e-12)
+    assert minimum_detectable_difference(2 * d) == pytest.approx(2 * minimum_detectable_difference(d), rel=1e-9)
+
+
+def test_stricter_alpha_or_higher_power_needs_a_larger_difference():
+    d = _deltas(40, 0.1)
+    base = minimum_detectable_difference(d)
+    assert minimum_detectable_difference(d, alpha=0.01) > base
+    assert minimum_detectable_difference(d, power=0.9) > base
+
+
+def test_degenerate_inputs():
+    assert math.isnan(minimum_detectable_difference([0.1]))
+    assert minimum_detectable_difference([0.1, 0.1, 0.1]) == 0.0
+    assert queries_needed(0.0, 0.01) == 2
+    with pytest.raises(ValueError, match="difference must be"):
+        queries_needed(0.1, 0.0)
+    with pytest.raises(ValueError, match="power must be"):
+        minimum_detectable_difference([0.1, 0.2], power=0.01)
+    with pytest.raises(ValueError, match="alpha must be"):
+        queries_needed(0.1, 0.05, alpha=1.5)
+    with pytest.raises(ValueError, match="finite"):
+        minimum_detectable_difference([0.1, float("nan")])
