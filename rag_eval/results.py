@@ -7,6 +7,7 @@ Nothing here rounds: renderers format numbers, results files keep float64
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -142,6 +143,31 @@ class Results:
             unjudged_queries=tuple(data.get("unjudged_queries", ())),
             unanswered_queries=tuple(data.get("unanswered_queries", ())),
         )
+
+
+def combined_dataframe(results_by_label: Mapping[str, Results]):
+    """Every variant's per-query values in one frame: columns ``variant``, ``qid``, then every metric.
+
+    One row per (variant, query), variants in the mapping's order and each one's queries in
+    its own order; metrics in order of first appearance. NaN marks a query left out of a mean
+    or a metric a variant did not compute. pandas is imported here only.
+    """
+    import pandas as pd
+
+    metrics: list[str] = []
+    for results in results_by_label.values():
+        metrics.extend(name for name in results.metric_names if name not in metrics)
+    frames = []
+    for label, results in results_by_label.items():
+        n = len(results.query_ids)
+        columns: dict[str, Any] = {"variant": [label] * n, "qid": list(results.query_ids)}
+        for name in metrics:
+            columns[name] = results.values[name] if name in results.values else np.full(n, np.nan)
+        frames.append(pd.DataFrame(columns))
+    if not frames:
+        return pd.DataFrame(columns=["variant", "qid"])
+    frame = pd.concat(frames, ignore_index=True)
+    return frame.astype({name: np.float64 for name in metrics})
 
 
 def _json_number(value: float) -> float | None:
