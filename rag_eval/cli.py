@@ -19,7 +19,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -605,8 +605,28 @@ def _verdict_lines(verdict) -> list[str]:
             shown = ", ".join(f"{q} ({d:+.4f})" for q, d in moves[:REGRESSED_LISTED])
             more = f", and {len(moves) - REGRESSED_LISTED} more" if len(moves) > REGRESSED_LISTED else ""
             lines.append(f"  regressed queries ({len(moves)}): {shown or 'none'}{more}")
+    lines += [line for g in verdict.gates if (line := _power_line(g.gate.metric, verdict.deltas.get(g.gate.metric, {})))]
     lines.append(f"verdict: {'PASS' if verdict.passed else 'FAIL'} ({len(verdict.failed)} of {len(verdict.gates)} gates failed)")
     return lines
+
+
+def _power_line(metric: str, deltas: Mapping[str, float]) -> str:
+    """``power<TAB>metric<TAB>...``: the smallest difference these paired queries can detect (rag_eval.decision)."""
+    from rag_eval.decision import ALPHA, POWER, minimum_detectable_difference, queries_needed
+
+    values = list(deltas.values())
+    if len(values) < 2:
+        return ""
+    mde = minimum_detectable_difference(values, ALPHA, POWER)
+    if not mde > 0:  # every query moved alike: no noise to size against
+        return ""
+    import statistics
+
+    needed = queries_needed(statistics.stdev(values), 0.01, ALPHA, POWER)
+    return (
+        f"power\t{metric}\twith {len(values)} queries the smallest detectable difference is {mde:.4f} "
+        f"(paired t-test, alpha {ALPHA:g}, power {POWER:g}); detecting 0.01 would need {needed:,} queries"
+    )
 
 
 def _add_schema(sub: argparse._SubParsersAction) -> None:

@@ -36,6 +36,8 @@ _MAX_PATH_CHARS = 4096
 # Document datasets: the document grades as qrels, and each retriever's MaxP document run. The names
 # cannot be another label's outputs: labels give <label>.json and <label>.run only.
 DOCUMENT_QRELS = "documents.qrels"
+# Every retriever's per-query values, one row per (retriever, query), for pandas and spreadsheets.
+PER_QUERY_CSV = "per-query.csv"
 
 
 def document_run_name(label: str) -> str:
@@ -53,7 +55,11 @@ def planned_outputs(config: LoadedConfig, *, comparison: bool, documents: bool |
         documents = has_documents(config)
     from rag_eval.output_folder import MANIFEST
 
-    names = ["report.md", MANIFEST]
+    names = ["report.md", MANIFEST, PER_QUERY_CSV]
+    if config.model.report.plots:
+        from rag_eval.report.plots import planned_plot_names
+
+        names += planned_plot_names(len(config.model.retrievers), config.variants)
     for spec in config.model.retrievers:
         names += [f"{spec.label}.json", f"{spec.label}.run"]
     if documents:

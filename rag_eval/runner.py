@@ -375,6 +375,7 @@ def write_outputs(run: RunOutcome, extra: Mapping[str, str] | None = None) -> li
     import json
 
     from rag_eval.report.markdown import render_run_report
+    from rag_eval.run_inputs import PER_QUERY_CSV
     from rag_eval.trec import format_run
 
     out_dir = run.config.output_dir
@@ -396,7 +397,17 @@ def write_outputs(run: RunOutcome, extra: Mapping[str, str] | None = None) -> li
         from rag_eval.trec import format_qrels
 
         files[out_dir / DOCUMENT_QRELS] = format_qrels(run.dataset.judgements)
-    files[out_dir / "report.md"] = render_run_report(run)
+    plots = None
+    if run.config.model.report.plots:
+        from rag_eval.report.plots import build_plots
+
+        plots = build_plots(run, run.config.model.primary_metric, run.config.baseline_label)
+        for name, svg in plots.files.items():
+            files[out_dir / name] = svg
+    from rag_eval.report.tables_csv import per_query_csv
+
+    files[out_dir / PER_QUERY_CSV] = per_query_csv(run)
+    files[out_dir / "report.md"] = render_run_report(run, plots)
     for name, text in (extra or {}).items():
         files[out_dir / name] = text
     from rag_eval.output_folder import MANIFEST

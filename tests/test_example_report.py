@@ -29,7 +29,10 @@ from rag_eval.results_file import load_results_file
 EXAMPLE = REPO / "reports" / "ocean-facts"
 CONFIG = Path("configs") / "ocean_facts.yaml"
 DATASET = Path("datasets") / "ocean_facts.yaml"
-FILES = {MANIFEST, "report.md", "seed-ranking.json", "seed-ranking.run", "bm25.json", "bm25.run"}
+FILES = {
+    MANIFEST, "report.md", "seed-ranking.json", "seed-ranking.run", "bm25.json", "bm25.run", "per-query.csv",
+    "plot-at-k.svg", "plot-deltas.svg", "plot-means.svg",
+}
 
 # What differs from one run to the next, and nothing else: (files, pattern, replacement, times it
 # occurs in each of those files). The counts keep the list honest: a field that moves or
@@ -46,6 +49,8 @@ RUN_DEPENDENT: list[tuple[str, re.Pattern[str], str, int]] = [
         r"\1<s> | <s>\2",
         2,
     ),
+    # ...and the same two columns, last in each row of the decision table (rows start with a rank).
+    ("report.md", re.compile(r"^(\| \d+ \| .+ \| )\d+\.\d{3} \| \d+\.\d{3} \|$", re.MULTILINE), r"\1<s> | <s> |", 2),
     (
         "*.json",
         re.compile(r'^  "timings": \{\n(    "[a-z_]+": [0-9.e+-]+,?\n)+  \},$', re.MULTILINE),

@@ -216,7 +216,8 @@ def test_the_planned_outputs_are_the_files_a_run_writes(ws, capsys):
     written = set(os.listdir(ws / "out"))
     planned = planned_outputs(load_config(path), comparison=True)
     assert sorted(planned) == sorted(written) == sorted(
-        [MANIFEST, "report.md", "comparison.md", "bm.json", "bm.run", "other.json", "other.run"]
+        [MANIFEST, "report.md", "comparison.md", "bm.json", "bm.run", "other.json", "other.run", "per-query.csv",
+         "plot-at-k.svg", "plot-deltas.svg", "plot-means.svg"]
     )
     check_outputs_are_not_inputs(load_config(path), planned)  # the baseline beside the config is no output
 

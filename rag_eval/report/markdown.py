@@ -21,6 +21,7 @@ from rag_eval.metrics.measures import parse_metric
 from rag_eval.output import code_span, escape_cell, mean_notes
 
 if TYPE_CHECKING:  # imported for annotations only: rendering needs no runner
+    from rag_eval.report.plots import PlotSet
     from rag_eval.results import Results
     from rag_eval.run_outcome import RetrieverOutcome, RunOutcome
 
@@ -28,8 +29,8 @@ DECIMALS = 4
 NOT_COMPUTED = "–"  # a metric some retriever of the run has no value for (said where it is shown)
 
 
-def render_run_report(run: RunOutcome) -> str:
-    """The whole report.md of a run."""
+def render_run_report(run: RunOutcome, plots: PlotSet | None = None) -> str:
+    """The whole report.md of a run; ``plots`` (written beside it) are linked with their numbers in text."""
     config = run.config.model
     main = config.primary_metric
     k = _derivation_cutoff(main, config.top_k)
@@ -38,6 +39,19 @@ def render_run_report(run: RunOutcome) -> str:
     title = config.report.title or f"RAG Evaluation: {run.config.name}"
     out += [f"# {escape_inline(title)}", ""]
     out += _header(run, options)
+    if len(run.outcomes) >= 2:  # which retriever wins, by how much, and is it real (rag_eval.decision)
+        from rag_eval.report.decision import decision_lines
+
+        regression = config.regression
+        out += decision_lines(
+            run, main, getattr(run.config, "baseline_label", None),
+            n_resamples=regression.resamples if regression else 10_000, seed=regression.seed if regression else 0,
+        )
+    if plots is not None and plots.files:
+        from rag_eval.report.plots import plot_lines
+
+        out += ["**Plots** (SVG beside this report; each line gives the same numbers in text)", ""]
+        out += [*plot_lines(list(plots.files), plots.texts), ""]
     if run.dataset.has_documents:
         from rag_eval.report import documents
 
