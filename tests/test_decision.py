@@ -278,3 +278,34 @@ def test_power_skips_a_variant_equal_to_the_baseline_on_every_query():
     assert only_copy.power.other == "copy" and only_copy.power.mde == 0.0
     text = "\n".join(decision_lines(_run([_outcome("b", res(B)), _outcome("copy", res(B))]), M))
     assert "Power: the per-query differences copy vs b are all equal" in text
+
+
+def test_named_tags_in_a_query_set_give_one_segment_table_per_key(tmp_path):
+    import yaml
+
+    from rag_eval import evaluate
+    from rag_eval.datasets.query_set import load_yaml_query_set
+    from rag_eval.decision import segment_table
+
+    path = tmp_path / "set.yaml"
+    path.write_text(yaml.safe_dump({
+        "corpus": [{"id": "a", "text": "x"}, {"id": "b", "text": "y"}],
+        "queries": [
+            {"id": "q1", "text": "one", "tags": {"topic": "billing", "kind": ["numeric", "short"]},
+             "judgements": {"a": 1}},
+            {"id": "q2", "text": "two", "tags": {"topic": "billing"}, "judgements": {"b": 1}},
+            {"id": "q3", "text": "three", "tags": {"topic": "login"}, "judgements": {"a": 1}},
+        ],
+    }), encoding="utf-8")
+    dataset = load_yaml_query_set(path)
+    assert dataset.queries["q1"].tags == ("kind:numeric", "kind:short", "topic:billing")  # safe_dump sorts keys
+    judgements = dataset.judgements
+    first = evaluate(judgements, {"q1": {"a": 1.0}, "q2": {"a": 1.0}, "q3": {"a": 1.0}}, ["hit_rate@1"])
+    second = evaluate(judgements, {"q1": {"b": 1.0}, "q2": {"b": 1.0}, "q3": {"b": 1.0}}, ["hit_rate@1"])
+    tables = segment_table({"A": first, "B": second}, "hit_rate@1", {q: dataset.queries[q].tags for q in dataset.queries})
+    shown = {t.key: [(s.value, s.count, s.means) for s in t.segments] for t in tables}
+    # A hits q1 and q3 (doc a relevant), B hits q2 only (doc b relevant).
+    assert shown == {
+        "kind": [("numeric", 1, {"A": 1.0, "B": 0.0}), ("short", 1, {"A": 1.0, "B": 0.0})],
+        "topic": [("billing", 2, {"A": 0.5, "B": 0.5}), ("login", 1, {"A": 1.0, "B": 0.0})],
+    }

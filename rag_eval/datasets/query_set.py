@@ -88,7 +88,9 @@ class QuerySpec(_Strict):
 
     id: Id
     text: str
-    tags: list[str] = Field(default_factory=list)
+    # A list of tags ([billing, numeric]) or named ones ({topic: billing, kind: [numeric, short]}): the report
+    # shows each retriever's mean per tag value (rag_eval.decision.segment_table).
+    tags: list[str] | dict[str, str | list[str]] = Field(default_factory=list)
     judgements: dict[Id, Grade] = Field(default_factory=dict)
     evidence: list[EvidenceSpec] = Field(default_factory=list)
 
@@ -106,6 +108,13 @@ class QuerySpec(_Strict):
         if value is None:
             return {} if info.field_name == "judgements" else []
         return value
+
+
+def _tags(tags: list[str] | dict[str, str | list[str]]) -> tuple[str, ...]:
+    """Tags as strings; a named tag ``{topic: billing}`` becomes ``"topic:billing"`` (rag_eval.decision.query_tags)."""
+    if isinstance(tags, list):
+        return tuple(tags)
+    return tuple(f"{key}:{value}" for key, values in tags.items() for value in ([values] if isinstance(values, str) else values))
 
 
 def _corpus_form(value: Any) -> str:
@@ -171,7 +180,7 @@ def load_yaml_query_set(path: Path, grade_map: Mapping[float, float] | None = No
 def _names(path: Path, model: QuerySetFile | None, queries: list[tuple[int, QuerySpec]]) -> tuple[str, dict[str, Query]]:
     """The dataset's name (the file's stem unless given) and its queries."""
     name = (model.name if model else None) or path.stem
-    return name, {q.id: Query(q.id, q.text, tuple(q.tags)) for _, q in queries}
+    return name, {q.id: Query(q.id, q.text, _tags(q.tags)) for _, q in queries}
 
 
 def _description(model: QuerySetFile | None) -> str:
