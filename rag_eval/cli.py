@@ -375,8 +375,12 @@ def _add_compare(sub: argparse._SubParsersAction) -> None:
         "Exit code 0: every gate passes; 1: a gate fails; 2: bad input or incomparable results "
         "(--report and --summary then say why); 3: internal error.",
     )
-    p.add_argument("baseline", help="baseline results JSON")
-    p.add_argument("candidate", help="candidate results JSON")
+    p.add_argument("baseline", help="baseline results JSON, or a run's output folder with --baseline-variant")
+    p.add_argument("candidate", help="candidate results JSON, or a run's output folder with --variant")
+    p.add_argument("--variant", metavar="LABEL",
+                   help="the candidate's retriever (a sweep variant) when CANDIDATE is a run's output folder")
+    p.add_argument("--baseline-variant", metavar="LABEL",
+                   help="the baseline's retriever when BASELINE is a run's output folder (the same folder may hold both)")
     p.add_argument(
         "--gate", action="append", default=[], metavar="METRIC[:max_drop=X][,alpha=A]",
         help="a gate, repeatable, e.g. ndcg@10:max_drop=0.01 or ndcg@10:max_drop=0,alpha=0.05 "
@@ -441,6 +445,8 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     from rag_eval.regression import compare, parse_gates
     from rag_eval.results_file import load_results_file
 
+    args.baseline = _results_path(args.baseline, args.baseline_variant, "baseline", "--baseline-variant")
+    args.candidate = _results_path(args.candidate, args.variant, "candidate", "--variant")
     inputs = [("baseline", args.baseline), ("candidate", args.candidate)]
     summary = args.summary or os.environ.get("GITHUB_STEP_SUMMARY") or None
     # Checked before anything is read or written: an output must never replace an input.
@@ -463,6 +469,42 @@ def _cmd_compare(args: argparse.Namespace) -> int:
             _append_summary(summary, _incomparable_markdown(baseline, candidate, error, heading=3))
         raise
     return _emit_verdict(verdict, args.report, summary)
+
+
+def _results_path(path: str, variant: str | None, role: str, flag: str) -> str:
+    """The results file of ``variant`` in a run's output folder, or ``path`` itself when it is a file.
+
+    A folder holds one ``<label>.json`` per retriever (every variant of a sweep); its manifest
+    lists them, and the message names them when the choice is missing or wrong.
+    """
+    folder = Path(path)
+    if not folder.is_dir():
+        if variant is not None:
+            raise ConfigError(
+                f"{flag} {variant}: the {role} {path} is a results file, not a run's output folder; give the folder "
+                "that holds <label>.json for each variant, or leave out the flag"
+            )
+        return path
+    from rag_eval.output_folder import read_manifest
+
+    manifest = read_manifest(folder)
+    labels = sorted(name[: -len(".json")] for name in (manifest.files if manifest else ()) if name.endswith(".json"))
+    if not labels:
+        raise ConfigError(
+            f"{role} {path}: a folder without the results of a run (no .rag_eval.json listing <label>.json files); "
+            "give a results file, or the output folder of `rag-eval run`"
+        )
+    shown = ", ".join(labels[:10]) + (f", ... ({len(labels)} in all)" if len(labels) > 10 else "")
+    if variant is None:
+        raise ConfigError(f"{role} {path}: a run's output folder holds several results; choose one with {flag} "
+                          f"(it has {shown})")
+    if variant not in labels:
+        import difflib
+
+        guess = difflib.get_close_matches(variant, labels, n=1)
+        hint = f" (did you mean {guess[0]!r}?)" if guess else ""
+        raise ConfigError(f"{flag} {variant}: no such variant in {path}{hint}; it has {shown}")
+    return str(folder / f"{variant}.json")
 
 
 def _default_gates(baseline: Any) -> list:
