@@ -491,8 +491,8 @@ def _results_path(path: str, variant: str | None, role: str, flag: str) -> str:
     labels = sorted(name[: -len(".json")] for name in (manifest.files if manifest else ()) if name.endswith(".json"))
     if not labels:
         raise ConfigError(
-            f"{role} {path}: a folder without the results of a run (no .rag_eval.json listing <label>.json files); "
-            "give a results file, or the output folder of `rag-eval run`"
+            f"{role} {path}: is a folder, expected a results file (or the output folder of `rag-eval run`, whose "
+            f".rag_eval.json lists its <label>.json files, with {flag})"
         )
     shown = ", ".join(labels[:10]) + (f", ... ({len(labels)} in all)" if len(labels) > 10 else "")
     if variant is None:

@@ -33,6 +33,7 @@ __all__ = [
     "execute",
     "load_config_dataset",
     "package_versions",
+    "ranking_store",
     "ranking_with_grades",
     "resolve_params",
     "results_document",
@@ -84,6 +85,8 @@ def execute(config: LoadedConfig, progress: bool | None = None) -> RunOutcome:
                 started = time.perf_counter()
                 documents.indexed(spec.chunker)
                 chunk_seconds[spec.chunker] = time.perf_counter() - started
+    store = ranking_store(config)
+    digests: dict[str | None, str] = {}  # per corpus a retriever indexes (None: the passages), hashed once
     count = len(model.retrievers)
     # Three steps per retriever; the bar names the retriever and the stage running now
     # ("bm25: search"), and which of the config's retrievers it is.
@@ -97,27 +100,49 @@ def execute(config: LoadedConfig, progress: bool | None = None) -> RunOutcome:
             if documents is not None:
                 indexed = documents.indexed(spec.chunker)  # cut above; the first retriever reading it gets the time
                 timings["chunk_s"] = chunk_seconds.pop(spec.chunker, 0.0)
-            steps.set_description(f"{spec.label}: index")
-            started = time.perf_counter()
-            _call(spec, "index", retriever.index, corpus_view if indexed is None else indexed.corpus)
-            timings["index_s"] = time.perf_counter() - started
-            steps.update()
-            steps.set_description(f"{spec.label}: search")
-            started = time.perf_counter()
-            raw = _call(spec, "search", retriever.search, queries_view, model.top_k)
-            timings["search_s"] = time.perf_counter() - started
-            steps.update()
+            corpus_in = corpus_view if indexed is None else indexed.corpus
+            key = None
+            if store is not None:
+                if spec.chunker not in digests:
+                    from rag_eval.retrievers.ranking_cache import corpus_digest
+
+                    digests[spec.chunker] = corpus_digest(corpus_in, queries_view)
+                key = _ranking_key(spec, config, retriever, digests[spec.chunker])
+            cached = store.load(key) if store is not None and key is not None else None
+            if cached is not None:  # nothing it depends on changed since the run that stored it
+                steps.set_description(f"{spec.label}: stored ranking")
+                raw = cached.answer
+                # The cost columns keep the original run's index and search times (what the retriever costs).
+                timings.update({name: cached.timings[name] for name in ("index_s", "search_s") if name in cached.timings})
+                steps.update(2)
+            else:
+                steps.set_description(f"{spec.label}: index")
+                started = time.perf_counter()
+                _call(spec, "index", retriever.index, corpus_in)
+                timings["index_s"] = time.perf_counter() - started
+                steps.update()
+                steps.set_description(f"{spec.label}: search")
+                started = time.perf_counter()
+                raw = _call(spec, "search", retriever.search, queries_view, model.top_k)
+                timings["search_s"] = time.perf_counter() - started
+                steps.update()
             steps.set_description(f"{spec.label}: evaluate")
             from rag_eval.retrievers.base import describe
 
+            description = describe(retriever, spec.label) if cached is None else {**cached.description, **_HIT}
             if documents is None or indexed is None:
+                # A stored ranking is checked again like a fresh answer: an entry can never give what search() could not.
                 ranking = check_ranking(spec.label, raw, queries, dataset.corpus, model.top_k)
                 started = time.perf_counter()
                 results = evaluate(dataset.judgements, ranking, model.metrics, **passage_options)
                 timings["evaluate_s"] = time.perf_counter() - started
-                outcome = RetrieverOutcome(spec, describe(retriever, spec.label), ranking, results, timings)
+                outcome = RetrieverOutcome(spec, description, ranking, results, timings)
+                answer = ranking
             else:
-                outcome = _evaluate_documents(documents, spec, retriever, raw, queries, indexed, timings)
+                outcome = _evaluate_documents(documents, spec, description, raw, queries, indexed, timings)
+                answer = raw
+            if store is not None and key is not None and cached is None:  # stored only once checked and evaluated
+                store.save(key, answer, description, {name: timings[name] for name in ("index_s", "search_s")})
             steps.update()
             outcomes.append(outcome)
     return RunOutcome(config, dataset, outcomes)
@@ -182,13 +207,42 @@ def _check_evidence_use(config: LoadedConfig, dataset: Dataset) -> None:
         raise ConfigError(problems[0] + more, problems=problems)
 
 
+# What a reused ranking's description gains (the report's retriever notes show it).
+_HIT = {"ranking_cache": "hit"}
+
+
+def ranking_store(config: LoadedConfig) -> Any:
+    """The ranking cache of a run (the config's ``cache_dir``, else the default cache folder); None when disabled."""
+    if not config.model.reuse_rankings:
+        return None
+    from rag_eval.retrievers.embedding_cache import default_cache_dir
+    from rag_eval.retrievers.ranking_cache import RankingCache
+
+    folder = config.resolve(config.model.cache_dir) if config.model.cache_dir else default_cache_dir()
+    return RankingCache(folder)
+
+
+def _ranking_key(spec: RetrieverSpec, config: LoadedConfig, retriever: Any, inputs: str) -> str | None:
+    """The cache key of one retriever of the run, or None when it is not cached (a plug-in, odd parameters)."""
+    from rag_eval.retrievers import registry
+    from rag_eval.retrievers.ranking_cache import ranking_key
+
+    if spec.adapter not in registry.BUILTIN:
+        return None  # plug-ins never: their code can change while their parameters stay the same
+    try:
+        with registry.config_folder(config.base):
+            params = resolve_params(registry.resolve(spec.adapter), spec.params, config)
+    except RagEvalError:
+        return None
+    return ranking_key(spec.adapter, params, retriever, inputs, config.model.top_k)
+
+
 def _evaluate_documents(
-    documents: Any, spec: RetrieverSpec, retriever: Any, raw: Any, queries: Mapping[str, str], indexed: Any,
-    timings: dict[str, float],
+    documents: Any, spec: RetrieverSpec, description: dict[str, Any], raw: Any, queries: Mapping[str, str],
+    indexed: Any, timings: dict[str, float],
 ) -> RetrieverOutcome:
     """A retriever of a document dataset: its answer as spans, scored by evaluate_evidence."""
     from rag_eval.document_run import as_span_lists, computable_metrics, own_spans_record, returns_own_spans
-    from rag_eval.retrievers.base import describe
     from rag_eval.retrievers.truncation import truncation_warning
 
     model = documents.config.model
@@ -209,7 +263,6 @@ def _evaluate_documents(
     started = time.perf_counter()
     results = documents.evaluate(spans, indexed, computed, own)
     timings["evaluate_s"] = time.perf_counter() - started
-    description = describe(retriever, spec.label)
     record = own_spans_record(spans, documents.dataset.documents) if own else indexed.record
     notes = []
     if left:

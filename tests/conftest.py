@@ -3,12 +3,28 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATASETS = Path(os.environ.get("RAG_EVAL_SHARED_DATASETS", REPO.parent / "shared" / "datasets"))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _session_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Never the user's cache: module-scoped fixtures run before the per-test one below, and must not
+    reuse rankings (or embeddings) stored by the user's own runs."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("RAG_EVAL_CACHE_DIR", str(tmp_path_factory.mktemp("session-cache")))
+        yield
+
+
+@pytest.fixture(autouse=True)
+def _own_cache_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test starts with an empty default cache: a ranking stored by one test must not be reused by another."""
+    monkeypatch.setenv("RAG_EVAL_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
 
 
 def shared_dataset(name: str) -> Path:

@@ -48,6 +48,6 @@ def test_an_unknown_variant_gets_a_guess_and_a_file_refuses_the_flag(capsys, tmp
     assert code == 2 and "is a results file, not a run's output folder" in err
     code, _, err = run(capsys, str(tmp_path), str(SWEEP / f"{CAND}.json"), "--baseline-variant", BASE)
     assert code == 2 and err == (
-        f"rag-eval: error: baseline {tmp_path}: a folder without the results of a run (no .rag_eval.json listing "
-        "<label>.json files); give a results file, or the output folder of `rag-eval run`\n"
+        f"rag-eval: error: baseline {tmp_path}: is a folder, expected a results file (or the output folder of "
+        "`rag-eval run`, whose .rag_eval.json lists its <label>.json files, with --baseline-variant)\n"
     )

@@ -45,6 +45,7 @@ def regenerated(tmp_path_factory) -> Path:
         (root / relative).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(REPO / relative, root / relative)
     with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("RAG_EVAL_CACHE_DIR", str(root / ".cache"))  # an empty cache: nothing reused from other runs
         patch.chdir(root)
         assert main(["run", str(CONFIG), "--no-progress"]) == 0
     return root / "reports" / "ocean-facts-sweep"

@@ -263,6 +263,13 @@ class RunConfig(_Strict):
     report: ReportSpec = Field(default_factory=ReportSpec)
     output: str | None = None
     cache_dir: str | None = None
+    reuse_rankings: bool = Field(
+        default=True,
+        description="Reuse a built-in retriever's ranking from an earlier run (stored under `cache_dir`, else the "
+        "default cache folder) when nothing it depends on changed: adapter, parameters, the exact corpus it indexes "
+        "and query texts, `top_k`, model files, a static retriever's rankings, rag_eval and library versions. "
+        "Plug-in retrievers are never reused. `false` indexes and searches every time.",
+    )
     regression: RegressionSpec | None = None
     chunking: dict[str, dict[str, Any]] = Field(
         default_factory=dict,

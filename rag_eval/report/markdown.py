@@ -161,7 +161,7 @@ def semantics_phrases(options: Mapping[str, Any], skipped: str) -> tuple[str, st
 
 
 def _description_notes(description: Mapping[str, Any]) -> str:
-    keys = ("model", "library", "cache", "source", "method")
+    keys = ("model", "library", "cache", "source", "method", "ranking_cache")
     parts = [f"{k}: {description[k]}" for k in keys if k in description and description[k] not in (None, "")]
     return "; ".join(parts)
 
