@@ -12,12 +12,12 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED_DATASETS = Path(os.environ.get("RAG_EVAL_SHARED_DATASETS", REPO.parent / "shared" / "datasets"))
 
 
-@pytest.fixture(scope="session", autouse=True)
-def _session_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """Never the user's cache: module-scoped fixtures run before the per-test one below, and must not
-    reuse rankings (or embeddings) stored by the user's own runs."""
+@pytest.fixture(scope="module", autouse=True)
+def _module_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Never the user's cache, nor another module's: module-scoped fixtures run before the per-test
+    fixture below, and must not reuse rankings (or embeddings) stored by other runs."""
     with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("RAG_EVAL_CACHE_DIR", str(tmp_path_factory.mktemp("session-cache")))
+        patch.setenv("RAG_EVAL_CACHE_DIR", str(tmp_path_factory.mktemp("module-cache")))
         yield
 
 
