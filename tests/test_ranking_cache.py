@@ -163,8 +163,12 @@ def test_a_damaged_entry_is_a_miss_and_is_rewritten(tmp_path, calls, damage):
             entry.unlink()
             entry.mkdir()
     calls.clear()
-    with pytest.warns(RankingCacheWarning, match="unusable"):
+    with pytest.warns(RankingCacheWarning) as warned:
         second = run(tmp_path, sweep_config(tmp_path, k1=(0.9,)))
+    messages = [str(w.message) for w in warned]
+    assert any("unusable" in m for m in messages)
+    # A folder in the entry's place cannot be replaced by a file: storing the new entry warns too.
+    assert any("could not store" in m for m in messages) == (damage == "folder")
     assert sorted(calls) == [("bm25", "index"), ("bm25", "search"), ("seed", "index"), ("seed", "search")]
     assert [o.ranking for o in second.outcomes] == [o.ranking for o in first.outcomes]
     if damage != "folder":  # rewritten: the third run hits
