@@ -1,8 +1,8 @@
 """The committed sweep example (reports/ocean-facts-sweep/) is what `rag-eval run configs/ocean_facts_sweep.yaml`
 writes today: the decision report, its plots (SVG, byte for byte), the per-query CSV and every variant's results.
 
-Regenerated as tests/test_example_report.py regenerates the ocean-facts example, with the same
-run-dependent fields blanked (its RUN_DEPENDENT patterns); the number of blanked fields must agree
+Regenerated as tests/test_example_report.py regenerates the ocean-facts example, with its
+normalisation (the run-dependent fields of its RUN_DEPENDENT blanked); the number of blanked fields must agree
 between the committed and the fresh files. After an intended change:
 
     .venv/bin/rag-eval run configs/ocean_facts_sweep.yaml
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO
-from test_example_report import RUN_DEPENDENT, _applies
+from test_example_report import normalised
 
 from rag_eval.cli import main
 from rag_eval.output_folder import MANIFEST
@@ -27,15 +27,6 @@ EXAMPLE = REPO / "reports" / "ocean-facts-sweep"
 CONFIG = Path("configs") / "ocean_facts_sweep.yaml"
 DATASET = Path("datasets") / "ocean_facts.yaml"
 VARIANTS = [f"bm25.k1-{k1}.b-{b}" for k1 in ("0.9", "1.2", "1.5") for b in ("0.4", "0.75")]
-
-
-def normalised(name: str, text: str) -> tuple[str, int]:
-    made = 0
-    for files, pattern, replacement, _ in RUN_DEPENDENT:
-        if _applies(files, name):
-            text, n = pattern.subn(replacement, text)
-            made += n
-    return text, made
 
 
 @pytest.fixture(scope="module")
