@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from rag_eval.results import Results
+
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATASETS = Path(os.environ.get("RAG_EVAL_SHARED_DATASETS", REPO.parent / "shared" / "datasets"))
 
@@ -48,3 +50,19 @@ from hypothesis import settings  # noqa: E402
 settings.register_profile("ci", derandomize=True, print_blob=True, deadline=None)
 settings.register_profile("dev", deadline=None)
 settings.load_profile("ci" if os.environ.get("CI") else os.environ.get("HYPOTHESIS_PROFILE", "dev"))
+
+
+def results_from_columns(values: dict, qids) -> Results:
+    """A hand-made Results: ``{metric: per-query values}`` over ``qids`` (NaN = left out), aggregate = nan-mean."""
+    import numpy as np
+
+    from rag_eval.metrics.measures import parse_metrics
+
+    arrays = {name: np.array(column, dtype=np.float64) for name, column in values.items()}
+    return Results(
+        metrics=parse_metrics(list(values)),
+        query_ids=tuple(qids),
+        values=arrays,
+        aggregate={name: float(np.nanmean(column)) for name, column in arrays.items()},
+        options={},
+    )

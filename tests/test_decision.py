@@ -14,11 +14,11 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from conftest import results_from_columns
 from scipy import stats as sps
 
 from rag_eval.datasets.model import Query
 from rag_eval.decision import decide_run, mean_context_size, query_tags, segment_table
-from rag_eval.metrics.measures import parse_metrics
 from rag_eval.report.decision import decision_lines
 from rag_eval.results import Results
 
@@ -31,14 +31,7 @@ D = B + [0.01, -0.01, 0.02, -0.01, 0.0, 0.0, 0.01, -0.01]  # B with a little noi
 
 
 def res(values, qids=QIDS, metric=M) -> Results:
-    column = np.asarray(values, dtype=np.float64)
-    return Results(
-        metrics=parse_metrics([metric]),
-        query_ids=tuple(qids),
-        values={metric: column},
-        aggregate={metric: float(np.nanmean(column))},
-        options={},
-    )
+    return results_from_columns({metric: list(values)}, qids)
 
 
 def exact_p(deltas) -> float:

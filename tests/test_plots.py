@@ -8,10 +8,9 @@ import xml.etree.ElementTree as ET
 
 import numpy as np
 import pytest
-from conftest import REPO
+from conftest import REPO, results_from_columns
 
 from rag_eval.config.schema import load_config
-from rag_eval.metrics.measures import parse_metrics
 from rag_eval.report import plots
 from rag_eval.report.plots import (
     MeanRow,
@@ -39,14 +38,7 @@ NAN = float("nan")
 
 
 def results(values: dict[str, list[float]], qids: tuple[str, ...] = ("q1", "q2", "q3", "q4")) -> Results:
-    arrays = {name: np.array(column, dtype=np.float64) for name, column in values.items()}
-    return Results(
-        metrics=parse_metrics(list(values)),
-        query_ids=qids,
-        values=arrays,
-        aggregate={name: float(np.nanmean(column)) for name, column in arrays.items()},
-        options={},
-    )
+    return results_from_columns(values, qids)
 
 
 # a: mean 0.5 over 3 defined queries (q4 left out); b: 0.625; c: 0.25.

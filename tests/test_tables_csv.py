@@ -8,10 +8,9 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import REPO
+from conftest import REPO, results_from_columns
 
 from rag_eval.config.schema import load_config
-from rag_eval.metrics.measures import parse_metrics
 from rag_eval.report.tables_csv import per_query_csv
 from rag_eval.results import Results, combined_dataframe
 from rag_eval.runner import execute
@@ -20,14 +19,7 @@ NAN = float("nan")
 
 
 def results(values: dict[str, list[float]], qids: tuple[str, ...]) -> Results:
-    arrays = {name: np.array(column, dtype=np.float64) for name, column in values.items()}
-    return Results(
-        metrics=parse_metrics(list(values)),
-        query_ids=qids,
-        values=arrays,
-        aggregate={name: float(np.nanmean(column)) for name, column in arrays.items()},
-        options={},
-    )
+    return results_from_columns(values, qids)
 
 
 # Awkward ids (a comma, a quote, "NA"), a value left out (NaN), and a metric only one variant has.
