@@ -48,7 +48,18 @@ def load_config_dataset(config: LoadedConfig) -> Dataset:
 
 
 def execute(config: LoadedConfig, progress: bool | None = None) -> RunOutcome:
-    """Run every retriever of ``config`` and evaluate it; writes nothing."""
+    """Run every retriever of ``config`` and evaluate it; writes nothing.
+
+    Equal nested retrievers of several retrievers (a sweep over a hybrid's fusion) are built,
+    indexed and searched once (rag_eval.retrievers.shared_children).
+    """
+    from rag_eval.retrievers.shared_children import sharing
+
+    with sharing():
+        return _execute(config, progress)
+
+
+def _execute(config: LoadedConfig, progress: bool | None) -> RunOutcome:
     from tqdm.auto import tqdm
 
     from rag_eval.read_only import read_only_corpus, read_only_queries

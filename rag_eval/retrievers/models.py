@@ -395,7 +395,7 @@ def build_child(ref: Any, where: str, cache_dir: Path | None = None) -> Any:
     ``cache_dir`` is given and the child names a ``cache_dir`` parameter that its
     own params leave unset, the parent's cache folder is passed down.
     """
-    from rag_eval.retrievers import registry
+    from rag_eval.retrievers import registry, shared_children
 
     params = dict(ref.params)
     try:
@@ -403,6 +403,8 @@ def build_child(ref: Any, where: str, cache_dir: Path | None = None) -> Any:
             names = registry.parameter_names(registry.resolve(ref.adapter))
             if names is not None and "cache_dir" in names:  # never pushed into a **kwargs catch-all
                 params["cache_dir"] = str(cache_dir)
-        return registry.build(ref.adapter, params)
+        # Equal children of several parents (the variants of a sweep over fusion or re-ranking) are built,
+        # indexed and searched once per run (rag_eval.retrievers.shared_children).
+        return shared_children.shared(ref.adapter, params, lambda: registry.build(ref.adapter, params))
     except RetrieverError as error:
         raise RetrieverError(f"{where}: {error}") from error

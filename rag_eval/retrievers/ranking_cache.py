@@ -88,7 +88,10 @@ def components(retriever: Any) -> dict[str, Any] | None:
     Model identities are content hashes of the model folder; nothing is loaded.
     """
     from rag_eval.retrievers.registry import BUILTIN
+    from rag_eval.retrievers.shared_children import SharedChild
 
+    if isinstance(retriever, SharedChild):  # a child shared by several variants of the run: its identity is the child's
+        retriever = retriever.retriever
     cls = type(retriever)
     path = f"{cls.__module__}:{cls.__qualname__}"
     adapter = next((name for name, target in BUILTIN.items() if target == path), None)
