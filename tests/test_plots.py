@@ -253,3 +253,15 @@ def test_at_k_text_equivalent_holds_the_curve(ocean_run):
     bm25 = next(o for o in ocean_run.outcomes if o.label == "bm25").results.aggregate
     assert built.texts["plot-at-k.svg"].startswith("ndcg@k at k = 1, 2, 3, 5, 10: seed-ranking ")
     assert f"bm25 {bm25['ndcg@1']:.4f} / " in built.texts["plot-at-k.svg"]
+
+
+def test_past_ten_lines_each_line_still_looks_different() -> None:
+    from rag_eval.report.plots import _line_style
+
+    styles = [tuple(sorted(_line_style(i, "o").items())) for i in range(40)]
+    assert len(set(styles)) == 40
+    assert _line_style(3, ".") == {"color": "C3", "linestyle": "-", "marker": "."}
+    assert _line_style(13, ".") == {"color": "C3", "linestyle": "--", "marker": "s"}
+    curves = {f"v{i:02d}": {1: 0.1 * (i % 7), 10: 0.5} for i in range(12)}
+    svg = metric_at_k_svg(curves, "ndcg@k")
+    assert svg.count("stroke-dasharray") >= 2  # the 11th and 12th lines (and their legend entries) are dashed

@@ -270,9 +270,10 @@ def per_query_deltas_svg(deltas_by_label: Mapping[str, Sequence[float] | np.ndar
     def draw(fig: Any) -> None:
         ax = fig.add_subplot()
         ax.axhline(0.0, color="black", linewidth=0.8)
-        for label, deltas in deltas_by_label.items():
+        for position, (label, deltas) in enumerate(deltas_by_label.items()):
             values = np.asarray(deltas, dtype=np.float64)
-            ax.plot(np.arange(1, values.size + 1), values, marker=".", linewidth=1, label=label, gid=f"deltas-{label}")
+            ax.plot(np.arange(1, values.size + 1), values, linewidth=1, label=label, gid=f"deltas-{label}",
+                    **_line_style(position, "."))
         ax.set_xlabel("queries, sorted by difference")
         ax.set_ylabel(f"{metric} minus {baseline}")
         if deltas_by_label:
@@ -288,10 +289,11 @@ def metric_at_k_svg(curves: Mapping[str, Mapping[int, float]], family: str = "me
     def draw(fig: Any) -> None:
         ax = fig.add_subplot()
         ks: set[int] = set()
-        for label, curve in curves.items():
+        for position, (label, curve) in enumerate(curves.items()):
             points = sorted(curve.items())
             ks.update(k for k, _ in points)
-            ax.plot([k for k, _ in points], [v for _, v in points], marker="o", label=label, gid=f"at-k-{label}")
+            ax.plot([k for k, _ in points], [v for _, v in points], label=label, gid=f"at-k-{label}",
+                    **_line_style(position, "o"))
         ax.set_xscale("log")
         ticks = sorted(ks)
         ax.set_xticks(ticks, [str(k) for k in ticks])
@@ -328,10 +330,10 @@ def sensitivity_svg(param: str, points: Sequence[SweepPoint], metric: str = "met
         series: dict[str, list[SweepPoint]] = {}
         for p in points:
             series.setdefault(p.series, []).append(p)
-        for name, members in series.items():
+        for line, (name, members) in enumerate(series.items()):
             members = sorted(members, key=lambda p: position(p.value))
-            ax.plot([position(p.value) for p in members], [p.mean for p in members], marker="o", label=name,
-                    gid=f"sweep-{name}")
+            ax.plot([position(p.value) for p in members], [p.mean for p in members], label=name,
+                    gid=f"sweep-{name}", **_line_style(line, "o"))
         ax.set_xticks(range(len(categories)), categories)
         ax.set_xlabel(param)
         ax.set_ylabel(f"mean {metric}")
@@ -340,6 +342,22 @@ def sensitivity_svg(param: str, points: Sequence[SweepPoint], metric: str = "met
         ax.grid(alpha=0.3)
 
     return _render(draw)
+
+
+# Matplotlib's ten colours repeat; past them a line differs by its dash and marker as well,
+# so that no two lines of a legend look alike (a sweep easily has 12 or more variants).
+_DASHES = ("-", "--", ":", "-.")
+_MARKERS = ("s", "^", "D", "v")
+
+
+def _line_style(position: int, marker: str) -> dict[str, str]:
+    """Colour, dash and marker of the line at ``position``: ``marker`` and solid for the first ten."""
+    cycle = position // 10 % len(_DASHES)
+    return {
+        "color": f"C{position % 10}",
+        "linestyle": _DASHES[cycle],
+        "marker": marker if cycle == 0 else _MARKERS[cycle - 1],
+    }
 
 
 def _render(draw: Any, height: float = 4.0) -> str:
