@@ -1,8 +1,10 @@
-"""The passage-embedding cache: keys, integrity checks, and the dense adapter's use of it."""
+"""The dense adapter's use of the per-passage embedding store, and the model identity it is keyed by.
+
+The store itself (format, damage, concurrency) is tested in test_embedding_store.py.
+"""
 
 from __future__ import annotations
 
-import json
 import os
 import time
 import warnings
@@ -15,7 +17,8 @@ import pytest
 from rag_eval.errors import RetrieverError
 from rag_eval.retrievers import embedding_cache as ec
 from rag_eval.retrievers import models, registry
-from rag_eval.retrievers.embedding_cache import EmbeddingCache, EmbeddingCacheWarning
+from rag_eval.retrievers.dense import DenseRetriever
+from rag_eval.retrievers.embedding_cache import EmbeddingCacheWarning
 
 CORPUS = {
     "a": {"title": "Pacific", "text": "the pacific is the largest ocean"},
@@ -26,83 +29,7 @@ CORPUS = {
 QUERIES = {"q1": "largest ocean", "q2": "whale"}
 
 
-# --------------------------------------------------------------------------- the store itself
-
-
-def test_round_trip_and_manifest(tmp_path):
-    cache = EmbeddingCache(tmp_path)
-    array = np.arange(12, dtype=np.float32).reshape(4, 3) / 7
-    cache.save("k1", ["a", "b", "c", "d"], array, {"model": "m"})
-    array_path, manifest_path = cache.paths("k1")
-    manifest = json.loads(manifest_path.read_text())
-    assert manifest["shape"] == [4, 3] and manifest["dtype"] == "float32" and manifest["doc_ids"] == list("abcd")
-    assert manifest["sha256"] == __import__("hashlib").sha256(array.tobytes()).hexdigest()
-    assert manifest["model"] == "m"
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")  # a clean hit or a plain miss never warns
-        np.testing.assert_array_equal(cache.load("k1", list("abcd")), array)
-        assert cache.load("other", list("abcd")) is None
-    assert sorted(p.name for p in array_path.parent.iterdir()) == ["k1.json", "k1.npy"]  # no temp files left
-
-
-def _saved(tmp_path) -> tuple[EmbeddingCache, Path, Path]:
-    cache = EmbeddingCache(tmp_path)
-    cache.save("k", ["a", "b"], np.array([[1.0, 2.0], [3.0, 4.0]], dtype=np.float32))
-    return (cache, *cache.paths("k"))
-
-
-def test_truncated_array_is_rejected_with_a_warning(tmp_path):
-    cache, array_path, _ = _saved(tmp_path)
-    data = array_path.read_bytes()
-    array_path.write_bytes(data[: len(data) - 5])
-    with pytest.warns(EmbeddingCacheWarning, match="unreadable array"):
-        assert cache.load("k", ["a", "b"]) is None
-
-
-def test_flipped_byte_fails_the_checksum(tmp_path):
-    cache, array_path, _ = _saved(tmp_path)
-    data = bytearray(array_path.read_bytes())
-    data[-1] ^= 0x01  # same size, still a valid .npy, different number
-    array_path.write_bytes(bytes(data))
-    with pytest.warns(EmbeddingCacheWarning, match="checksum mismatch"):
-        assert cache.load("k", ["a", "b"]) is None
-
-
-@pytest.mark.parametrize(
-    "damage, message",
-    [
-        (lambda m: m.write_text("{not json"), "unreadable manifest"),
-        (lambda m: m.unlink(), "array without a manifest"),
-        (lambda m: m.write_text(json.dumps({**json.loads(m.read_text()), "shape": [2, 5]})), "manifest shape|array is"),
-        (lambda m: m.write_text(json.dumps({**json.loads(m.read_text()), "doc_ids": ["b", "a"]})), "doc ids differ"),
-        (lambda m: m.write_text(json.dumps({**json.loads(m.read_text()), "key": "x"})), "key does not match"),
-    ],
-)
-def test_damaged_manifest_is_rejected(tmp_path, damage, message):
-    cache, _, manifest_path = _saved(tmp_path)
-    damage(manifest_path)
-    with pytest.warns(EmbeddingCacheWarning, match=message):
-        assert cache.load("k", ["a", "b"]) is None
-
-
-def test_missing_array_with_manifest(tmp_path):
-    cache, array_path, _ = _saved(tmp_path)
-    array_path.unlink()
-    with pytest.warns(EmbeddingCacheWarning, match="array file missing"):
-        assert cache.load("k", ["a", "b"]) is None
-
-
-def test_keys_change_with_every_input():
-    fp = ec.corpus_fingerprint(["a", "b"], ["x", "y"])
-    assert fp != ec.corpus_fingerprint(["a", "b"], ["x", "y!"])
-    assert fp != ec.corpus_fingerprint(["a", "c"], ["x", "y"])
-    assert fp != ec.corpus_fingerprint(["ab"], ["xy"]) != ec.corpus_fingerprint(["a"], ["bxy"])
-    options = {"passage_prefix": "", "normalize": True, "max_seq_length": None}
-    key = ec.cache_key("m1", options, fp)
-    assert key == ec.cache_key("m1", dict(reversed(list(options.items()))), fp)  # order-free
-    assert key != ec.cache_key("m2", options, fp)
-    assert key != ec.cache_key("m1", {**options, "passage_prefix": "p: "}, fp)
-    assert key != ec.cache_key("m1", {**options, "normalize": False}, fp)
+# --------------------------------------------------------------------------- the cache folder
 
 
 def test_default_cache_dir(monkeypatch, tmp_path):
@@ -198,21 +125,6 @@ def test_stale_embeddings_are_not_served_for_new_weights_of_the_same_size(tmp_pa
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
-@pytest.mark.parametrize("which", ["manifest", "array"])
-def test_a_fifo_in_the_cache_is_rejected_not_opened(tmp_path, which):
-    cache = EmbeddingCache(tmp_path)
-    ids = ["a", "b"]
-    cache.save("k", ids, np.ones((2, 3), dtype=np.float32))
-    target = cache.paths("k")[0 if which == "array" else 1]
-    target.unlink()
-    os.mkfifo(target)
-    with pytest.warns(EmbeddingCacheWarning, match=f"{which if which == 'manifest' else 'array file'} is a FIFO"):
-        assert cache.load("k", ids) is None  # returns at once: a FIFO opened for reading would block
-    cache.save("k", ids, np.ones((2, 3), dtype=np.float32))  # and the entry is rebuilt over it
-    assert cache.load("k", ids).tolist() == [[1.0] * 3] * 2
-
-
-@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
 def test_a_fifo_as_hash_memo_or_model_file_does_not_hang(tmp_path, monkeypatch):
     folder = tmp_path / "model"
     folder.mkdir()
@@ -269,64 +181,68 @@ def run_dense(tiny_dir, cache_dir, corpus=CORPUS, **params):
 def test_second_run_reads_passages_and_queries_from_the_cache_without_loading_the_model(tiny, tmp_path, monkeypatch):
     counter = Counter(monkeypatch)
     first = run_dense(tiny, tmp_path)
-    assert first.describe()["cache"] == "miss" and counter.encoded == [4] and counter.loads == 1
+    described = first.describe()
+    assert described["cache"] == "miss" and counter.encoded == [4] and counter.loads == 1
+    assert (described["passages_encoded"], described["passages_reused"]) == (4, 0)
     first_run = first.search(QUERIES, 4)
 
     second = run_dense(tiny, tmp_path)
     described = second.describe()
-    assert described["cache"] == "hit" and described["passages_encoded"] == 0
+    assert described["cache"] == "hit" and described["passages_encoded"] == 0 and described["passages_reused"] == 4
     assert counter.encoded == [4, 2] and counter.loads == 1  # only the first run's queries encoded so far
-    np.testing.assert_array_equal(second._embeddings, first._embeddings)
+    assert second._embeddings.tobytes() == first._embeddings.tobytes()  # the stored bytes, not a re-encoding
     second_run = second.search(QUERIES, 4)
     # The same queries were encoded by the first run: their embeddings come from the cache too,
     # so the second run never loads the model.
     assert counter.loads == 1 and counter.encoded == [4, 2]
-    assert second.describe()["query_cache"] == "hit"
+    assert second.describe()["query_cache"] == "hit" and second.describe()["queries_encoded"] == 0
     third = run_dense(tiny, tmp_path)
-    third.search({"q-new": "a query never seen"}, 4)
-    assert counter.loads == 2 and counter.encoded == [4, 2, 1]  # a new query is encoded, loading the model
+    third.search({"q-new": "a query never seen", "q1": QUERIES["q1"]}, 4)
+    assert counter.loads == 2 and counter.encoded == [4, 2, 1]  # only the new query is encoded, loading the model
+    assert third.describe()["query_cache"] == "partial" and third.describe()["queries_encoded"] == 1
     for qid in QUERIES:
-        assert list(second_run[qid]) == list(first_run[qid])
-        assert list(second_run[qid].values()) == pytest.approx(list(first_run[qid].values()), abs=1e-6)
-    assert described["cache_key"] == first.describe()["cache_key"]
-    assert Path(described["cache_path"]).is_file()
+        assert second_run[qid] == first_run[qid]
+    assert described["cache_namespace"] == first.describe()["cache_namespace"]
+    assert [p.suffix for p in Path(described["cache_path"]).iterdir()] == [".emb"]  # one shard of 4 passages
 
 
 def test_what_invalidates_the_cache(tiny, tmp_path, monkeypatch):
     counter = Counter(monkeypatch)
     base = run_dense(tiny, tmp_path)
-    key = base.describe()["cache_key"]
+    namespace = base.describe()["cache_namespace"]
     edited = {**CORPUS, "c": {"title": "Reef", "text": "coral reefs are made by tiny animals"}}
     other_model = _models.tiny_bi_encoder(seed=1)
-    cases = {
-        "one passage changed": (edited, {}, "miss"),
-        "one passage added": ({**CORPUS, "e": {"text": "tides"}}, {}, "miss"),
-        "passage prefix": (CORPUS, {"passage_prefix": "passage: "}, "miss"),
-        "normalisation": (CORPUS, {"normalize": False}, "miss"),
-        "max_seq_length": (CORPUS, {"max_seq_length": 8}, "miss"),
-        "another model": (CORPUS, {"model": str(other_model)}, "miss"),
-        "query prefix only": (CORPUS, {"query_prefix": "query: "}, "hit"),
-        "batch and block size": (CORPUS, {"batch_size": 2, "block_size": 3}, "hit"),
-        "dot similarity on unit vectors": (CORPUS, {"similarity": "dot"}, "hit"),
+    cases = {  # name: corpus, params, expected status, passages encoded, new namespace
+        "one passage changed": (edited, {}, "partial", 1, False),
+        "one passage added": ({**CORPUS, "e": {"text": "tides"}}, {}, "partial", 1, False),
+        "one passage removed": ({k: CORPUS[k] for k in "abc"}, {}, "hit", 0, False),
+        "passage prefix": (CORPUS, {"passage_prefix": "passage: "}, "miss", 4, False),  # new texts, same namespace
+        "normalisation": (CORPUS, {"normalize": False}, "miss", 4, True),
+        "max_seq_length": (CORPUS, {"max_seq_length": 8}, "miss", 4, True),
+        "another model": (CORPUS, {"model": str(other_model)}, "miss", 4, True),
+        "query prefix only": (CORPUS, {"query_prefix": "query: "}, "hit", 0, False),
+        "batch and block size": (CORPUS, {"batch_size": 2, "block_size": 3}, "hit", 0, False),
+        "dot similarity on unit vectors": (CORPUS, {"similarity": "dot"}, "hit", 0, False),
     }
-    keys = {key}
-    for name, (corpus, params, expected) in cases.items():
-        encoded_before = len(counter.encoded)
+    namespaces = {namespace}
+    for name, (corpus, params, status, encoded, new_namespace) in cases.items():
+        before = sum(counter.encoded)
         described = run_dense(tiny, tmp_path, corpus, **params).describe()
-        assert described["cache"] == expected, name
-        assert (len(counter.encoded) > encoded_before) == (expected == "miss"), name
-        if expected == "miss":
-            assert described["cache_key"] not in keys, name
-            keys.add(described["cache_key"])
-        else:
-            assert described["cache_key"] == key, name
-    # and each new entry is itself reused
+        assert (described["cache"], described["passages_encoded"]) == (status, encoded), name
+        assert described["passages_reused"] == len(corpus) - encoded, name
+        assert sum(counter.encoded) - before == encoded, name  # what describe() says is what the model did
+        assert (described["cache_namespace"] not in namespaces) == new_namespace, name
+        namespaces.add(described["cache_namespace"])
+    # and each new embedding is itself reused
     assert run_dense(tiny, tmp_path, edited).describe()["cache"] == "hit"
 
 
 def test_cache_off_writes_nothing(tiny, tmp_path):
     retriever = run_dense(tiny, tmp_path / "cache", use_cache=False)
-    assert retriever.describe()["cache"] == "off" and retriever.describe()["passages_encoded"] == 4
+    described = retriever.describe()
+    assert described["cache"] == "off" and described["passages_encoded"] == 4 and described["passages_reused"] == 0
+    retriever.search(QUERIES, 2)
+    assert retriever.describe()["queries_encoded"] == 2 and retriever.describe()["query_cache"] == "off"
     assert not (tmp_path / "cache").exists()
 
 
@@ -334,18 +250,83 @@ def test_cache_off_writes_nothing(tiny, tmp_path):
 def test_corrupt_entry_is_detected_and_rebuilt(tiny, tmp_path, monkeypatch, damage):
     counter = Counter(monkeypatch)
     first = run_dense(tiny, tmp_path)
-    array_path = Path(first.describe()["cache_path"])
-    data = bytearray(array_path.read_bytes())
+    (shard,) = Path(first.describe()["cache_path"]).iterdir()
+    data = bytearray(shard.read_bytes())
     if damage == "truncate":
         data = data[: len(data) // 2]
     else:
         data[-3] ^= 0x40
-    array_path.write_bytes(bytes(data))
+    shard.write_bytes(bytes(data))
 
-    with pytest.warns(EmbeddingCacheWarning, match="re-encoding"):
+    with pytest.warns(EmbeddingCacheWarning, match="re-encoded"):
         rebuilt = run_dense(tiny, tmp_path)
     assert rebuilt.describe()["cache"] == "miss" and counter.encoded == [4, 4]
     np.testing.assert_allclose(rebuilt._embeddings, first._embeddings, atol=1e-6)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert run_dense(tiny, tmp_path).describe()["cache"] == "hit"  # the rewritten entry is sound
+        assert run_dense(tiny, tmp_path).describe()["cache"] == "hit"  # the rewritten shard is sound
+
+
+# --------------------------------------------------------------------------- per-passage reuse
+
+BIGGER = {f"p{i:02d}": {"title": "", "text": f"{word} {i} of the sea"} for i, word in enumerate(["coral", "whale"] * 6)}
+
+
+def test_editing_one_passage_encodes_exactly_that_passage(tiny, tmp_path, monkeypatch):
+    counter = Counter(monkeypatch)
+    first = run_dense(tiny, tmp_path, BIGGER)
+    assert first.describe()["passages_encoded"] == 12 and counter.encoded == [12]
+    edited = {**BIGGER, "p05": {"title": "", "text": "the deep indian ocean"}}
+    rerun = run_dense(tiny, tmp_path, edited)
+    described = rerun.describe()
+    assert (described["cache"], described["passages_encoded"], described["passages_reused"]) == ("partial", 1, 11)
+    assert counter.encoded == [12, 1]
+    # The same numbers as encoding the edited corpus from scratch (rows other than p05 are the stored bytes).
+    fresh = run_dense(tiny, tmp_path / "other", edited, use_cache=False)
+    np.testing.assert_allclose(rerun._embeddings, fresh._embeddings, atol=1e-6)
+    kept = [i for i in range(12) if i != 5]  # p05 is row 5 (rows follow sorted ids)
+    assert rerun._embeddings[kept].tobytes() == first._embeddings[kept].tobytes()
+    ranked, expected = rerun.search(QUERIES, 5), fresh.search(QUERIES, 5)
+    for qid in QUERIES:
+        assert list(ranked[qid]) == list(expected[qid])
+        assert list(ranked[qid].values()) == pytest.approx(list(expected[qid].values()), abs=1e-6)
+
+
+def test_a_second_chunking_sharing_texts_reuses_their_embeddings(tiny, tmp_path, monkeypatch):
+    counter = Counter(monkeypatch)
+    run_dense(tiny, tmp_path, CORPUS)
+    # Another chunking of the same documents: new ids, three texts in common, one new, one repeated.
+    chunked = {
+        "doc1#0-31": CORPUS["a"],
+        "doc1#31-60": CORPUS["b"],
+        "doc2#0-30": CORPUS["c"],
+        "doc2#30-80": {"title": "", "text": "a whale and the deep sea"},
+        "doc3#0-30": CORPUS["c"],
+    }
+    described = run_dense(tiny, tmp_path, chunked).describe()
+    assert (described["cache"], described["passages_encoded"], described["passages_reused"]) == ("partial", 1, 3)
+    assert described["duplicate_passages"] == 1 and counter.encoded == [4, 1]
+
+
+def test_a_run_killed_while_encoding_resumes_with_only_the_rest(tiny, tmp_path, monkeypatch):
+    monkeypatch.setattr(DenseRetriever, "cache_write_every", 5)  # 12 passages: batches of 5, 5, 2
+    real = DenseRetriever._encode
+    batches: list[int] = []
+
+    def killed_after_two(self, texts):
+        if len(batches) == 2:
+            raise KeyboardInterrupt("killed")
+        batches.append(len(texts))
+        return real(self, texts)
+
+    monkeypatch.setattr(DenseRetriever, "_encode", killed_after_two)
+    with pytest.raises(KeyboardInterrupt):
+        run_dense(tiny, tmp_path, BIGGER)
+    assert batches == [5, 5]
+    monkeypatch.setattr(DenseRetriever, "_encode", lambda self, texts: batches.append(len(texts)) or real(self, texts))
+    resumed = run_dense(tiny, tmp_path, BIGGER)
+    described = resumed.describe()
+    assert (described["cache"], described["passages_encoded"], described["passages_reused"]) == ("partial", 2, 10)
+    assert batches == [5, 5, 2]
+    fresh = run_dense(tiny, tmp_path / "other", BIGGER, use_cache=False)
+    np.testing.assert_allclose(resumed._embeddings, fresh._embeddings, atol=1e-6)

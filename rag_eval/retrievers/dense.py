@@ -13,7 +13,7 @@ YAML parameters (all optional)::
       max_seq_length: null      # truncate inputs to this many tokens (default: the model's)
       device: auto              # auto | cpu | cuda | cuda:N | mps (auto = cuda when available)
       cache_dir: null           # default $RAG_EVAL_CACHE_DIR or ~/.cache/rag_eval
-      use_cache: true           # reuse passage embeddings across runs (see rag_eval.retrievers.embedding_cache)
+      use_cache: true           # reuse embeddings across runs, per passage (see rag_eval.embeddings.store)
       block_size: 65536         # passages scored per block during search (bounds memory)
       show_progress: true       # progress bars while encoding
 
@@ -22,6 +22,12 @@ block and a running top-k per query is kept, so memory does not grow with the
 corpus beyond the embeddings themselves. torch and sentence-transformers are
 imported only when a model is first needed; a cache hit in ``index()`` loads no
 model at all.
+
+Embeddings are cached per text (:mod:`rag_eval.embeddings.store`), keyed by the model's
+content hash, :meth:`DenseRetriever._encoding_options` and the exact text encoded (prefix
+included): editing one passage re-encodes that passage only, chunkings and corpora that
+share texts share embeddings, and a run killed while encoding keeps every batch written
+before the kill (``cache_write_every`` passages each).
 """
 
 from __future__ import annotations
@@ -32,11 +38,13 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field, field_validator, model_validator
 
+from rag_eval.embeddings.store import EmbeddingStore, encode_missing, namespace_key
 from rag_eval.errors import RetrieverError
+from rag_eval.execution.scores import inner_products
 from rag_eval.ranking import order_rows
 from rag_eval.retrievers import models as _models
 from rag_eval.retrievers.base import Corpus, Queries, Ranking, passage_text
-from rag_eval.retrievers.embedding_cache import EmbeddingCache, cache_key, corpus_fingerprint, default_cache_dir
+from rag_eval.retrievers.embedding_cache import default_cache_dir
 from rag_eval.retrievers.params import AdapterParams, Device, Folder, check_params
 from rag_eval.retrievers.topk import select_top_k
 
@@ -77,7 +85,9 @@ def top_k_blockwise(
         best_s = np.empty((q.shape[0], 0), dtype=np.float32)
         best_i = np.empty((q.shape[0], 0), dtype=np.int64)
         for p_start in range(0, n_passages, block_size):
-            block_scores = (q @ passages[p_start : p_start + block_size].T).astype(np.float32, copy=False)
+            # Not q @ p.T in float32: BLAS rounds a cell differently for other shapes and thread counts;
+            # inner_products gives the same bits however passages are split (sharded search relies on it).
+            block_scores = inner_products(q, passages[p_start : p_start + block_size])
             block_ids = np.arange(p_start, p_start + block_scores.shape[1], dtype=np.int64)
             keep = select_top_k(block_scores, block_ids, k, ordered=False)
             cand_s = np.concatenate([best_s, np.take_along_axis(block_scores, keep, axis=1)], axis=1)
@@ -131,6 +141,8 @@ class DenseRetriever:
     Params = DenseParams
     #: Parameters the runner resolves against the config file's folder when relative.
     PATH_PARAMS = ("cache_dir",)
+    #: Texts encoded between two writes to the embedding store: a killed run loses at most this many.
+    cache_write_every = 1024
 
     def __init__(self, **params: Any) -> None:
         settings = check_params(DenseParams, params, ADAPTER)
@@ -192,9 +204,12 @@ class DenseRetriever:
         return np.ascontiguousarray(np.asarray(array, dtype=np.float32))
 
     def _encoding_options(self) -> dict[str, Any]:
-        """What changes passage embeddings besides the model and the texts (the cache key)."""
+        """What changes an embedding besides the model and the text encoded (part of the store's namespace).
+
+        Prefixes are not here: they are part of the text each key hashes. Anything that can move
+        embeddings only by float rounding (device, batch size) is deliberately left out.
+        """
         return {
-            "passage_prefix": self.passage_prefix,
             "normalize": self.normalize,
             "max_seq_length": self.max_seq_length,
         }
@@ -202,54 +217,47 @@ class DenseRetriever:
     # ------------------------------------------------------------------ seam
 
     def index(self, corpus: Corpus) -> None:
-        """Encode every passage (title + text), or load the embeddings from the cache."""
-        doc_ids = sorted(corpus)  # sorted: the cache entry must not depend on dict order
+        """Encode every passage (title + text) the embedding store does not hold yet; load the others."""
+        doc_ids = sorted(corpus)  # sorted: rows follow doc ids, which the tie rule of top_k_blockwise relies on
         texts = [passage_text(corpus[doc_id]) for doc_id in doc_ids]
         self._doc_ids = doc_ids
-        self._stats.update(passages=len(doc_ids), passages_encoded=0, cache_key=None, cache_path=None)
+        self._stats.update(
+            passages=len(doc_ids), passages_encoded=0, passages_reused=0, duplicate_passages=0, cache_path=None
+        )
         if not doc_ids:
             self._embeddings = np.empty((0, 0), dtype=np.float32)
             self._stats["cache"] = "off"  # nothing to encode, nothing to cache
             return
         prefixed = [self.passage_prefix + text for text in texts]
-        self._embeddings, status, info = self._encode_cached(doc_ids, texts, prefixed, self._encoding_options())
-        self._stats.update(cache=status, passages_encoded=len(doc_ids) if status != "hit" else 0, **info)
+        self._embeddings, status, counts, info = self._encode_cached(prefixed, "passage")
+        self._stats.update(
+            cache=status,
+            passages_encoded=counts["encoded"],
+            passages_reused=counts["reused"],
+            duplicate_passages=counts["duplicates"],
+            **info,
+        )
         from rag_eval.retrievers.truncation import truncation_report
 
         # Counted on every run, cache hit or not: a chunk the encoder cut is scored on its start only.
         self._stats["truncation"] = truncation_report(self.resolved.path, prefixed, self.max_seq_length)
 
-    def _encode_cached(
-        self, ids: list[str], texts: list[str], prefixed: list[str], options: dict[str, Any]
-    ) -> tuple[np.ndarray, str, dict[str, Any]]:
-        """Embeddings of ``prefixed`` from the cache, or encoded and stored; returns (array, status, info).
+    def _encode_cached(self, texts: list[str], kind: str) -> tuple[np.ndarray, str, dict[str, int], dict[str, Any]]:
+        """Embeddings of ``texts`` (exactly as the encoder receives them); returns (array, status, counts, info).
 
-        Keyed by model identity, ``options`` and a fingerprint of ids and texts, so a
-        changed text, model or option is a different entry, never a stale one.
+        Only the distinct texts the store lacks are encoded, and each batch is written as soon as
+        it is encoded. ``kind`` ("passage" / "query") is part of the namespace, so passages and
+        queries never share an entry. Status: ``hit`` (nothing encoded), ``partial`` (some texts
+        reused, some encoded), ``miss`` (nothing reused), ``off`` (no store).
         """
         if not self.use_cache:
-            return self._encode(prefixed), "off", {}
-        cache = EmbeddingCache(self.cache_dir)
-        fingerprint = corpus_fingerprint(ids, texts)
-        key = cache_key(self.model_identity(), options, fingerprint)
-        info = {"cache_key": key, "cache_path": str(cache.paths(key)[0])}
-        cached = cache.load(key, ids)
-        if cached is not None:
-            return cached, "hit", info
-        array = self._encode(prefixed)
-        manifest = {"model": self.resolved.spec, "model_identity": self.model_identity(), "options": options,
-                    "corpus_fingerprint": fingerprint}
-        try:
-            cache.save(key, ids, array, manifest)
-        except OSError as error:  # a read-only or full disk must not fail the run
-            import warnings
-
-            from rag_eval.retrievers.embedding_cache import EmbeddingCacheWarning
-
-            warnings.warn(
-                f"could not write embedding cache {cache.entries}: {error}", EmbeddingCacheWarning, stacklevel=2
-            )
-        return array, "miss", info
+            array, counts = encode_missing(texts, self._encode, None, write_every=self.cache_write_every)
+            return array, "off", counts, {}
+        namespace = namespace_key(self.model_identity(), {"kind": kind, **self._encoding_options()})
+        store = EmbeddingStore(self.cache_dir, namespace)
+        array, counts = encode_missing(texts, self._encode, store, write_every=self.cache_write_every)
+        status = "hit" if not counts["encoded"] else "miss" if not counts["reused"] else "partial"
+        return array, status, counts, {"cache_namespace": namespace, "cache_path": str(store.directory)}
 
     def search(self, queries: Queries, top_k: int) -> Ranking:
         """Top ``top_k`` passages per query by cosine (or dot) similarity, exact."""
@@ -265,16 +273,11 @@ class DenseRetriever:
             return {}
         if not self._doc_ids:
             return {qid: {} for qid in query_ids}
-        texts = [queries[qid] for qid in query_ids]
         # Query embeddings are cached too: a rerun of an unchanged config loads no model at all.
-        options = {"kind": "queries", "query_prefix": self.query_prefix, "normalize": self.normalize,
-                   "max_seq_length": self.max_seq_length}
-        query_embeddings, status, _ = self._encode_cached(
-            query_ids, texts, [self.query_prefix + text for text in texts], options
-        )
+        prefixed = [self.query_prefix + queries[qid] for qid in query_ids]
+        query_embeddings, status, counts, _ = self._encode_cached(prefixed, "query")
         self._stats["query_cache"] = status
-        if status != "hit":
-            self._stats["queries_encoded"] += len(query_ids)
+        self._stats["queries_encoded"] += counts["encoded"]
         indices, scores = top_k_blockwise(query_embeddings, self._embeddings, top_k, self.block_size)
         doc_ids = self._doc_ids
         return {

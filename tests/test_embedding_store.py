@@ -1,0 +1,370 @@
+"""The per-passage embedding store and encode_missing: exact round trips, damage, retries, concurrency."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import multiprocessing
+import os
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rag_eval.embeddings.store import (
+    EmbeddingCacheWarning,
+    EmbeddingStore,
+    encode_missing,
+    namespace_key,
+    text_key,
+)
+
+TEXTS = [f"passage number {i} about the ocean" for i in range(10)]
+# magic (8) + length (4) + the header JSON (~120 bytes with its sha256), padded to a multiple of 64
+HEADER = 192
+
+
+def fake_vector(text: str, dim: int = 6) -> np.ndarray:
+    """A vector that depends on the text only (so any two encodings of a text agree bit for bit)."""
+    seed = int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little")
+    return np.random.default_rng(seed).standard_normal(dim).astype(np.float32)
+
+
+class FakeEncoder:
+    """Counts the texts it encodes; raises after ``fail_after`` calls (a run killed mid-encoding)."""
+
+    def __init__(self, fail_after: int | None = None) -> None:
+        self.calls: list[int] = []
+        self.fail_after = fail_after
+
+    def __call__(self, texts: list[str]) -> np.ndarray:
+        if self.fail_after is not None and len(self.calls) >= self.fail_after:
+            raise KeyboardInterrupt("killed")
+        self.calls.append(len(texts))
+        return np.stack([fake_vector(t) for t in texts])
+
+
+def expected(texts) -> np.ndarray:
+    return np.stack([fake_vector(t) for t in texts])
+
+
+def store_at(tmp_path: Path, namespace: str = "ns") -> EmbeddingStore:
+    return EmbeddingStore(tmp_path, namespace)
+
+
+def batch_shard(tmp_path: Path, texts, namespace: str = "ns") -> Path:
+    """The shard a batch of texts is written to, named independently: sha256 of the sorted hex keys."""
+    name = hashlib.sha256("\n".join(sorted(text_key(t) for t in texts)).encode()).hexdigest()
+    return tmp_path / "passages" / namespace / f"{name}.emb"
+
+
+# --------------------------------------------------------------------------- keys
+
+
+def test_text_key_is_the_sha256_of_the_exact_utf8():
+    assert text_key("passage: é") == hashlib.sha256("passage: é".encode()).hexdigest()
+    assert text_key("a") != text_key("a ") != text_key(" a")
+    assert len(text_key("\ud800")) == 64  # a lone surrogate (valid in JSON) still has a key
+
+
+def test_namespace_key_covers_model_and_every_option():
+    options = {"kind": "passage", "normalize": True, "max_seq_length": None, "backend": "torch"}
+    key = namespace_key("m1", options)
+    assert key == namespace_key("m1", dict(reversed(list(options.items()))))  # order-free
+    assert (
+        len(
+            {
+                key,
+                namespace_key("m2", options),
+                namespace_key("m1", {**options, "normalize": False}),
+                namespace_key("m1", {**options, "backend": "onnx"}),
+                namespace_key("m1", {**options, "kind": "query"}),
+                namespace_key("m1", {**options, "max_seq_length": 128}),
+            }
+        )
+        == 6
+    )
+
+
+# --------------------------------------------------------------------------- the store
+
+
+def test_round_trip_is_exact_bytes_and_survives_reopening(tmp_path):
+    keys = [text_key(t) for t in TEXTS[:4]]
+    vectors = np.array(
+        [[0.1, -0.0, 1e-45, 3.4e38], [np.pi, -np.e, 1 / 3, 2**-20], [1, 2, 3, 4], [-1e-38, 0.5, 0.25, 7]],
+        dtype=np.float32,
+    )
+    store = store_at(tmp_path)
+    store.put(keys, vectors)
+    wanted = [keys[2], text_key("never stored"), keys[0], keys[3], keys[1]]
+    for reader in (store, store_at(tmp_path)):  # this instance, then a fresh one (a new process)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # a clean read never warns
+            got, found = reader.get(wanted)
+        assert found.tolist() == [True, False, True, True, True]
+        assert got.dtype == np.float32 and got.shape == (5, 4)
+        assert got[[0, 2, 3, 4]].tobytes() == vectors[[2, 0, 3, 1]].tobytes()  # bit for bit, -0.0 and denormal too
+        assert got[1].tolist() == [0.0] * 4
+        assert len(reader) == 4
+    shard = batch_shard(tmp_path, TEXTS[:4])
+    assert store.shard_paths() == [shard]
+    assert sorted(os.listdir(shard.parent)) == [shard.name]  # no temporary files left
+    assert shard.stat().st_size == HEADER + 4 * 32 + 4 * 4 * 4  # header block, keys, vectors
+
+
+def test_an_empty_store_has_no_dim(tmp_path):
+    got, found = store_at(tmp_path).get([text_key("x"), text_key("y")])
+    assert got.shape == (2, 0) and found.tolist() == [False, False]
+    assert len(store_at(tmp_path)) == 0 and store_at(tmp_path).shard_paths() == []
+
+
+def test_the_same_batch_put_twice_leaves_one_shard(tmp_path):
+    keys = [text_key(t) for t in TEXTS[:3]]
+    vectors = expected(TEXTS[:3])
+    store = store_at(tmp_path)
+    store.put(keys, vectors)
+    store.put(keys, vectors)  # a retried worker
+    store_at(tmp_path).put(keys[::-1], vectors[::-1])  # the same batch in another order, from another process
+    assert len(os.listdir(tmp_path / "passages" / "ns")) == 1
+    got, found = store_at(tmp_path).get(keys)
+    assert found.all() and got.tobytes() == vectors.tobytes()
+    assert len(store_at(tmp_path)) == 3
+
+
+def test_overlapping_shards_count_each_key_once(tmp_path):
+    store = store_at(tmp_path)
+    store.put([text_key(t) for t in TEXTS[:4]], expected(TEXTS[:4]))
+    store.put([text_key(t) for t in TEXTS[2:7]], expected(TEXTS[2:7]))
+    assert len(store) == 7 and len(store.shard_paths()) == 2
+    got, found = store_at(tmp_path).get([text_key(t) for t in TEXTS[:7]])
+    assert found.all() and got.tobytes() == expected(TEXTS[:7]).tobytes()
+
+
+def test_a_shard_written_by_another_process_after_opening_is_seen(tmp_path):
+    reader = store_at(tmp_path)
+    assert reader.get([text_key(TEXTS[0])])[1].tolist() == [False]
+    store_at(tmp_path).put([text_key(TEXTS[0])], expected(TEXTS[:1]))
+    got, found = reader.get([text_key(TEXTS[0])])
+    assert found.tolist() == [True] and got.tobytes() == expected(TEXTS[:1]).tobytes()
+
+
+def test_keys_must_be_sha256_hex(tmp_path):
+    store = store_at(tmp_path)
+    for bad in ["abc", "g" * 64, " " * 2 + "a" * 62, text_key("x").upper()[:63] + " "]:
+        with pytest.raises(ValueError, match="sha256 hex digests"):
+            store.get([text_key("ok"), bad])
+    with pytest.raises(ValueError, match="3 keys but vectors of shape"):
+        store.put([text_key(t) for t in TEXTS[:3]], np.zeros((2, 4), np.float32))
+    with pytest.raises(ValueError, match="plain name"):
+        EmbeddingStore(tmp_path, "../escape")
+
+
+def test_an_unwritable_store_warns_and_the_run_goes_on(tmp_path):
+    (tmp_path / "passages").write_text("a file where the folder should be")  # fails even as root
+    store = store_at(tmp_path)
+    encoder = FakeEncoder()
+    with pytest.warns(EmbeddingCacheWarning) as caught:
+        got, counts = encode_missing(TEXTS[:3], encoder, store)
+    messages = [str(w.message) for w in caught]
+    assert len(messages) == 2 and "cannot list embedding store" in messages[0] and "Not a directory" in messages[0]
+    assert "could not write embedding shard" in messages[1] and "these 3 embeddings are not cached" in messages[1]
+    assert counts == {"reused": 0, "encoded": 3, "duplicates": 0}
+    assert got.tobytes() == expected(TEXTS[:3]).tobytes()
+
+
+def test_compact_merges_small_shards_keeping_every_vector(tmp_path):
+    store = store_at(tmp_path)
+    encode_missing(TEXTS, FakeEncoder(), store, write_every=2)
+    assert len(store.shard_paths()) == 5
+    assert store.compact(target_rows=100) == 5
+    assert len(store.shard_paths()) == 1 and len(store) == 10
+    fresh = store_at(tmp_path)
+    got, found = fresh.get([text_key(t) for t in TEXTS])
+    assert found.all() and got.tobytes() == expected(TEXTS).tobytes()
+    assert store.compact(target_rows=100) == 0  # one shard: nothing to merge
+
+
+# --------------------------------------------------------------------------- damage
+
+
+def _flip(offset_from_end: int):
+    def damage(path: Path) -> None:
+        data = bytearray(path.read_bytes())
+        data[len(data) - offset_from_end] ^= 0x01
+        path.write_bytes(bytes(data))
+
+    return damage
+
+
+def _flip_at(offset: int):
+    def damage(path: Path) -> None:
+        data = bytearray(path.read_bytes())
+        data[offset] ^= 0x01
+        path.write_bytes(bytes(data))
+
+    return damage
+
+
+def _fifo(path: Path) -> None:
+    path.unlink()
+    os.mkfifo(path)
+
+
+DAMAGE = {
+    "a flipped vector byte": (_flip(1), "checksum mismatch"),
+    "a flipped key byte": (_flip_at(HEADER + 5), "keys do not match its name"),
+    "a flipped header byte": (_flip_at(20), "unreadable header|is not format"),
+    "truncated": (lambda p: p.write_bytes(p.read_bytes()[:-80]), r"has 336 bytes, its header says 416 \(truncated or"),
+    "appended to": (lambda p: p.write_bytes(p.read_bytes() + b"\0"), "truncated or appended to"),
+    "emptied": (lambda p: p.write_bytes(b""), "bad magic bytes"),
+    "a FIFO": (_fifo, r"is a FIFO \(named pipe\), not a regular file"),
+}
+
+
+@pytest.mark.parametrize("damage", list(DAMAGE))
+def test_a_damaged_shard_is_skipped_with_a_warning_and_re_encoded(tmp_path, damage):
+    if damage == "a FIFO" and not hasattr(os, "mkfifo"):
+        pytest.skip("needs FIFOs")
+    first = FakeEncoder()
+    _, counts = encode_missing(TEXTS, first, store_at(tmp_path), write_every=4)
+    assert first.calls == [4, 4, 2] and counts == {"reused": 0, "encoded": 10, "duplicates": 0}
+    shard = batch_shard(tmp_path, TEXTS[4:8])  # 4 texts, 6 dims: 192 + 4 x 32 + 4 x 6 x 4 = 416 bytes
+    assert shard.stat().st_size == 416
+    do, match = DAMAGE[damage]
+    do(shard)
+
+    again = FakeEncoder()
+    with pytest.warns(EmbeddingCacheWarning, match=match) as caught:
+        got, counts = encode_missing(TEXTS, again, store_at(tmp_path), write_every=4)  # returns: a FIFO is not read
+    assert str(shard) in str(caught[0].message) and "re-encoded" in str(caught[0].message)
+    assert counts == {"reused": 6, "encoded": 4, "duplicates": 0} and again.calls == [4]
+    assert got.tobytes() == expected(TEXTS).tobytes()
+    assert shard.is_file() and shard.stat().st_size == 416  # rewritten whole under its name
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the rewritten shard is sound: no warning, nothing encoded
+        _, counts = encode_missing(TEXTS, FakeEncoder(), store_at(tmp_path), write_every=4)
+    assert counts == {"reused": 10, "encoded": 0, "duplicates": 0}
+
+
+def test_a_folder_in_a_shards_place_is_skipped_not_removed(tmp_path):
+    encode_missing(TEXTS, FakeEncoder(), store_at(tmp_path), write_every=4)
+    shard = batch_shard(tmp_path, TEXTS[:4])
+    shard.unlink()
+    shard.mkdir()
+    store = store_at(tmp_path)
+    with pytest.warns(EmbeddingCacheWarning) as caught:
+        _, counts = encode_missing(TEXTS, FakeEncoder(), store, write_every=4)
+    messages = [str(w.message) for w in caught]
+    assert counts == {"reused": 6, "encoded": 4, "duplicates": 0}
+    assert len(messages) == 2 and "is a folder, not a regular file" in messages[0]
+    assert "could not write embedding shard" in messages[1] and "Is a directory" in messages[1]  # still in the way
+    assert shard.is_dir() and len(store) == 6
+
+
+def test_a_damaged_shard_found_after_opening_is_dropped_on_get(tmp_path):
+    """Checksums are verified on the first read, not on opening: damage between the two is still caught."""
+    store = store_at(tmp_path)
+    store.put([text_key(t) for t in TEXTS[:3]], expected(TEXTS[:3]))
+    reader = store_at(tmp_path)
+    assert len(reader) == 3  # indexed: header and keys read, vectors not yet
+    shard = batch_shard(tmp_path, TEXTS[:3])
+    data = bytearray(shard.read_bytes())
+    data[-1] ^= 0x80
+    shard.write_bytes(bytes(data))
+    with pytest.warns(EmbeddingCacheWarning, match="checksum mismatch"):
+        got, found = reader.get([text_key(t) for t in TEXTS[:3]])
+    assert found.tolist() == [False] * 3 and got.shape[0] == 3
+    assert len(reader) == 0 and not shard.exists()
+
+
+# --------------------------------------------------------------------------- encode_missing
+
+
+def test_encode_missing_encodes_only_distinct_missing_texts(tmp_path):
+    store = store_at(tmp_path)
+    encode_missing(TEXTS[:5], FakeEncoder(), store)
+    texts = [*TEXTS[3:8], TEXTS[7], TEXTS[0], TEXTS[7]]  # 3 stored, 3 new (TEXTS[7] three times)
+    encoder = FakeEncoder()
+    done: list[int] = []
+    got, counts = encode_missing(texts, encoder, store, write_every=2, progress=done.append)
+    assert counts == {"reused": 3, "encoded": 3, "duplicates": 2}
+    assert encoder.calls == [2, 1] and done == [2, 1]
+    assert got.tobytes() == expected(texts).tobytes()
+    assert len(store) == 8
+
+
+def test_without_a_store_every_distinct_text_is_encoded_and_nothing_written(tmp_path):
+    encoder = FakeEncoder()
+    got, counts = encode_missing([*TEXTS[:3], TEXTS[0]], encoder, None, write_every=2)
+    assert counts == {"reused": 0, "encoded": 3, "duplicates": 1} and encoder.calls == [2, 1]
+    assert got.tobytes() == expected([*TEXTS[:3], TEXTS[0]]).tobytes()
+    empty, counts = encode_missing([], encoder, None)
+    assert empty.shape == (0, 0) and counts == {"reused": 0, "encoded": 0, "duplicates": 0}
+
+
+def test_a_run_killed_mid_encoding_loses_only_the_batch_in_flight(tmp_path):
+    killed = FakeEncoder(fail_after=2)
+    with pytest.raises(KeyboardInterrupt):
+        encode_missing(TEXTS, killed, store_at(tmp_path), write_every=3)
+    assert killed.calls == [3, 3] and len(store_at(tmp_path)) == 6  # two batches written before the kill
+
+    rerun = FakeEncoder()
+    got, counts = encode_missing(TEXTS, rerun, store_at(tmp_path), write_every=3)
+    assert counts == {"reused": 6, "encoded": 4, "duplicates": 0} and rerun.calls == [3, 1]
+    assert got.tobytes() == expected(TEXTS).tobytes()
+
+
+def test_a_wrong_shape_from_the_encoder_is_an_error(tmp_path):
+    with pytest.raises(ValueError, match=r"encode returned shape \(2, 6\) for 3 texts"):
+        encode_missing(TEXTS[:3], lambda texts: expected(texts[:2]), store_at(tmp_path))
+
+
+# --------------------------------------------------------------------------- concurrency
+
+
+def _writer(root: str, worker: int, batches: list[list[str]]) -> None:
+    store = EmbeddingStore(root, "ns")
+    for batch in batches:
+        store.put([text_key(t) for t in batch], expected(batch))
+
+
+def test_processes_putting_at_once_leave_every_key_readable(tmp_path):
+    texts = [f"text {i}" for i in range(120)]
+    batches = [texts[i : i + 8] for i in range(0, 120, 8)]  # 15 batches
+    # Each worker writes its own batches and, like a retried worker, two batches another one writes too.
+    plans = [batches[w::3] + batches[(w + 1) % 3 :: 3][:2] for w in range(3)]
+    context = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn")
+    workers = [context.Process(target=_writer, args=(str(tmp_path), w, plan)) for w, plan in enumerate(plans)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(60)
+    assert [w.exitcode for w in workers] == [0, 0, 0]
+    folder = tmp_path / "passages" / "ns"
+    assert sorted(os.listdir(folder)) == sorted(batch_shard(tmp_path, b).name for b in batches)  # 15, no temporaries
+    store = store_at(tmp_path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got, found = store.get([text_key(t) for t in texts])
+    assert found.all() and len(store) == 120
+    assert got.tobytes() == expected(texts).tobytes()
+
+
+def test_the_shard_header_is_plain_json(tmp_path):
+    """Other tools (a Ray reader, a debugging session) can read a shard with a few lines of code."""
+    store_at(tmp_path).put([text_key(t) for t in TEXTS[:2]], expected(TEXTS[:2]))
+    data = batch_shard(tmp_path, TEXTS[:2]).read_bytes()
+    assert data[:8] == b"RAGEMB\x00\x01"
+    length = int.from_bytes(data[8:12], "little")
+    header = json.loads(data[12 : 12 + length])
+    assert header["count"] == 2 and header["dim"] == 6 and header["dtype"] == "<f4" and header["format"] == 1
+    payload = data[12 + length :]
+    assert hashlib.sha256(payload).hexdigest() == header["sha256"]
+    keys = sorted(text_key(t) for t in TEXTS[:2])
+    assert len(data) == HEADER + 2 * 32 + 2 * 6 * 4 and 12 + length == HEADER
+    assert payload[:64] == bytes.fromhex(keys[0]) + bytes.fromhex(keys[1])
+    rows = np.frombuffer(payload[64:], dtype="<f4").reshape(2, 6)
+    assert rows.tobytes() == expected([t for k, t in sorted((text_key(t), t) for t in TEXTS[:2])]).tobytes()
