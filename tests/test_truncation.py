@@ -59,3 +59,22 @@ def test_warning_names_the_retriever_counts_and_fix():
         "and the encoder reads only their start; use smaller chunks or a model with a longer max_seq_length"
     )
     assert truncation_warning("dense", {**report, "truncated": 0}) is None
+
+
+def test_token_counts_are_kept_per_text_so_a_rerun_tokenises_only_new_texts(minilm, tmp_path, monkeypatch):
+    tokenizers = pytest.importorskip("tokenizers")
+    texts = ["hello world", "word " * 255, "naïve café 日本語 😀 " * 80]
+    fresh = truncation_report(minilm, texts)
+    assert truncation_report(minilm, texts, cache_dir=tmp_path) == fresh
+    tokenised: list[int] = []
+    original = tokenizers.Tokenizer.encode_batch
+
+    def counting(self, batch, *args, **kwargs):
+        tokenised.append(len(batch))
+        return original(self, batch, *args, **kwargs)
+
+    monkeypatch.setattr(tokenizers.Tokenizer, "encode_batch", counting)
+    assert truncation_report(minilm, texts, cache_dir=tmp_path) == fresh
+    assert tokenised == []  # every count read back
+    again = truncation_report(minilm, [*texts, "one new text"], cache_dir=tmp_path)
+    assert tokenised == [1] and again["passages"] == 4 and again["truncated"] == fresh["truncated"]

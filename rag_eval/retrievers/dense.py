@@ -240,7 +240,9 @@ class DenseRetriever:
         from rag_eval.retrievers.truncation import truncation_report
 
         # Counted on every run, cache hit or not: a chunk the encoder cut is scored on its start only.
-        self._stats["truncation"] = truncation_report(self.resolved.path, prefixed, self.max_seq_length)
+        self._stats["truncation"] = truncation_report(
+            self.resolved.path, prefixed, self.max_seq_length, self.cache_dir if self.use_cache else None
+        )
 
     def _encode_cached(self, texts: list[str], kind: str) -> tuple[np.ndarray, str, dict[str, int], dict[str, Any]]:
         """Embeddings of ``texts`` (exactly as the encoder receives them); returns (array, status, counts, info).

@@ -14,6 +14,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 # Texts tokenised per call: bounds the memory of the encodings held at once.
 _BATCH = 4096
 
@@ -36,11 +38,16 @@ def model_max_length(folder: Path, configured: int | None = None) -> int | None:
     return None
 
 
-def truncation_report(folder: Path | None, texts: Sequence[str], configured: int | None = None) -> dict[str, Any] | None:
+def truncation_report(
+    folder: Path | None, texts: Sequence[str], configured: int | None = None, cache_dir: Path | None = None
+) -> dict[str, Any] | None:
     """``{"max_seq_length", "truncated", "passages", "share", "longest_tokens"}``, or None when unknown.
 
     None when the model has no folder, no ``tokenizer.json`` or no known limit (the
     count would be a guess, and the report says nothing rather than something wrong).
+    With ``cache_dir``, each text's token count is kept in the per-passage store (keyed
+    by the tokenizer file's hash and the text), so a rerun tokenises only new texts:
+    re-tokenising a whole corpus took longer than encoding the one passage edited.
     """
     if folder is None or not texts:
         return None
@@ -56,18 +63,32 @@ def truncation_report(folder: Path | None, texts: Sequence[str], configured: int
         return None
     tokenizer.no_truncation()
     tokenizer.no_padding()
-    truncated = 0
-    longest = 0
-    for start in range(0, len(texts), _BATCH):
-        lengths = [len(encoding.ids) for encoding in tokenizer.encode_batch(list(texts[start : start + _BATCH]))]
-        truncated += sum(1 for n in lengths if n > limit)
-        longest = max(longest, max(lengths, default=0))
+
+    def count(batch: list[str]) -> np.ndarray:
+        lengths = [len(encoding.ids) for encoding in tokenizer.encode_batch(batch)]
+        return np.asarray(lengths, dtype=np.float32).reshape(-1, 1)  # float32 holds counts exactly up to 2**24
+
+    from rag_eval.embeddings.store import EmbeddingStore, encode_missing, namespace_key
+    from rag_eval.errors import RagEvalError
+
+    store = None
+    if cache_dir is not None:
+        from rag_eval.retrievers.models import file_digest
+
+        try:
+            namespace = namespace_key(f"tokenizer:{file_digest(tokenizer_file)}", {"kind": "token_lengths"})
+            store = EmbeddingStore(cache_dir, namespace)
+        except (OSError, RagEvalError):
+            store = None  # no cache then: counted afresh, as without one
+    counts, _ = encode_missing(list(texts), count, store, write_every=_BATCH)
+    lengths = counts[:, 0] if counts.ndim == 2 and counts.shape[1] else np.zeros(len(texts), dtype=np.float32)
+    truncated = int(np.count_nonzero(lengths > limit))
     return {
         "max_seq_length": limit,
         "truncated": truncated,
         "passages": len(texts),
         "share": truncated / len(texts),
-        "longest_tokens": longest,
+        "longest_tokens": int(lengths.max(initial=0)),
     }
 
 
