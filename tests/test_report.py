@@ -593,3 +593,12 @@ def test_the_report_shows_ids_exactly():
     assert "q|pipe: “A query | with a pipe and *stars*”" in lines  # a heading
     assert "q|pipe" in lines  # the per-query table's first column
     assert not any("¦" in line for line in lines)
+
+
+def test_retriever_notes_say_how_many_passages_the_embedding_cache_encoded_and_reused():
+    from rag_eval.report.markdown import _description_notes
+
+    partial = {"model": "m", "cache": "partial", "passages_encoded": 1, "passages_reused": 5182}
+    assert _description_notes(partial) == "model: m; cache: partial (1 passages encoded, 5,182 reused)"
+    assert _description_notes({"cache": "off", "passages_encoded": 3, "passages_reused": 0}) == "cache: off"
+    assert _description_notes({"cache": "hit"}) == "cache: hit"  # an older results file without the counts

@@ -162,8 +162,17 @@ def semantics_phrases(options: Mapping[str, Any], skipped: str) -> tuple[str, st
 
 def _description_notes(description: Mapping[str, Any]) -> str:
     keys = ("model", "library", "cache", "source", "method", "ranking_cache")
-    parts = [f"{k}: {description[k]}" for k in keys if k in description and description[k] not in (None, "")]
+    parts = [f"{k}: {_note_value(k, description)}" for k in keys if k in description and description[k] not in (None, "")]
     return "; ".join(parts)
+
+
+def _note_value(key: str, description: Mapping[str, Any]) -> Any:
+    """A description field as the notes show it; the embedding cache says how many passages it encoded and reused."""
+    value = description[key]
+    encoded, reused = description.get("passages_encoded"), description.get("passages_reused")
+    if key == "cache" and value in ("hit", "partial", "miss") and isinstance(encoded, int) and isinstance(reused, int):
+        return f"{value} ({encoded:,} passages encoded, {reused:,} reused)"
+    return value
 
 
 # ---- summary and per-query tables ------------------------------------------------------------
