@@ -53,9 +53,12 @@ def execute(config: LoadedConfig, progress: bool | None = None) -> RunOutcome:
     Equal nested retrievers of several retrievers (a sweep over a hybrid's fusion) are built,
     indexed and searched once (rag_eval.retrievers.shared_children).
     """
+    from rag_eval.execution.context import executing
     from rag_eval.retrievers.shared_children import sharing
 
-    with sharing():
+    # execution: {engine: ray} moves dense encoding and exact search onto a Ray cluster, joined when a
+    # retriever first needs it (rag_eval.execution.context); the evaluation below stays in this process.
+    with sharing(), executing(config.model.execution):
         return _execute(config, progress)
 
 

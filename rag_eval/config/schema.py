@@ -14,6 +14,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from rag_eval.errors import ConfigError, MetricError, RetrieverError
+from rag_eval.execution.ray_engine import ExecutionSpec
 from rag_eval.files import MAX_CONFIG_BYTES
 from rag_eval.stats import MAX_RESAMPLES, MIN_RESAMPLES
 
@@ -269,6 +270,12 @@ class RunConfig(_Strict):
         "default cache folder) when nothing it depends on changed: adapter, parameters, the exact corpus it indexes "
         "and query texts, `top_k`, model files, a static retriever's rankings, rag_eval and library versions. "
         "Plug-in retrievers are never reused. `false` indexes and searches every time.",
+    )
+    execution: ExecutionSpec = Field(
+        default_factory=ExecutionSpec,
+        description="Where dense encoding and exact search run: `{engine: local}` (default: this process) or "
+        "`{engine: ray, address: local | auto | <cluster address>, actors, batch_size, shards, ...}` "
+        "([scale.md](scale.md)). The rankings and numbers are the same either way; evaluation stays local.",
     )
     regression: RegressionSpec | None = None
     chunking: dict[str, dict[str, Any]] = Field(

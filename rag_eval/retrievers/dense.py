@@ -135,6 +135,33 @@ class DenseParams(AdapterParams):
         return self
 
 
+class ActorEncoder:
+    """A picklable encoder factory for Ray actors: each actor calls it once and loads the model there."""
+
+    def __init__(
+        self, resolved: _models.ResolvedModel, device: str, batch_size: int, normalize: bool, max_seq_length: int | None
+    ) -> None:
+        self.resolved, self.device, self.batch_size = resolved, device, batch_size
+        self.normalize, self.max_seq_length = normalize, max_seq_length
+        self._model: Any = None
+
+    def __call__(self) -> ActorEncoder:
+        self._model = _models.load_sentence_transformer(
+            self.resolved, _models.resolve_device(self.device, ADAPTER), ADAPTER
+        )
+        if self.max_seq_length is not None:
+            self._model.max_seq_length = self.max_seq_length
+        return self
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        """float32 rows, one per text, as :meth:`DenseRetriever._encode` computes them."""
+        array = self._model.encode(
+            texts, batch_size=self.batch_size, show_progress_bar=False, normalize_embeddings=self.normalize,
+            convert_to_numpy=True,
+        )
+        return np.ascontiguousarray(np.asarray(array, dtype=np.float32))
+
+
 class DenseRetriever:
     """Bi-encoder retrieval: encode passages once (cached on disk), queries per search."""
 
@@ -164,6 +191,7 @@ class DenseRetriever:
         self._identity: str | None = None
         self._doc_ids: list[str] = []
         self._embeddings: np.ndarray | None = None
+        self._ray_rows: tuple[EmbeddingStore, list[str], Any] | None = None  # (store, key per row, spec) on Ray
         self._stats: dict[str, Any] = {"cache": None, "passages": None, "passages_encoded": 0, "queries_encoded": 0}
 
     # ------------------------------------------------------------------ model
@@ -221,6 +249,7 @@ class DenseRetriever:
         doc_ids = sorted(corpus)  # sorted: rows follow doc ids, which the tie rule of top_k_blockwise relies on
         texts = [passage_text(corpus[doc_id]) for doc_id in doc_ids]
         self._doc_ids = doc_ids
+        self._ray_rows = None
         self._stats.update(
             passages=len(doc_ids), passages_encoded=0, passages_reused=0, duplicate_passages=0, cache_path=None
         )
@@ -229,7 +258,18 @@ class DenseRetriever:
             self._stats["cache"] = "off"  # nothing to encode, nothing to cache
             return
         prefixed = [self.passage_prefix + text for text in texts]
-        self._embeddings, status, counts, info = self._encode_cached(prefixed, "passage")
+        from rag_eval.execution.context import engine, ray_spec
+
+        if engine() == "ray" and not self.use_cache:  # said before a cluster is started for nothing
+            raise RetrieverError(
+                f"{ADAPTER}: execution engine ray needs use_cache: true (the embedding store in cache_dir is how "
+                "embeddings come back from the workers); remove use_cache: false"
+            )
+        spec = ray_spec()
+        if spec is not None:
+            status, counts, info = self._index_on_ray(doc_ids, texts, spec)
+        else:
+            self._embeddings, status, counts, info = self._encode_cached(prefixed, "passage")
         self._stats.update(
             cache=status,
             passages_encoded=counts["encoded"],
@@ -243,6 +283,26 @@ class DenseRetriever:
         self._stats["truncation"] = truncation_report(
             self.resolved.path, prefixed, self.max_seq_length, self.cache_dir if self.use_cache else None
         )
+
+    def _index_on_ray(
+        self, doc_ids: list[str], texts: list[str], spec: Any
+    ) -> tuple[str, dict[str, int], dict[str, Any]]:
+        """Encode on Ray actors into the shared store (execution: ray); search then reads it shard by shard."""
+        from rag_eval.execution.ray_engine import encode_on_ray
+
+        namespace = namespace_key(self.model_identity(), {"kind": "passage", **self._encoding_options()})
+        store = EmbeddingStore(self.cache_dir, namespace)
+        factory = ActorEncoder(self.resolved, self.device, self.batch_size, self.normalize, self.max_seq_length)
+        encoded = encode_on_ray(zip(doc_ids, texts), factory, store, spec=spec, prefix=self.passage_prefix)
+        if encoded.doc_ids != doc_ids:  # rows must be the sorted doc ids: the tie rule of the search relies on it
+            raise RetrieverError(f"{ADAPTER}: the Ray encoding returned rows in another order than the corpus")
+        self._ray_rows = (store, encoded.keys, spec)
+        self._embeddings = np.empty((len(doc_ids), 0), dtype=np.float32)  # vectors stay in the store
+        counts = {"encoded": encoded.counts.get("encoded", 0), "reused": encoded.counts.get("reused", 0),
+                  "duplicates": encoded.counts.get("duplicates", 0)}
+        status = "hit" if not counts["encoded"] else "miss" if not counts["reused"] else "partial"
+        info = {"cache_namespace": namespace, "cache_path": str(store.directory), "execution": "ray"}
+        return status, counts, info
 
     def _encode_cached(self, texts: list[str], kind: str) -> tuple[np.ndarray, str, dict[str, int], dict[str, Any]]:
         """Embeddings of ``texts`` (exactly as the encoder receives them); returns (array, status, counts, info).
@@ -280,7 +340,13 @@ class DenseRetriever:
         query_embeddings, status, counts, _ = self._encode_cached(prefixed, "query")
         self._stats["query_cache"] = status
         self._stats["queries_encoded"] += counts["encoded"]
-        indices, scores = top_k_blockwise(query_embeddings, self._embeddings, top_k, self.block_size)
+        if self._ray_rows is not None:
+            from rag_eval.execution.ray_engine import search_on_ray
+
+            store, keys, spec = self._ray_rows
+            indices, scores = search_on_ray(store, keys, query_embeddings, top_k, spec=spec, block_size=self.block_size)
+        else:
+            indices, scores = top_k_blockwise(query_embeddings, self._embeddings, top_k, self.block_size)
         doc_ids = self._doc_ids
         return {
             qid: {doc_ids[i]: float(s) for i, s in zip(indices[row].tolist(), scores[row].tolist())}
