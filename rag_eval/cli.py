@@ -648,7 +648,21 @@ def _verdict_lines(verdict) -> list[str]:
             more = f", and {len(moves) - REGRESSED_LISTED} more" if len(moves) > REGRESSED_LISTED else ""
             lines.append(f"  regressed queries ({len(moves)}): {shown or 'none'}{more}")
     lines += [line for g in verdict.gates if (line := _power_line(g.gate.metric, verdict.deltas.get(g.gate.metric, {})))]
+    lines += _approximation_lines(verdict)
     lines.append(f"verdict: {'PASS' if verdict.passed else 'FAIL'} ({len(verdict.failed)} of {len(verdict.gates)} gates failed)")
+    return lines
+
+
+def _approximation_lines(verdict: Any) -> list[str]:
+    """``approximation<TAB>side<TAB>...``: what an approximate index cost each side, so that a drop can be
+    told apart from a worse model (the run measured it against exact search on a sample of queries)."""
+    from rag_eval.report.markdown import approximation_note
+
+    lines = []
+    for side, results in (("baseline", verdict.baseline), ("candidate", verdict.candidate)):
+        note = approximation_note(results.document.retriever.description.get("approximation"))
+        if note:
+            lines.append(f"approximation\t{side}\t{note}")
     return lines
 
 

@@ -150,6 +150,10 @@ def _execute(config: LoadedConfig, progress: bool | None) -> RunOutcome:
                 started = time.perf_counter()
                 results = evaluate(dataset.judgements, ranking, model.metrics, **passage_options)
                 timings["evaluate_s"] = time.perf_counter() - started
+                if cached is None:  # a stored ranking keeps the cost measured when it was computed
+                    cost = approximation_of(spec.label, retriever, ranking, results, config, dataset)
+                    if cost is not None:
+                        description["approximation"] = cost
                 outcome = RetrieverOutcome(spec, description, ranking, results, timings)
                 answer = ranking
             else:
@@ -298,6 +302,33 @@ def _evaluate_documents(
         spec, description, ranking, results, timings, chunking=record, spans=spans, corpus=corpus,
         notes=notes, warnings=[warning] if warning else [],
     )
+
+
+def approximation_of(
+    label: str, retriever: Any, ranking: Mapping[str, Mapping[str, float]], results: Any, config: LoadedConfig,
+    dataset: Dataset,
+) -> dict[str, Any] | None:
+    """What an approximate index cost: overlap@k with exact search and the main metric's change, on a sample.
+
+    Only for a retriever that kept an exact reference (the dense retriever with an ANN ``index``); None otherwise.
+    The reference is checked like an answer and scored with the run's own options, on the sampled queries only.
+    """
+    reference = getattr(retriever, "exact_reference", None)
+    if not isinstance(reference, Mapping) or not reference:
+        return None
+    from rag_eval.approximation import approximation_cost
+
+    model = config.model
+    main = model.primary_metric
+    sample = {qid: text for qid, text in dataset.query_texts().items() if qid in reference}
+    exact = check_ranking(f"{label} (exact reference)", reference, sample, dataset.corpus, model.top_k)
+    judged = {qid: grades for qid, grades in dataset.judgements.items() if qid in exact}
+    exact_results = evaluate(judged, exact, [main], **model.evaluation.passage_options())
+    approx_values = {qid: values[main] for qid, values in results.per_query.items() if qid in exact and main in values}
+    exact_values = {qid: values[main] for qid, values in exact_results.per_query.items() if main in values}
+    cost = approximation_cost(ranking, exact, model.top_k, approx_values, exact_values)
+    summary = {key: value for key, value in cost.items() if key != "overlap"}  # per-query overlaps: too long to keep
+    return {"metric": main, **summary}
 
 
 def build_retriever(spec: RetrieverSpec, config: LoadedConfig, *, instantiate: bool = True) -> Any:

@@ -602,3 +602,15 @@ def test_retriever_notes_say_how_many_passages_the_embedding_cache_encoded_and_r
     assert _description_notes(partial) == "model: m; cache: partial (1 passages encoded, 5,182 reused)"
     assert _description_notes({"cache": "off", "passages_encoded": 3, "passages_reused": 0}) == "cache: off"
     assert _description_notes({"cache": "hit"}) == "cache: hit"  # an older results file without the counts
+
+
+def test_retriever_notes_say_what_an_approximate_index_cost():
+    from rag_eval.report.markdown import _description_notes
+
+    cost = {"metric": "ndcg@10", "k": 10, "queries": 300, "overlap_mean": 0.9712, "overlap_min": 0.6,
+            "metric_queries": 300, "metric_approx": 0.6512, "metric_exact": 0.653, "metric_difference": -0.0018}
+    assert _description_notes({"approximation": cost}) == (
+        "approximate index: overlap@10 with exact search 0.9712 (min 0.6000) on 300 queries; "
+        "ndcg@10 0.6512 against 0.6530 exact (-0.0018, on 300 judged)"
+    )
+    assert _description_notes({"approximation": {"k": 10, "queries": 0, "overlap_mean": None}}) == ""

@@ -163,7 +163,26 @@ def semantics_phrases(options: Mapping[str, Any], skipped: str) -> tuple[str, st
 def _description_notes(description: Mapping[str, Any]) -> str:
     keys = ("model", "library", "cache", "source", "method", "ranking_cache")
     parts = [f"{k}: {_note_value(k, description)}" for k in keys if k in description and description[k] not in (None, "")]
+    cost = approximation_note(description.get("approximation"))
+    if cost:
+        parts.append(cost)
     return "; ".join(parts)
+
+
+def approximation_note(cost: Any) -> str | None:
+    """What an approximate index cost, in words (see rag_eval.runner.approximation_of); None without a measure."""
+    if not isinstance(cost, Mapping) or not isinstance(cost.get("overlap_mean"), (int, float)):
+        return None
+    text = (
+        f"approximate index: overlap@{cost.get('k')} with exact search {cost['overlap_mean']:.4f} "
+        f"(min {cost.get('overlap_min', float('nan')):.4f}) on {cost.get('queries')} queries"
+    )
+    if isinstance(cost.get("metric_difference"), (int, float)):
+        text += (
+            f"; {cost.get('metric')} {cost['metric_approx']:.4f} against {cost['metric_exact']:.4f} exact "
+            f"({cost['metric_difference']:+.4f}, on {cost.get('metric_queries')} judged)"
+        )
+    return text
 
 
 def _note_value(key: str, description: Mapping[str, Any]) -> Any:

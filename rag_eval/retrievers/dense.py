@@ -43,6 +43,7 @@ from rag_eval.errors import RetrieverError
 from rag_eval.execution.scores import inner_products
 from rag_eval.ranking import order_rows
 from rag_eval.retrievers import models as _models
+from rag_eval.retrievers.ann import IndexSpec
 from rag_eval.retrievers.base import Corpus, Queries, Ranking, passage_text
 from rag_eval.retrievers.embedding_cache import default_cache_dir
 from rag_eval.retrievers.params import AdapterParams, Device, Folder, check_params
@@ -116,6 +117,10 @@ class DenseParams(AdapterParams):
     use_cache: bool = Field(True, description="reuse embeddings across runs")
     block_size: int = Field(65536, ge=1, description="passages scored per block during search")
     show_progress: bool = Field(True, description="progress bars while encoding")
+    index: IndexSpec = Field(
+        default_factory=lambda: IndexSpec.model_validate({}),
+        description="search: {kind: exact} (default) | flat | hnsw | ivf | ivf_pq with their parameters (docs/scale.md)",
+    )
 
     @field_validator("model")
     @classmethod
@@ -185,8 +190,13 @@ class DenseRetriever:
         self.block_size = settings.block_size
         self.show_progress = settings.show_progress
         self.resolved = _models.resolve_model(settings.model, ADAPTER)
+        self.index_spec = settings.index
+        #: After search() with an approximate index: the exact top k of a sample of the queries
+        #: (index.attribution_sample), which the runner scores to say what the approximation cost.
+        self.exact_reference: Ranking | None = None
 
         self._model: Any = None
+        self._searcher: Any = None
         self._device_used: str | None = None
         self._identity: str | None = None
         self._doc_ids: list[str] = []
@@ -250,6 +260,8 @@ class DenseRetriever:
         texts = [passage_text(corpus[doc_id]) for doc_id in doc_ids]
         self._doc_ids = doc_ids
         self._ray_rows = None
+        self._searcher = None
+        self.exact_reference = None
         self._stats.update(
             passages=len(doc_ids), passages_encoded=0, passages_reused=0, duplicate_passages=0, cache_path=None
         )
@@ -260,6 +272,11 @@ class DenseRetriever:
         prefixed = [self.passage_prefix + text for text in texts]
         from rag_eval.execution.context import engine, ray_spec
 
+        if engine() == "ray" and self.index_spec.kind != "exact":
+            raise RetrieverError(
+                f"{ADAPTER}: execution engine ray searches exactly, shard by shard; index kind "
+                f"{self.index_spec.kind!r} runs in this process: remove index, or use execution engine local"
+            )
         if engine() == "ray" and not self.use_cache:  # said before a cluster is started for nothing
             raise RetrieverError(
                 f"{ADAPTER}: execution engine ray needs use_cache: true (the embedding store in cache_dir is how "
@@ -270,6 +287,12 @@ class DenseRetriever:
             status, counts, info = self._index_on_ray(doc_ids, texts, spec)
         else:
             self._embeddings, status, counts, info = self._encode_cached(prefixed, "passage")
+            from rag_eval.retrievers.ann import build_searcher
+
+            self._searcher = build_searcher(
+                self.index_spec, self._embeddings, similarity=self.similarity,
+                cache_dir=self.cache_dir if self.use_cache else None, block_size=self.block_size,
+            )
         self._stats.update(
             cache=status,
             passages_encoded=counts["encoded"],
@@ -345,12 +368,31 @@ class DenseRetriever:
 
             store, keys, spec = self._ray_rows
             indices, scores = search_on_ray(store, keys, query_embeddings, top_k, spec=spec, block_size=self.block_size)
-        else:
+        elif self._searcher is not None:
+            indices, scores = self._searcher.search(query_embeddings, top_k)
+            if self.index_spec.kind != "exact" and self.index_spec.attribution_sample:
+                self.exact_reference = self._exact_sample(query_ids, query_embeddings, top_k)
+        else:  # no passages to search
             indices, scores = top_k_blockwise(query_embeddings, self._embeddings, top_k, self.block_size)
         doc_ids = self._doc_ids
         return {
             qid: {doc_ids[i]: float(s) for i, s in zip(indices[row].tolist(), scores[row].tolist())}
             for row, qid in enumerate(query_ids)
+        }
+
+    def _exact_sample(self, query_ids: list[str], query_embeddings: np.ndarray, top_k: int) -> Ranking:
+        """Exact top ``top_k`` of a seeded sample of the queries: what the approximate index is measured against."""
+        from rag_eval.approximation import sample_queries
+
+        sample = sample_queries(query_ids, self.index_spec.attribution_sample, seed=self.index_spec.seed)
+        position = {qid: row for row, qid in enumerate(query_ids)}
+        rows = query_embeddings[[position[qid] for qid in sample]]
+        assert self._embeddings is not None
+        indices, scores = top_k_blockwise(rows, self._embeddings, top_k, self.block_size)
+        doc_ids = self._doc_ids
+        return {
+            qid: {doc_ids[i]: float(s) for i, s in zip(indices[row].tolist(), scores[row].tolist())}
+            for row, qid in enumerate(sample)
         }
 
     def describe(self) -> dict[str, Any]:
@@ -372,7 +414,10 @@ class DenseRetriever:
             "cache_dir": str(self.cache_dir),
             "use_cache": self.use_cache,
             "block_size": self.block_size,
+            "index": self.index_spec.model_dump(exclude_unset=True) or {"kind": "exact"},
         }
+        if self._searcher is not None and self.index_spec.kind != "exact":
+            info["index"] = dict(self._searcher.info)
         if self._device_used is not None:
             info["device"] = self._device_used
         if self._embeddings is not None and self._embeddings.ndim == 2 and self._embeddings.shape[0]:
