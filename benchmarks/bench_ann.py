@@ -16,21 +16,27 @@ before the method (mostly the index's own copy of the vectors, or its codes).
         [--methods exact,flat,hnsw,ivf,ivf_pq] [--threads N]
 
 A method is a function from the corpus vectors to a searcher (anything with
-``search(queries, k) -> (indices per query, scores per query)``), registered in
-METHODS with :func:`register`; :func:`rows_for` measures one. Another execution path
-(exact sharded search on Ray) adds a row by registering its builder::
+``search(queries, k) -> (indices per query, scores per query)``, and optionally
+``close()``, called right after the search to free what the method holds), registered
+in METHODS with :func:`register`; :func:`rows_for` measures one.
 
-    @register("ray-exact")
-    def _ray(passages):
-        return RaySharded(passages, shards=8)   # .search(queries, k) merged on the driver
+``ray-exact`` is exact sharded search on a local Ray cluster (rag_eval.execution): its
+build writes the vectors into an EmbeddingStore in a temporary folder (65,536 rows per
+shard file) and starts Ray (2 CPUs) unless it is running; its search is
+``search_on_ray`` over 2 shards, each a task that reads its rows from the store and
+searches them, merged on the driver. Its query time therefore includes reading the
+vectors from the store. Its peak RSS is the driver's only: the workers' own peaks (each
+holds its shard's vectors) are in the printed info line as ``worker_peak_rss_gib``.
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
+import logging
 import os
 import resource
+import shutil
 import tempfile
 import time
 from collections.abc import Callable
@@ -38,6 +44,7 @@ from typing import Any
 
 import numpy as np
 
+from rag_eval.embeddings.store import EmbeddingStore, text_key
 from rag_eval.retrievers.ann import IndexSpec, build_searcher
 
 K = 10
@@ -92,6 +99,105 @@ def _ivf_pq(passages: np.ndarray) -> Any:
 @register("ivf_pq_refine", "FAISS IVF-PQ + refine 4 (index from cache)")
 def _ivf_pq_refine(passages: np.ndarray) -> Any:
     return build_searcher(IndexSpec(kind="ivf_pq", refine=4), passages, cache_dir=_CACHE.name)
+
+
+class RayExact:
+    """Exact sharded search on a local Ray cluster over vectors written to an EmbeddingStore (the ``ray-exact`` row).
+
+    Row ``i`` of the corpus is stored under ``text_key(f"p{i}")`` (a synthetic passage text:
+    no encoder here), so the rows ``search_on_ray`` returns are corpus rows, comparable with
+    exact local search's. :meth:`close` shuts Ray down (only if started here) and removes the
+    temporary store.
+    """
+
+    def __init__(self, passages: np.ndarray, shards: int = 2, batch: int = 65536) -> None:
+        import ray
+
+        self.shards = shards
+        self.folder = tempfile.mkdtemp(prefix="bench_ann_ray_")
+        self.started_ray = False
+        self.info: dict[str, Any] = {"shards": shards}
+        try:
+            started = time.perf_counter()
+            self.keys = [text_key(f"p{i}") for i in range(len(passages))]
+            self.store = EmbeddingStore(self.folder, "bench")
+            for start in range(0, len(passages), batch):
+                self.store.put(self.keys[start : start + batch], passages[start : start + batch])
+            written = time.perf_counter() - started
+            if len(self.store) != len(passages):  # put only warns on a full disk: a hole would fail the search
+                raise RuntimeError(
+                    f"the embedding store in {self.folder} holds {len(self.store)} of {len(passages)} rows"
+                )
+            started = time.perf_counter()
+            if not ray.is_initialized():
+                ray.init(num_cpus=2, include_dashboard=False, logging_level=logging.WARNING)
+                self.started_ray = True
+            self.info.update({
+                "store_write_s": round(written, 1),
+                "ray_start_s": round(time.perf_counter() - started, 1),
+                "store_files": len(self.store.shard_paths()),
+            })
+        except BaseException:
+            self.close()
+            raise
+
+    def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Top ``k`` rows per query, searched shard by shard on Ray workers and merged on the driver."""
+        from rag_eval.execution.ray_engine import ExecutionSpec, search_on_ray
+
+        return search_on_ray(self.store, self.keys, queries, k, spec=ExecutionSpec(engine="ray", shards=self.shards))
+
+    def close(self) -> None:
+        """Record the workers' peak RSS, shut Ray down if it was started here, remove the store's folder."""
+        import ray
+
+        try:
+            if ray.is_initialized():
+                peaks = _ray_worker_peaks()
+                if peaks is not None:
+                    self.info["worker_peak_rss_gib"] = peaks
+        finally:
+            if self.started_ray:
+                ray.shutdown()
+                self.started_ray = False
+            shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def _worker_peaks_here() -> list[float]:
+    """Run on a Ray worker: peak RSS (GiB, largest first) of the workers of its raylet, itself included.
+
+    Itself too: Ray reuses idle workers, so this probe may run in a worker that searched a shard.
+    """
+    parent, peaks = os.getppid(), []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/status", encoding="ascii", errors="replace") as status:
+                fields = dict(line.split(":", 1) for line in status if ":" in line)
+            with open(f"/proc/{entry}/cmdline", "rb") as cmdline:
+                command = cmdline.read()
+        except OSError:
+            continue
+        if int(fields.get("PPid", "0").strip() or 0) == parent and command.startswith(b"ray::") and "VmHWM" in fields:
+            peaks.append(round(int(fields["VmHWM"].split()[0]) / 2**20, 2))
+    return sorted(peaks, reverse=True)
+
+
+def _ray_worker_peaks() -> list[float] | None:
+    """Peak RSS (GiB) of the local Ray cluster's workers, the 3 largest; None where /proc cannot tell."""
+    import ray
+
+    try:
+        peaks = ray.get(ray.remote(_worker_peaks_here).options(num_cpus=0).remote(), timeout=60)
+    except Exception:  # a measurement only: the row stands without it
+        return None
+    return peaks[:3] or None
+
+
+@register("ray-exact", "exact sharded on local Ray (2 shards)")
+def _ray_exact(passages: np.ndarray) -> Any:
+    return RayExact(passages, shards=2)
 
 
 def synthetic(rows: int, dim: int, clusters: int, seed: int, centers: np.ndarray | None = None
@@ -157,10 +263,14 @@ def rows_for(name: str, passages: np.ndarray, queries: np.ndarray, reference: li
     started = time.perf_counter()
     searcher = METHODS[name](passages)
     build = time.perf_counter() - started
-    started = time.perf_counter()
-    indices, _ = searcher.search(queries, K)
-    search = time.perf_counter() - started
-    peak = _rss_kib("VmHWM") if exact_peak else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    try:
+        started = time.perf_counter()
+        indices, _ = searcher.search(queries, K)
+        search = time.perf_counter() - started
+        peak = _rss_kib("VmHWM") if exact_peak else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    finally:
+        if hasattr(searcher, "close"):  # e.g. Ray shut down and its store removed before the next method runs
+            searcher.close()
     row: dict[str, Any] = {"method": LABELS[name], "build_s": build, "search_s": search,
                            "peak_rss_gib": peak / 2**20 if peak else None,
                            "added_rss_gib": (peak - before) / 2**20 if peak and before else None,
