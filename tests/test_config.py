@@ -105,7 +105,7 @@ def test_metric_names_are_canonical(project):
 def test_unknown_top_level_key_with_hint(project):
     path = write(project / "configs" / "run.yaml", valid(top_kk=5))
     assert problems(path) == [
-        (f"{path}: top_kk: unknown key; did you mean 'top_k'? allowed: cache_dir, chunking, dataset, evaluation, main_metric, "
+        (f"{path}: top_kk: unknown key; did you mean 'top_k'? allowed: cache_dir, chunking, dataset, evaluation, execution, main_metric, "
         "metrics, name, output, regression, report, retrievers, reuse_rankings, sweep, top_k")
     ]
 
@@ -272,7 +272,7 @@ def test_validate_lists_dataset_problems_even_when_the_config_is_invalid(project
     path = write(project / "configs" / "run.yaml", valid(dataset={"path": "../data/missing.yaml"}, top_kk=5))
     assert main(["validate", str(path)]) == 2
     assert capsys.readouterr().err.splitlines() == [
-        (f"{path}: top_kk: unknown key; did you mean 'top_k'? allowed: cache_dir, chunking, dataset, evaluation, main_metric, "
+        (f"{path}: top_kk: unknown key; did you mean 'top_k'? allowed: cache_dir, chunking, dataset, evaluation, execution, main_metric, "
         "metrics, name, output, regression, report, retrievers, reuse_rankings, sweep, top_k"),
         f"{project / 'data' / 'missing.yaml'}: no such file; expected a YAML query set",
         "rag-eval: 2 problems found",
