@@ -200,6 +200,30 @@ def test_each_distinct_chunking_is_cut_once_in_a_run(tmp_path, monkeypatch):
     assert len([p for p in (tmp_path / "out").glob("*.json") if p.name != MANIFEST]) == 8
 
 
+def test_two_grids_over_the_same_values_stay_apart_in_the_sensitivity_table(tmp_path):
+    # Both templates vary size x overlap: a row keyed by "overlap=0" alone held one template's means and
+    # silently dropped the other's (found on the chroma sweep, bm25 and dense over the same chunkings).
+    from rag_eval.results_file import load_results_file as load
+
+    config = load_config(write(tmp_path, chunked_config()))
+    assert config.variant_templates["bm25-soft.size-80.overlap-0"] == "bm25-soft"
+    assert main(["run", str(write(tmp_path, chunked_config())), "--output", str(tmp_path / "out")]) == 0
+    report = (tmp_path / "out" / "report.md").read_text()
+    table = report.split("by `chunking.size`**")[1].split("\n\n")[1].splitlines()
+    rows = {line.split(" | ")[0].lstrip("| "): line.split(" | ")[1:] for line in table[2:]}
+    assert sorted(rows) == sorted(f"{t}: chunking.overlap={o}" for t in ("bm25", "bm25-soft") for o in (0, 20))
+    for template in ("bm25", "bm25-soft"):
+        for overlap in (0, 20):
+            cells = [cell.strip(" |") for cell in rows[f"{template}: chunking.overlap={overlap}"]]
+            want = [
+                load(tmp_path / "out" / f"{template}.size-{size}.overlap-{overlap}.json").results.aggregate[
+                    "evidence_recall@3"
+                ]
+                for size in (40, 80)
+            ]
+            assert cells == [f"{value:.4f}" for value in want]
+
+
 # ---- errors --------------------------------------------------------------------------------------
 
 

@@ -402,6 +402,8 @@ class LoadedConfig:
         self.output = output
         # A sweep's generated variants: label -> the values that vary ({"params.k1": 0.9}); empty without a sweep.
         self.variants: dict[str, dict[str, Any]] = {}
+        # A sweep's variant label -> the retriever of the config it varies.
+        self.variant_templates: dict[str, str] = {}
         # "sweep: 6 variants (bm25: 3 k1 x 2 b)" for `rag-eval validate`; "" without a sweep.
         self.sweep_summary = ""
 
@@ -497,6 +499,7 @@ def load_config(path: str | Path, output: str | None = None) -> LoadedConfig:
     config = LoadedConfig(path, raw, model, typed)
     if expansion is not None:
         config.variants, config.sweep_summary = expansion.variants, expansion.summary
+        config.variant_templates = expansion.templates
     if not model.output and not folder_name(config.name):
         raise ConfigError(config._no_folder_name())
     return config

@@ -39,6 +39,8 @@ class Expansion:
     data: dict[str, Any]
     # label -> the varied values of that variant, keyed "params.k1" / "chunking.size".
     variants: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # label -> the retriever (template) it varies: two grids over the same parameters stay apart in reports.
+    templates: dict[str, str] = field(default_factory=dict)
     summary: str = ""
 
 
@@ -100,6 +102,7 @@ def expand_sweep(model: RunConfig, data: Mapping[str, Any], path: Path) -> Expan
     by_spec = {_canonical(spec): name for name, spec in chunking.items()}
     generated: dict[str, list[dict[str, Any]]] = {label: [] for label in templates}
     variants: dict[str, dict[str, Any]] = {}
+    templates_of: dict[str, str] = {}
     where_label: dict[str, str] = {}
 
     def add(
@@ -123,6 +126,7 @@ def expand_sweep(model: RunConfig, data: Mapping[str, Any], path: Path) -> Expan
             entry["chunker"] = _chunker_for(spec.chunker, chunks, varied, chunking, by_spec, path, where)
         generated[template].append(entry)
         variants[label] = varied
+        templates_of[label] = template
 
     for i, entry in enumerate(sweep.grid):
         where = f"sweep.grid[{i}]({entry.retriever})"
@@ -166,7 +170,7 @@ def expand_sweep(model: RunConfig, data: Mapping[str, Any], path: Path) -> Expan
     expanded = {**data, "retrievers": retrievers}
     if chunking != dict(model.chunking):
         expanded["chunking"] = chunking
-    return Expansion(expanded, variants, _summary(sweep.grid, len(sweep.variants), count, chunking, model))
+    return Expansion(expanded, variants, templates_of, _summary(sweep.grid, len(sweep.variants), count, chunking, model))
 
 
 def _size(entry: SweepGridEntry) -> int:

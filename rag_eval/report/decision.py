@@ -75,7 +75,8 @@ def sensitivity_lines(run: RunOutcome, main: str) -> list[str]:
     variants = getattr(run.config, "variants", None) or {}
     results = {o.label: o.results for o in run.outcomes if main in o.results.values}
     lines: list[str] = []
-    for param, points in sweep_points(results, main, variants).items():
+    templates = getattr(run.config, "variant_templates", None) or {}
+    for param, points in sweep_points(results, main, variants, templates).items():
         values = sorted({_shown(p.value) for p in points}, key=_order)
         series = list(dict.fromkeys(p.series for p in points))
         cell = {(p.series, _shown(p.value)): fmt(p.mean) for p in points}

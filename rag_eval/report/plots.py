@@ -214,24 +214,34 @@ def _chunking(run: RunOutcome, outcome: RetrieverOutcome) -> list[tuple[str, int
 
 
 def sweep_points(
-    results_by_label: Mapping[str, Results], metric: str, variants: Mapping[str, Mapping[str, Any]]
+    results_by_label: Mapping[str, Results],
+    metric: str,
+    variants: Mapping[str, Mapping[str, Any]],
+    templates: Mapping[str, str] | None = None,
 ) -> dict[str, list[SweepPoint]]:
     """``{parameter: points}`` for each varied parameter: each variant's mean against its value.
 
     A point's series names the variant's other varied values (``b=0.4``), so a line joins
-    variants that differ in this parameter only.
+    variants that differ in this parameter only. When the variants vary more than one
+    retriever (``templates``: label -> retriever), the series starts with the retriever
+    (``dense: overlap=0``): two grids over the same parameters are two lines, not one.
     """
     means = mean_rows_plain(results_by_label, metric)
     params: list[str] = []
     for varied in variants.values():
         params.extend(p for p in varied if p not in params)
+    templates = templates or {}
+    several_retrievers = len({templates.get(label) for label in variants}) > 1
     out: dict[str, list[SweepPoint]] = {}
     for param in params:
         points = []
         for label, varied in variants.items():
             if param not in varied or label not in means:
                 continue
-            series = ", ".join(f"{p}={_text(v)}" for p, v in varied.items() if p != param) or "all"
+            series = ", ".join(f"{p}={_text(v)}" for p, v in varied.items() if p != param)
+            if several_retrievers:
+                series = f"{templates[label]}: {series}" if series else templates[label]
+            series = series or "all"
             points.append(SweepPoint(label, varied[param], series, means[label]))
         if points:
             out[param] = points
@@ -410,7 +420,9 @@ def build_plots(run: RunOutcome, main: str, baseline: str | None = None) -> Plot
         plots.texts[AT_K] = f"{family} at k = {', '.join(map(str, ks))}: " + "; ".join(
             f"{label} {' / '.join(fmt(curve[k]) for k in ks)}" for label, curve in by_k.items()
         )
-    for param, points in sweep_points(by_label, main, getattr(run.config, "variants", None) or {}).items():
+    variants = getattr(run.config, "variants", None) or {}
+    templates = getattr(run.config, "variant_templates", None) or {}
+    for param, points in sweep_points(by_label, main, variants, templates).items():
         name = f"plot-sweep-{_file_part(param)}.svg"
         plots.data[name] = points
         plots.files[name] = sensitivity_svg(param, points, main)
