@@ -351,3 +351,24 @@ def test_a_model_saved_in_fp16_computes_in_fp32(tmp_path: Path) -> None:
     for options in (EncoderOptions(backend="onnx"), EncoderOptions(backend="onnx", quantize="int8")):
         got = load_encoder(model, "cpu", options, tmp_path / "exported", None, "dense").encode(texts)
         assert got.dtype == np.float32 and _cosines(want, got).min() > (0.9999 if options.quantize == "none" else 0.95)
+
+
+def test_the_gpu_pipeline_gives_encodes_numbers(export_dir: Path) -> None:
+    # The CUDA path (tokenised on threads ahead of the GPU) run here on the CPU: same features as the
+    # model's own preprocessing (checked on probes), so the same embeddings as SentenceTransformer.encode.
+    encoder = load_encoder(_minilm(), "cpu", EncoderOptions(threads=3), None, None, "dense")
+    assert encoder.pipeline_ready()
+    texts = TEXTS * 3
+    want = encoder.encode(texts, batch_size=8)
+    got = encoder._encode_pipelined(texts, 8, True, False)
+    assert got.dtype == np.float32 and got.shape == want.shape
+    assert np.abs(got - want).max() < 1e-5
+    raw = encoder._encode_pipelined(texts, 5, False, False)  # unnormalised, other batches
+    assert np.allclose(raw / np.linalg.norm(raw, axis=1, keepdims=True), want, atol=1e-5)
+
+
+def test_the_gpu_pipeline_stands_aside_when_tokens_differ(tmp_path: Path) -> None:
+    encoder = load_encoder(_minilm(), "cpu", EncoderOptions(), None, None, "dense")
+    original = encoder._tokenize
+    encoder._tokenize = lambda tokenizer, texts: original(tokenizer, ["query: " + t for t in texts])  # a prompt the model does not add
+    assert not encoder.pipeline_ready()
