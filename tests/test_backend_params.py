@@ -139,3 +139,73 @@ def test_onnx_cross_encoder_scores_equal_torch(tmp_path: Path) -> None:
 def test_cross_encoder_refuses_int8_with_torch(tmp_path: Path) -> None:
     with pytest.raises(RetrieverError, match="cross_encoder: params: quantize: int8 needs backend: onnx"):
         _reranker(tmp_path, quantize="int8")
+
+
+@pytest.mark.slow
+def test_several_devices_encode_in_one_process_each_with_the_same_numbers(tmp_path: Path) -> None:
+    # On a CPU the pool's devices are [cpu, cpu]: two processes, each with its own model copy.
+    single = _dense(tmp_path, use_cache=False)
+    single.index(CORPUS)
+    want = single.search(QUERIES, 5)
+    pooled = _dense(tmp_path, use_cache=False, devices=["cpu", "cpu"])
+    pooled.index(CORPUS)
+    got = pooled.search(QUERIES, 5)
+    for qid in QUERIES:
+        assert list(got[qid]) == list(want[qid])
+        assert [got[qid][d] for d in want[qid]] == pytest.approx(list(want[qid].values()), abs=1e-6)
+    info = pooled.describe()
+    assert info["device"] == "cpu,cpu" and info["parameters"]["devices"] == ["cpu", "cpu"]
+    processes = pooled._model.pool["processes"]
+    assert len(processes) == 2 and all(p.is_alive() for p in processes)
+    pids = [p.pid for p in processes]
+    del pooled, info, processes
+    import gc
+    import os
+
+    gc.collect()  # the pool stops with its encoder
+    for pid in pids:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+
+
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [
+        ({"devices": ["cpu"]}, "devices"),  # one device is `device`
+        ({"devices": ["cpu", "cpu"], "backend": "onnx"}, "devices (one process per device) runs backend torch"),
+        ({"devices": ["cpu", "gpu7"]}, "devices"),
+    ],
+)
+def test_bad_devices_are_one_line(tmp_path: Path, params: dict, message: str) -> None:
+    with pytest.raises(RetrieverError) as caught:
+        _dense(tmp_path, **params)
+    assert message in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_a_model_saved_in_half_precision_has_its_own_cache_namespace(tmp_path: Path) -> None:
+    # Earlier versions computed such a model in its saved dtype; its fp32 embeddings must not meet those.
+    import json
+    import shutil
+
+    folder = tmp_path / "half"
+    shutil.copytree(tiny_bi_encoder(), folder)
+    config = json.loads((folder / "config.json").read_text())
+    config["dtype"] = "float16"
+    (folder / "config.json").write_text(json.dumps(config))
+    options = DenseRetriever(model=str(folder), device="cpu", cache_dir=str(tmp_path / "c"))._encoding_options()
+    assert options == {"normalize": True, "max_seq_length": None, "computed_in": "float32"}
+    fp16 = DenseRetriever(model=str(folder), device="cpu", precision="fp16", cache_dir=str(tmp_path / "c"))
+    assert "computed_in" not in fp16._encoding_options()
+
+
+def test_cuda_n_past_the_gpus_there_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    import torch
+
+    from rag_eval.retrievers.models import resolve_device
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    assert resolve_device("cuda:1", "dense") == "cuda:1"
+    with pytest.raises(RetrieverError, match=r"^dense: device 'cuda:2' requested but torch sees 2 CUDA GPU\(s\) "
+                       r"\(cuda:0 to cuda:1\); use one of those, or device: auto$"):
+        resolve_device("cuda:2", "dense")

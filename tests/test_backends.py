@@ -307,12 +307,16 @@ def test_cache_options_hold_what_changes_the_numbers() -> None:
     assert backends.cache_options(EncoderOptions(precision="fp16")) == {
         "backend": "torch", "quantize": "none", "precision": "fp16"
     }
+    import onnxruntime
+
     assert backends.cache_options(EncoderOptions(backend="onnx", quantize="int8")) == {
         "backend": "onnx",
         "quantize": "int8",
         "precision": "fp32",
         "export_format": backends.EXPORT_FORMAT,
+        "onnxruntime": onnxruntime.__version__,  # int8 kernels and fusions change between releases
     }
+    assert "onnxruntime" not in backends.cache_options(EncoderOptions(backend="onnx"))
     assert backends.cache_options(EncoderOptions(threads=7, streams=3)) == torch_keys  # speed only
 
 
@@ -372,3 +376,60 @@ def test_the_gpu_pipeline_stands_aside_when_tokens_differ(tmp_path: Path) -> Non
     original = encoder._tokenize
     encoder._tokenize = lambda tokenizer, texts: original(tokenizer, ["query: " + t for t in texts])  # a prompt the model does not add
     assert not encoder.pipeline_ready()
+
+
+def test_a_batch_too_big_for_the_gpu_is_halved_until_it_fits() -> None:
+    # Simulated on the CPU: the model's encode raises torch's out-of-memory error above 4 texts a batch.
+    import torch
+
+    encoder = load_encoder(ResolvedModel("tiny", tiny_bi_encoder(), "local"), "cpu", EncoderOptions(), None, None, "x")
+    texts = [f"passage {i} about the sea" for i in range(20)]
+    want = encoder.encode(texts, batch_size=4)
+    original, seen = encoder.model.encode, []
+
+    def tight(sentences, batch_size, **kwargs):
+        seen.append(batch_size)
+        if batch_size > 4:
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+        return original(sentences, batch_size=batch_size, **kwargs)
+
+    encoder.model.encode = tight
+    with pytest.warns(UserWarning) as caught:
+        got = encoder.encode(texts, batch_size=16)
+    assert [str(w.message).split(" (")[0] for w in caught] == [
+        "batch_size 16 does not fit in the memory of cpu; encoding with batch_size 8",
+        "batch_size 8 does not fit in the memory of cpu; encoding with batch_size 4",
+    ]
+    assert seen == [16, 8, 4] and np.allclose(got, want, atol=1e-6)
+    seen.clear()
+    encoder.encode(texts, batch_size=16)  # the size that fitted is kept: no second round of failures
+    assert seen == [4]
+
+
+def test_the_gpu_pipeline_stands_aside_for_a_model_with_a_default_prompt() -> None:
+    # encode() adds the default prompt before tokenising; the pipeline would drop it.
+    encoder = load_encoder(ResolvedModel("tiny", tiny_bi_encoder(), "local"), "cpu", EncoderOptions(), None, None, "x")
+    encoder.model.prompts = {"query": "query: "}
+    encoder.model.default_prompt_name = "query"
+    assert not encoder.pipeline_ready()
+
+
+def test_a_failed_call_stops_the_device_pool_for_good() -> None:
+    # A call that stops early leaves results in the pool's queue: the pool is stopped, never reused.
+    pytest.importorskip("sentence_transformers")
+    model = ResolvedModel("tiny", tiny_bi_encoder(), "local")
+    encoder = load_encoder(model, "cpu", EncoderOptions(), None, None, "dense", devices=["cpu", "cpu"])
+    processes = list(encoder.pool["processes"])
+    want = encoder.encode(["tide", "reef", "whale"], batch_size=2)
+    assert want.shape[0] == 3
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("worker died unexpectedly")
+
+    original, encoder.model.encode = encoder.model.encode, broken
+    with pytest.raises(RuntimeError, match="died"):
+        encoder.encode(["tide"])
+    encoder.model.encode = original
+    assert encoder.pool is None and not any(p._closed is False and p.is_alive() for p in processes)
+    with pytest.raises(RetrieverError, match=r"encoding processes on cpu,cpu were stopped after an error; run again"):
+        encoder.encode(["tide"])

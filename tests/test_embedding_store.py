@@ -305,6 +305,23 @@ def test_without_a_store_every_distinct_text_is_encoded_and_nothing_written(tmp_
     assert empty.shape == (0, 0) and counts == {"reused": 0, "encoded": 0, "duplicates": 0}
 
 
+def test_write_every_may_be_decided_once_something_is_missing(tmp_path):
+    # The dense retriever decides it by the device, which needs the model: asked only when encoding.
+    asked: list[int] = []
+
+    def every() -> int:
+        asked.append(1)
+        return 2
+
+    encoder = FakeEncoder()
+    encode_missing(TEXTS[:5], encoder, store_at(tmp_path), write_every=every)
+    assert asked == [1] and encoder.calls == [2, 2, 1]
+    _, counts = encode_missing(TEXTS[:5], FakeEncoder(), store_at(tmp_path), write_every=every)
+    assert asked == [1] and counts["encoded"] == 0  # a full hit never asks (never loads a model)
+    with pytest.raises(ValueError, match="write_every must be >= 1, got 0"):
+        encode_missing(TEXTS[5:6], FakeEncoder(), store_at(tmp_path), write_every=lambda: 0)
+
+
 def test_a_run_killed_mid_encoding_loses_only_the_batch_in_flight(tmp_path):
     killed = FakeEncoder(fail_after=2)
     with pytest.raises(KeyboardInterrupt):

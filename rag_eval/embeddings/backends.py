@@ -182,7 +182,34 @@ def cache_options(options: EncoderOptions) -> dict[str, Any]:
     keyed: dict[str, Any] = {"backend": options.backend, "quantize": options.quantize, "precision": options.precision}
     if options.backend != "torch":
         keyed["export_format"] = EXPORT_FORMAT
+    if options.quantize == "int8":  # int8 kernels and graph fusions differ between releases beyond rounding
+        keyed["onnxruntime"] = _version("onnxruntime")
     return keyed
+
+
+def _version(distribution: str) -> str | None:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(distribution)
+    except PackageNotFoundError:
+        return None
+
+
+def saved_in_half_precision(folder: Path | None) -> bool:
+    """Whether a model folder's weights are saved in fp16 or bf16 (config.json's ``torch_dtype`` / ``dtype``).
+
+    Such a model computes in fp32 unless ``precision: fp16``; embeddings cached before that
+    rule were computed in the saved dtype, so the cache key says which (read without loading).
+    """
+    if folder is None:
+        return False
+    try:
+        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    saved = config.get("torch_dtype") or config.get("dtype") if isinstance(config, dict) else None
+    return saved in ("float16", "bfloat16")
 
 
 def available_cpus() -> int:
@@ -387,19 +414,49 @@ class TorchEncoder(Encoder):
     ids) keeps sentence-transformers' ``encode``.
     """
 
-    def __init__(self, model: Any, options: EncoderOptions, device: str, threads: int) -> None:
+    def __init__(
+        self, model: Any, options: EncoderOptions, device: str, threads: int, pool: dict[str, Any] | None = None
+    ) -> None:
         super().__init__(options, device, threads)
         self.model = model
+        #: sentence-transformers' multi-process pool (one process per device) when several devices are used.
+        self.pool = pool
         # Features the model's preprocessing adds besides the tokens (e.g. modality: text), once checked;
         # None: not checked yet; False: our tokenisation differs, encode() is used.
         self._constant_features: dict[str, Any] | bool | None = None
+        self._fitting_batch: int | None = None  # the batch size that fitted after an out-of-memory error
+        self._executor: ThreadPoolExecutor | None = None
+        self._thread_tokenizers = threading.local()
+        self._pool_broken = False
 
     def encode(
         self, texts: Sequence[str], *, batch_size: int = 32, normalize: bool = True, show_progress: bool = False
     ) -> np.ndarray:
-        """See :meth:`Encoder.encode`."""
-        if self.device.startswith("cuda") and len(texts) > batch_size and self.pipeline_ready():
+        """See :meth:`Encoder.encode`. A batch too big for the GPU's memory is halved until it fits (warned once)."""
+        import torch
+
+        batch_size = min(batch_size, self._fitting_batch or batch_size)
+        while True:
+            try:
+                return self._encode_once(texts, batch_size, normalize, show_progress)
+            except torch.OutOfMemoryError:
+                if batch_size == 1:
+                    raise
+                if self.device.startswith("cuda"):
+                    torch.cuda.empty_cache()
+                smaller = batch_size // 2
+                warnings.warn(
+                    f"batch_size {batch_size} does not fit in the memory of {self.device}; encoding with "
+                    f"batch_size {smaller} (set batch_size: {smaller} or less to skip this retry)",
+                    stacklevel=2,
+                )
+                batch_size = self._fitting_batch = smaller
+
+    def _encode_once(self, texts: Sequence[str], batch_size: int, normalize: bool, show_progress: bool) -> np.ndarray:
+        if self.pool is None and self.device.startswith("cuda") and len(texts) > batch_size and self.pipeline_ready():
             return self._encode_pipelined(list(texts), batch_size, normalize, show_progress)
+        if self.pool is not None or self._pool_broken:
+            return self._encode_on_pool(texts, batch_size, normalize, show_progress)
         array = self.model.encode(
             list(texts),
             batch_size=batch_size,
@@ -407,6 +464,26 @@ class TorchEncoder(Encoder):
             normalize_embeddings=normalize,
             convert_to_numpy=True,
         )
+        return np.ascontiguousarray(np.asarray(array, dtype=np.float32))
+
+    def _encode_on_pool(self, texts: Sequence[str], batch_size: int, normalize: bool, show: bool) -> np.ndarray:
+        if self._pool_broken or self.pool is None:
+            raise RetrieverError(
+                f"the encoding processes on {self.device} were stopped after an error; run again"
+            )
+        if not texts:
+            return np.empty((0, self.model.get_sentence_embedding_dimension()), dtype=np.float32)
+        try:
+            array = self.model.encode(
+                list(texts), batch_size=batch_size, show_progress_bar=show, normalize_embeddings=normalize,
+                convert_to_numpy=True, pool=self.pool,
+            )
+        except BaseException:
+            # A call that stopped early leaves results in the pool's queue, which the next call would
+            # take for its own: the pool is stopped and never used again.
+            pool, self.pool, self._pool_broken = self.pool, None, True
+            stop_pool(pool)
+            raise
         return np.ascontiguousarray(np.asarray(array, dtype=np.float32))
 
     def _tokenize(self, tokenizer: Any, texts: list[str]) -> dict[str, Any]:
@@ -423,16 +500,30 @@ class TorchEncoder(Encoder):
             self._constant_features = False
             tokenizer = getattr(self.model, "tokenizer", None)
             preprocess = getattr(self.model, "preprocess", None) or getattr(self.model, "tokenize", None)
-            if tokenizer is not None and preprocess is not None and getattr(tokenizer, "is_fast", False):
+            # A default prompt is added by encode() before preprocessing: our tokenisation would drop it.
+            prompted = bool(getattr(self.model, "default_prompt_name", None))
+            if tokenizer is not None and preprocess is not None and getattr(tokenizer, "is_fast", False) and not prompted:
                 import torch
 
                 probes = list(_PROBES)
-                want, got = dict(preprocess(probes)), self._tokenize(tokenizer, probes)
+                try:
+                    want, got = dict(preprocess(probes)), self._tokenize(tokenizer, probes)
+                except Exception:  # whatever this model's preprocessing needs, encode() knows it
+                    return False
                 constant = {k: v for k, v in want.items() if k not in got}
                 same = all(k in want and torch.equal(want[k], v) for k, v in got.items())
                 if same and not any(isinstance(v, torch.Tensor) for v in constant.values()):
                     self._constant_features = constant
         return isinstance(self._constant_features, dict)
+
+    def _tokenizing_pool(self) -> ThreadPoolExecutor:
+        """The threads that tokenise ahead of the GPU, kept for the encoder's life (each keeps its tokenizer copy)."""
+        if self._executor is None:
+            import weakref
+
+            self._executor = ThreadPoolExecutor(max_workers=max(1, self.threads), thread_name_prefix="tokenize")
+            weakref.finalize(self, self._executor.shutdown, wait=False, cancel_futures=True)
+        return self._executor
 
     def _encode_pipelined(self, texts: list[str], batch_size: int, normalize: bool, show: bool) -> np.ndarray:
         import copy
@@ -444,13 +535,11 @@ class TorchEncoder(Encoder):
         assert isinstance(constant, dict), "pipeline_ready() first"
         order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))  # longest first, as encode() sorts
         batches = [order[start : start + batch_size] for start in range(0, len(order), batch_size)]
-        workers = max(1, self.threads)
-        local = threading.local()
-        tokenizer = self.model.tokenizer
+        pool, local, tokenizer = self._tokenizing_pool(), self._thread_tokenizers, self.model.tokenizer
 
         def prepare(rows: list[int]) -> dict[str, Any]:
             own = getattr(local, "tokenizer", None)
-            if own is None:
+            if own is None:  # a fast tokenizer refuses concurrent calls: one copy per thread
                 own = local.tokenizer = copy.deepcopy(tokenizer)
             features = self._tokenize(own, [texts[i] for i in rows])
             if self.device.startswith("cuda"):  # page-locked: the copy to the GPU overlaps its work
@@ -459,28 +548,32 @@ class TorchEncoder(Encoder):
 
         outputs: list[Any] = []
         progress = _progress(len(texts), show)
-        with ThreadPoolExecutor(max_workers=workers) as pool, torch.inference_mode():
-            pending: deque[Any] = deque()
-            upcoming = iter(batches)
-            for rows in upcoming:  # keep 2 batches per thread in flight: bounded memory, the GPU never waits
-                pending.append(pool.submit(prepare, rows))
-                if len(pending) >= 2 * workers:
-                    break
-            while pending:
-                features = pending.popleft().result()
-                following = next(upcoming, None)
-                if following is not None:
-                    pending.append(pool.submit(prepare, following))
-                on_device = {k: v.to(self.device, non_blocking=True) for k, v in features.items()}
-                embedded = self.model.forward({**on_device, **constant})["sentence_embedding"]
-                if normalize:
-                    embedded = torch.nn.functional.normalize(embedded, p=2, dim=1)
-                outputs.append(embedded.float())
-                if progress is not None:
-                    progress.update(int(embedded.shape[0]))
-        if progress is not None:
-            progress.close()
-        array = torch.cat(outputs).cpu().numpy()
+        pending: deque[Any] = deque()
+        upcoming = iter(batches)
+        try:
+            with torch.inference_mode():
+                for rows in upcoming:  # 2 batches per thread in flight: bounded memory, the GPU never waits
+                    pending.append(pool.submit(prepare, rows))
+                    if len(pending) >= 2 * max(1, self.threads):
+                        break
+                while pending:
+                    features = pending.popleft().result()
+                    following = next(upcoming, None)
+                    if following is not None:
+                        pending.append(pool.submit(prepare, following))
+                    on_device = {k: v.to(self.device, non_blocking=True) for k, v in features.items()}
+                    embedded = self.model.forward({**on_device, **constant})["sentence_embedding"]
+                    if normalize:
+                        embedded = torch.nn.functional.normalize(embedded, p=2, dim=1)
+                    outputs.append(embedded.float())
+                    if progress is not None:
+                        progress.update(int(embedded.shape[0]))
+                array = torch.cat(outputs).cpu().numpy()
+        finally:
+            for future in pending:  # an error (out of memory, say) stops the tokenising ahead at once
+                future.cancel()
+            if progress is not None:
+                progress.close()
         restored = np.empty_like(array)
         restored[np.asarray(order)] = array
         return np.ascontiguousarray(restored, dtype=np.float32)
@@ -760,14 +853,19 @@ def load_encoder(
     adapter: str,
     *,
     identity: str | None = None,
+    devices: Sequence[str] | None = None,
 ) -> Encoder:
     """A bi-encoder for ``resolved`` on ``device`` (``auto`` allowed) with ``options``.
 
     ``export_dir`` holds cached exports (None: export to a temporary folder, not kept);
     ``identity`` is the model's content hash when the caller has it (else computed).
+    ``devices`` (two or more, torch only): one process per device through sentence-transformers'
+    multi-process pool, stopped when the encoder is garbage-collected or the process exits.
     Problems are one :class:`RetrieverError` line naming the option and the fix.
     """
     threads, streams = thread_plan(options)
+    if devices:
+        return _pooled_encoder(resolved, devices, options, max_seq_length, adapter, threads)
     if options.backend == "torch":
         used = _torch_device(device, options, adapter, threads)
         model = _models.load_sentence_transformer(resolved, used, adapter)
@@ -784,6 +882,42 @@ def load_encoder(
     encoder = GraphEncoder(infer, manifest["inputs"], tokenizer, length, pipeline, options, threads, streams)
     encoder.export_path, encoder.export_status = path, status
     return encoder
+
+
+def _pooled_encoder(
+    resolved: _models.ResolvedModel,
+    devices: Sequence[str],
+    options: EncoderOptions,
+    max_seq_length: int | None,
+    adapter: str,
+    threads: int,
+) -> TorchEncoder:
+    import weakref
+
+    if options.backend != "torch":
+        raise RetrieverError(
+            f"{adapter}: devices (one process per device) runs backend torch, not {options.backend}; "
+            "remove devices, or use backend: torch"
+        )
+    used = [_torch_device(device, options, adapter, threads) for device in devices]
+    model = _models.load_sentence_transformer(resolved, "cpu", adapter)  # each process moves its copy
+    if max_seq_length is not None:
+        model.max_seq_length = max_seq_length
+    _set_precision(model, options)
+    pool = model.start_multi_process_pool(target_devices=used)
+    encoder = TorchEncoder(model, options, ",".join(used), threads, pool=pool)
+    weakref.finalize(encoder, stop_pool, pool)
+    return encoder
+
+
+def stop_pool(pool: dict[str, Any]) -> None:
+    """Stop a sentence-transformers multi-process pool once (a second call does nothing)."""
+    if pool.get("stopped"):
+        return
+    pool["stopped"] = True
+    from sentence_transformers import SentenceTransformer
+
+    SentenceTransformer.stop_multi_process_pool(pool)  # type: ignore[arg-type]
 
 
 def load_scorer(

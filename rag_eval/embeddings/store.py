@@ -466,7 +466,7 @@ def encode_missing(
     encode: Callable[[list[str]], np.ndarray],
     store: EmbeddingStore | None,
     *,
-    write_every: int = 1024,
+    write_every: int | Callable[[], int] = 1024,
     progress: Callable[[int], None] | None = None,
 ) -> tuple[np.ndarray, dict[str, int]]:
     """Embeddings of ``texts`` (float32, one row per text, in order), encoding only what the store lacks.
@@ -476,9 +476,9 @@ def encode_missing(
     batch in flight. ``progress`` is called with each batch's size. Returns the array and
     ``{"reused": r, "encoded": e, "duplicates": d}``: r + e distinct texts, d repeats of them
     (r + e + d = len(texts)). With ``store=None`` every distinct text is encoded, nothing written.
+    ``write_every`` may be a callable, asked only when something is missing (it may load the model
+    to decide: a GPU encodes more texts a call than a CPU).
     """
-    if write_every < 1:
-        raise ValueError(f"write_every must be >= 1, got {write_every}")
     keys = [text_key(text) for text in texts]
     first: dict[str, int] = {}
     for i, key in enumerate(keys):
@@ -491,8 +491,11 @@ def encode_missing(
     else:
         distinct, found = np.zeros((len(distinct_keys), 0), dtype=np.float32), np.zeros(len(distinct_keys), bool)
     missing = np.flatnonzero(~found)
-    for start in range(0, len(missing), write_every):
-        batch = missing[start : start + write_every]
+    every = (write_every() if callable(write_every) else write_every) if len(missing) else 1
+    if every < 1:
+        raise ValueError(f"write_every must be >= 1, got {every}")
+    for start in range(0, len(missing), every):
+        batch = missing[start : start + every]
         batch_texts = [texts[first[distinct_keys[i]]] for i in batch]
         vectors = np.asarray(encode(batch_texts))
         if vectors.ndim != 2 or vectors.shape[0] != len(batch):

@@ -12,6 +12,7 @@ YAML parameters (all optional)::
       passage_prefix: ""        # e.g. "passage: "
       max_seq_length: null      # truncate inputs to this many tokens (default: the model's)
       device: auto              # auto | cpu | cuda | cuda:N | mps (auto = cuda when available)
+      devices: null             # e.g. [cuda:0, cuda:1]: one process per device (replaces device; torch only)
       backend: torch            # torch | onnx | openvino (onnx/openvino: CPU, exported once and cached)
       quantize: none            # none | int8 (backend onnx: ONNX Runtime dynamic int8, changes the numbers)
       precision: fp32           # fp32 | fp16 (fp16: backend torch on a CUDA GPU)
@@ -32,7 +33,8 @@ Embeddings are cached per text (:mod:`rag_eval.embeddings.store`), keyed by the 
 content hash, :meth:`DenseRetriever._encoding_options` and the exact text encoded (prefix
 included): editing one passage re-encodes that passage only, chunkings and corpora that
 share texts share embeddings, and a run killed while encoding keeps every batch written
-before the kill (``cache_write_every`` passages each).
+before the kill (``cache_write_every`` passages each; on a GPU, 16 batches, which the encoder
+pipelines).
 """
 
 from __future__ import annotations
@@ -43,7 +45,14 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field, field_validator, model_validator
 
-from rag_eval.embeddings.backends import Encoder, EncoderOptions, EncodingParams, cache_options, load_encoder
+from rag_eval.embeddings.backends import (
+    Encoder,
+    EncoderOptions,
+    EncodingParams,
+    cache_options,
+    load_encoder,
+    saved_in_half_precision,
+)
 from rag_eval.embeddings.store import EmbeddingStore, encode_missing, namespace_key
 from rag_eval.errors import RetrieverError
 from rag_eval.execution.scores import inner_products
@@ -119,6 +128,12 @@ class DenseParams(AdapterParams, EncodingParams):
     passage_prefix: str = Field("", description='prepended to each passage, e.g. "passage: "')
     max_seq_length: int | None = Field(None, ge=1, description="truncate inputs to this many tokens")
     device: Device = Field("auto", description="auto | cpu | cuda | cuda:N | mps")
+    devices: list[Device] | None = Field(
+        None,
+        min_length=2,
+        description="several devices of one machine, one process each (sentence-transformers' multi-process "
+        "pool), e.g. [cuda:0, cuda:1]; replaces device",
+    )
     cache_dir: Folder | None = Field(None, description="embedding cache folder")
     use_cache: bool = Field(True, description="reuse embeddings across runs")
     block_size: int = Field(65536, ge=1, description="passages scored per block during search")
@@ -142,6 +157,11 @@ class DenseParams(AdapterParams, EncodingParams):
             raise ValueError(
                 "similarity 'cosine' needs normalize: true; "
                 "use similarity: dot for raw dot products of unnormalised embeddings"
+            )
+        if self.devices and self.backend != "torch":
+            raise ValueError(
+                f"devices (one process per device) runs backend torch, not {self.backend}; "
+                "remove devices, or use backend: torch"
             )
         return self
 
@@ -194,6 +214,7 @@ class DenseRetriever:
         self.passage_prefix = settings.passage_prefix
         self.max_seq_length = settings.max_seq_length
         self.device = settings.device
+        self.devices = list(settings.devices) if settings.devices else None
         self.options = settings.encoder_options()
         self.use_cache = settings.use_cache
         self.cache_dir = Path(settings.cache_dir).expanduser() if settings.cache_dir else default_cache_dir()
@@ -233,7 +254,8 @@ class DenseRetriever:
     def _load_encoder(self, identity: str | None) -> Encoder:
         export_dir = self.cache_dir / "exported" if self.use_cache else None
         return load_encoder(
-            self.resolved, self.device, self.options, export_dir, self.max_seq_length, ADAPTER, identity=identity
+            self.resolved, self.device, self.options, export_dir, self.max_seq_length, ADAPTER, identity=identity,
+            devices=self.devices,
         )
 
     def model_identity(self) -> str:
@@ -259,11 +281,20 @@ class DenseRetriever:
         embeddings only by float rounding (device, batch size, threads) is deliberately left out;
         backend, quantisation and precision are in (:func:`~rag_eval.embeddings.backends.cache_options`).
         """
-        return {
+        options: dict[str, Any] = {
             "normalize": self.normalize,
             "max_seq_length": self.max_seq_length,
             **cache_options(self.options),
         }
+        if self.options.precision == "fp32" and saved_in_half_precision(self.resolved.path):
+            options["computed_in"] = "float32"  # earlier versions computed such a model in its saved dtype
+        return options
+
+    def _write_every(self) -> int:
+        """Texts per encoder call and store write: more on a GPU, which pipelines the batches within a call."""
+        if self._get_model().device.startswith("cuda"):
+            return max(self.cache_write_every, 16 * self.batch_size)
+        return self.cache_write_every
 
     # ------------------------------------------------------------------ seam
 
@@ -289,6 +320,11 @@ class DenseRetriever:
             raise RetrieverError(
                 f"{ADAPTER}: execution engine ray searches exactly, shard by shard; index kind "
                 f"{self.index_spec.kind!r} runs in this process: remove index, or use execution engine local"
+            )
+        if engine() == "ray" and self.devices:
+            raise RetrieverError(
+                f"{ADAPTER}: execution engine ray runs one encoder actor per GPU of the cluster; "
+                "remove devices (set execution.num_gpus_per_actor instead)"
             )
         if engine() == "ray" and not self.use_cache:  # said before a cluster is started for nothing
             raise RetrieverError(
@@ -352,11 +388,11 @@ class DenseRetriever:
         reused, some encoded), ``miss`` (nothing reused), ``off`` (no store).
         """
         if not self.use_cache:
-            array, counts = encode_missing(texts, self._encode, None, write_every=self.cache_write_every)
+            array, counts = encode_missing(texts, self._encode, None, write_every=self._write_every)
             return array, "off", counts, {}
         namespace = namespace_key(self.model_identity(), {"kind": kind, **self._encoding_options()})
         store = EmbeddingStore(self.cache_dir, namespace)
-        array, counts = encode_missing(texts, self._encode, store, write_every=self.cache_write_every)
+        array, counts = encode_missing(texts, self._encode, store, write_every=self._write_every)
         status = "hit" if not counts["encoded"] else "miss" if not counts["reused"] else "partial"
         return array, status, counts, {"cache_namespace": namespace, "cache_path": str(store.directory)}
 
@@ -427,6 +463,7 @@ class DenseRetriever:
             "passage_prefix": self.passage_prefix,
             "max_seq_length": self.max_seq_length,
             "device": self.device,
+            "devices": self.devices,
             "backend": self.options.backend,
             "quantize": self.options.quantize,
             "precision": self.options.precision,

@@ -334,6 +334,12 @@ def resolve_device(device: str, adapter: str) -> str:
             f"{adapter}: device {device!r} requested but torch sees no CUDA GPU "
             f"(torch {torch.__version__}); use device: auto or device: cpu"
         )
+    if device.startswith("cuda:") and int(device.split(":", 1)[1]) >= torch.cuda.device_count():
+        count = torch.cuda.device_count()
+        raise RetrieverError(
+            f"{adapter}: device {device!r} requested but torch sees {count} CUDA GPU(s) "
+            f"(cuda:0 to cuda:{count - 1}); use one of those, or device: auto"
+        )
     if device == "mps" and not (getattr(torch.backends, "mps", None) and torch.backends.mps.is_available()):
         raise RetrieverError(f"{adapter}: device 'mps' requested but it is not available; use device: auto or cpu")
     return device
