@@ -35,7 +35,8 @@ QUERIES = {"q1": "largest ocean", "q2": "why do reefs bleach", "q3": "moon and t
 
 def _dense(tmp_path: Path, **params: object) -> DenseRetriever:
     return DenseRetriever(
-        model=str(tiny_bi_encoder()), device="cpu", show_progress=False, cache_dir=str(tmp_path / "cache"), **params
+        **{"model": str(tiny_bi_encoder()), "device": "cpu", "show_progress": False,
+           "cache_dir": str(tmp_path / "cache"), **params}
     )
 
 
@@ -108,13 +109,8 @@ def test_fp16_on_a_cpu_is_refused_when_the_model_loads(tmp_path: Path) -> None:
 
 def _reranker(tmp_path: Path, **params: object) -> CrossEncoderReranker:
     return CrossEncoderReranker(
-        model=str(tiny_cross_encoder()),
-        first_stage={"adapter": "bm25", "params": {}},
-        rerank_top_n=5,
-        device="cpu",
-        show_progress=False,
-        cache_dir=str(tmp_path / "cache"),
-        **params,
+        **{"model": str(tiny_cross_encoder()), "first_stage": {"adapter": "bm25", "params": {}}, "rerank_top_n": 5,
+           "device": "cpu", "show_progress": False, "cache_dir": str(tmp_path / "cache"), **params}
     )
 
 
@@ -174,6 +170,8 @@ def test_several_devices_encode_in_one_process_each_with_the_same_numbers(tmp_pa
         ({"devices": ["cpu"]}, "devices"),  # one device is `device`
         ({"devices": ["cpu", "cpu"], "backend": "onnx"}, "devices (one process per device) runs backend torch"),
         ({"devices": ["cpu", "gpu7"]}, "devices"),
+        ({"backend": "openvino", "device": "cuda"}, "backend openvino runs on the CPU here, not device 'cuda'"),
+        ({"backend": "onnx", "device": "cuda:1"}, "backend onnx runs on the CPU here, not device 'cuda:1'"),
     ],
 )
 def test_bad_devices_are_one_line(tmp_path: Path, params: dict, message: str) -> None:
@@ -209,3 +207,9 @@ def test_cuda_n_past_the_gpus_there_is_one_line(monkeypatch: pytest.MonkeyPatch)
     with pytest.raises(RetrieverError, match=r"^dense: device 'cuda:2' requested but torch sees 2 CUDA GPU\(s\) "
                        r"\(cuda:0 to cuda:1\); use one of those, or device: auto$"):
         resolve_device("cuda:2", "dense")
+
+
+def test_a_cross_encoder_backend_on_a_gpu_is_refused_from_the_config(tmp_path: Path) -> None:
+    # Known without loading anything, so `validate` says it (a run that hits the cache would not).
+    with pytest.raises(RetrieverError, match=r"cross_encoder: params: backend onnx runs on the CPU here, not device 'cuda'"):
+        _reranker(tmp_path, backend="onnx", device="cuda")

@@ -982,12 +982,23 @@ def _torch_device(device: str, options: EncoderOptions, adapter: str, threads: i
     return used
 
 
-def _graph_folder(resolved: _models.ResolvedModel, device: str, options: EncoderOptions, adapter: str) -> Path:
-    if device not in ("auto", "cpu"):
-        raise RetrieverError(
-            f"{adapter}: backend {options.backend} runs on the CPU here, not device {device!r}; "
+def device_problem(backend: str, device: str) -> str | None:
+    """Why ``backend`` cannot run on ``device`` (None when it can): ONNX and OpenVINO run on the CPU here.
+
+    Known from the config alone, so ``validate`` says it, not only a run that misses the cache.
+    """
+    if backend != "torch" and device not in ("auto", "cpu"):
+        return (
+            f"backend {backend} runs on the CPU here, not device {device!r}; "
             "use device: cpu (or auto), or backend: torch on a GPU"
         )
+    return None
+
+
+def _graph_folder(resolved: _models.ResolvedModel, device: str, options: EncoderOptions, adapter: str) -> Path:
+    problem = device_problem(options.backend, device)
+    if problem:
+        raise RetrieverError(f"{adapter}: {problem}")
     if resolved.path is None:
         raise RetrieverError(
             f"{adapter}: backend {options.backend} exports the model from a local folder, and {resolved.spec!r} "

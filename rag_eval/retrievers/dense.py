@@ -50,6 +50,7 @@ from rag_eval.embeddings.backends import (
     EncoderOptions,
     EncodingParams,
     cache_options,
+    device_problem,
     load_encoder,
     saved_in_half_precision,
 )
@@ -158,6 +159,9 @@ class DenseParams(AdapterParams, EncodingParams):
                 "similarity 'cosine' needs normalize: true; "
                 "use similarity: dot for raw dot products of unnormalised embeddings"
             )
+        problem = device_problem(self.backend, self.device)
+        if problem:
+            raise ValueError(problem)
         if self.devices and self.backend != "torch":
             raise ValueError(
                 f"devices (one process per device) runs backend torch, not {self.backend}; "
