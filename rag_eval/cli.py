@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from rag_eval.errors import ConfigError, RagEvalError
+from rag_eval.errors import ConfigError, RagEvalError, RetrieverError
 
 EXIT_PASSED = 0
 EXIT_REGRESSION = 1
@@ -291,7 +291,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
     # file in the way, or a second run into it fails at once, not after the retrievers have worked.
     with hold_output_folder(config.output_dir, config.path):
         check_replaceable(config.output_dir, outputs)
-        run = execute(config, progress=False if args.no_progress else None)
+        try:
+            run = execute(config, progress=False if args.no_progress else None)
+        except RetrieverError as error:
+            if str(error).startswith("retriever "):  # a retriever's failure: say which config holds it
+                raise RetrieverError(f"{config.path}: {error}", problems=error.problems) from error
+            raise
         for outcome in run.outcomes:  # said at once (the report repeats them): e.g. chunks the encoder cut
             for warning in outcome.warnings:
                 print(f"rag-eval: warning: {warning}", file=sys.stderr)

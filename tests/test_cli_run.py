@@ -181,7 +181,7 @@ def bad_static_file(ws: Path) -> tuple[Path, str]:
 
 def bad_retriever_output(ws: Path) -> tuple[Path, str]:
     path = write_config(ws, retrievers=[{"label": "fixed", "adapter": "static", "params": {"rankings": {"q-largest-ocean": ["atlantis"]}}}])
-    return path, "rag-eval: error: retriever 'fixed' (static) failed in search(): static: rankings: query 'q-largest-ocean' ranks doc 'atlantis'"
+    return path, f"rag-eval: error: {path}: retriever 'fixed' (static) failed in search(): static: rankings: query 'q-largest-ocean' ranks doc 'atlantis'"
 
 
 BAD_INPUTS = [
@@ -248,7 +248,7 @@ def test_a_retriever_raising_with_a_multi_line_message_still_one_line(workspace,
     assert main(["run", str(config)]) == 2
     err = capsys.readouterr().err
     assert err == (
-        "rag-eval: error: retriever 'loud' (multi_line_plugin:Loud) failed in index(): "
+        f"rag-eval: error: {config}: retriever 'loud' (multi_line_plugin:Loud) failed in index(): "
         'RuntimeError: first line File "x.py", line 1 last line\n'
     )
     assert snapshot(workspace / "out") == before

@@ -445,9 +445,9 @@ WHERE = "retriever 'bad': query 'q-dessert', span"
          "dict-missing"],
 )
 def test_bad_own_spans_and_chunker_names_exit_2_with_one_line(tmp_path, capsys, body, message):
-    (code, out, err), _ = bad_run(tmp_path, capsys, body)
+    (code, out, err), config = bad_run(tmp_path, capsys, body)
     assert (code, out) == (2, "")
-    assert err == f"rag-eval: error: {message}\n"
+    assert err == f"rag-eval: error: {config}: {message}\n"  # the config that holds the retriever, then what it did
     assert not (tmp_path / "out").exists()
 
 
@@ -592,10 +592,10 @@ def test_spans_from_a_retriever_that_reads_a_chunker_are_refused_naming_the_fix(
     body = {"chunking": {"words": {"method": "fixed", "size": 5}},
             "retrievers": [{"label": "bad", "adapter": "bad:Bad", "chunker": "words",
                             "params": {"answer": {"q-dessert": [[CAFE, 0, 10, 1.0]]}}}]}
-    (code, out, err), _ = bad_run(tmp_path, capsys, body)
+    (code, out, err), config = bad_run(tmp_path, capsys, body)
     assert (code, out) == (2, "")
     assert err == (
-        "rag-eval: error: retriever 'bad' reads chunker 'words' but search() returned spans (lists of (doc_id, start, "
+        f"rag-eval: error: {config}: retriever 'bad' reads chunker 'words' but search() returned spans (lists of (doc_id, start, "
         "end, score)); with a chunker it answers {qid: {chunk_id: score}} with the ids index() was given: remove "
         "`chunker` to score its own spans\n"
     )

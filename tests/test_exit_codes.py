@@ -190,14 +190,14 @@ def test_a_plugin_calling_sys_exit_does_not_end_the_process_with_its_code(tmp_pa
     (tmp_path / "exiting_plugin_proc.py").write_text(PLUGIN)
     env = {k: v for k, v in os.environ.items() if k != "GITHUB_STEP_SUMMARY"}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(tmp_path), env.get("PYTHONPATH")]))
+    config = write_config(tmp_path, "exiting_plugin_proc:ExitsInIndex", {})
     done = subprocess.run(
-        [sys.executable, "-m", "rag_eval.cli", "run", str(write_config(tmp_path, "exiting_plugin_proc:ExitsInIndex", {})),
-         "--no-progress"],
+        [sys.executable, "-m", "rag_eval.cli", "run", str(config), "--no-progress"],
         capture_output=True, text=True, timeout=120, check=False, env=env, cwd=tmp_path,
     )
     assert done.returncode == 2  # not the plug-in's 3, which would read as an internal error
     assert done.stderr.splitlines() == [
-        ("rag-eval: error: retriever 'mine' (exiting_plugin_proc:ExitsInIndex) failed in index(): it called "
+        (f"rag-eval: error: {config}: retriever 'mine' (exiting_plugin_proc:ExitsInIndex) failed in index(): it called "
         "sys.exit(3); a plug-in must raise an exception, not exit the process")
     ]
 
