@@ -11,7 +11,6 @@ import pytest
 pytest.importorskip("faiss", reason="FAISS is not installed (pip install rag-eval[ann])")
 
 from rag_eval.config import load_config  # noqa: E402
-from rag_eval.errors import RetrieverError  # noqa: E402
 from rag_eval.runner import execute  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -80,7 +79,9 @@ def test_an_approximate_index_with_ray_execution_is_refused_before_ray_starts(tm
     pytest.importorskip("ray", reason="Ray is not installed")
     import ray
 
-    with pytest.raises(RetrieverError, match="execution engine ray searches exactly"):
+    from rag_eval.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"retrievers\[0\]\(hnsw\)\.params\.index: execution engine ray searches exactly"):
         _run(tmp_path, f"  - {{label: hnsw, adapter: dense, params: {{{COMMON}, index: {{kind: hnsw}}}}}}",
-             "{engine: ray, address: local}")
+             "{engine: ray, address: local}")  # refused when the config loads (so by validate too)
     assert not ray.is_initialized()

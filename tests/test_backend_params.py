@@ -92,6 +92,8 @@ def test_the_default_backend_keeps_the_cache_keys_written_before_backends(tmp_pa
         ({"backend": "tensorrt"}, "backend"),
         ({"threads": 0}, "threads"),
         ({"threads": "4"}, "threads"),
+        ({"streams": 2}, "streams applies to backend onnx or openvino"),
+        ({"index": "hnsw"}, "dense: params.index: must be a mapping such as {kind: hnsw}"),
     ],
 )
 def test_bad_encoding_params_are_one_line_before_loading(tmp_path: Path, params: dict, message: str) -> None:
@@ -101,8 +103,12 @@ def test_bad_encoding_params_are_one_line_before_loading(tmp_path: Path, params:
     assert message in text and "\n" not in text
 
 
-def test_fp16_on_a_cpu_is_refused_when_the_model_loads(tmp_path: Path) -> None:
-    retriever = _dense(tmp_path, precision="fp16", use_cache=False)
+def test_fp16_on_a_cpu_is_refused_by_the_config_or_when_auto_finds_no_gpu(tmp_path: Path) -> None:
+    with pytest.raises(RetrieverError, match=r"^dense: params: precision: fp16 needs a CUDA GPU, not device 'cpu'"):
+        _dense(tmp_path, precision="fp16")
+    with pytest.raises(RetrieverError, match=r"devices: precision: fp16 needs a CUDA GPU, not device 'cpu'"):
+        _dense(tmp_path, precision="fp16", device="auto", devices=["cpu", "cpu"])
+    retriever = _dense(tmp_path, precision="fp16", use_cache=False, device="auto")  # auto: known when it loads
     with pytest.raises(RetrieverError, match=r"^dense: precision: fp16 needs a CUDA GPU, but the device is 'cpu'"):
         retriever.index(CORPUS)
 
@@ -192,7 +198,7 @@ def test_a_model_saved_in_half_precision_has_its_own_cache_namespace(tmp_path: P
     (folder / "config.json").write_text(json.dumps(config))
     options = DenseRetriever(model=str(folder), device="cpu", cache_dir=str(tmp_path / "c"))._encoding_options()
     assert options == {"normalize": True, "max_seq_length": None, "computed_in": "float32"}
-    fp16 = DenseRetriever(model=str(folder), device="cpu", precision="fp16", cache_dir=str(tmp_path / "c"))
+    fp16 = DenseRetriever(model=str(folder), device="cuda", precision="fp16", cache_dir=str(tmp_path / "c"))
     assert "computed_in" not in fp16._encoding_options()
 
 
@@ -213,3 +219,26 @@ def test_a_cross_encoder_backend_on_a_gpu_is_refused_from_the_config(tmp_path: P
     # Known without loading anything, so `validate` says it (a run that hits the cache would not).
     with pytest.raises(RetrieverError, match=r"cross_encoder: params: backend onnx runs on the CPU here, not device 'cuda'"):
         _reranker(tmp_path, backend="onnx", device="cuda")
+
+
+def test_a_missing_cross_encoder_is_not_sent_to_the_bundled_bi_encoder(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(RetrieverError) as caught:
+        CrossEncoderReranker(model="nobody/no-such-reranker", first_stage={"adapter": "bm25"})
+    message = str(caught.value)
+    assert "point model: at a local cross-encoder folder" in message and "all-MiniLM-L6-v2" not in message
+
+
+def test_report_notes_say_how_a_model_encoded_and_which_index_and_engine_ran() -> None:
+    from rag_eval.report.markdown import _description_notes
+
+    base = {"model": "m", "parameters": {"backend": "torch", "quantize": "none", "precision": "fp32", "devices": None}}
+    assert "encoding" not in _description_notes(base)  # the default says nothing
+    int8 = {**base, "parameters": {**base["parameters"], "backend": "onnx", "quantize": "int8"},
+            "encoder": {"export": "built"}}
+    assert "encoding: onnx int8 (model exported by this run)" in _description_notes(int8)
+    gpus = {**base, "parameters": {**base["parameters"], "precision": "fp16", "devices": ["cuda:0", "cuda:1"]}}
+    assert "encoding: torch fp16 on cuda:0, cuda:1" in _description_notes(gpus)
+    ivf = {**base, "index": {"kind": "ivf", "exact": False, "nlist": 20, "nprobe": 8, "seed": 0}, "execution": "ray"}
+    notes = _description_notes(ivf)
+    assert "index: ivf (nlist 20, nprobe 8)" in notes and "execution: ray" in notes

@@ -157,8 +157,8 @@ def test_threads_default_to_the_cpus_of_this_process(monkeypatch: pytest.MonkeyP
     assert backends.available_cpus() <= len(os.sched_getaffinity(0))
     monkeypatch.setattr(backends, "available_cpus", lambda: 6)
     assert backends.thread_plan(EncoderOptions()) == (6, 6)
-    assert backends.thread_plan(EncoderOptions(threads=4, streams=2)) == (4, 2)
-    assert backends.thread_plan(EncoderOptions(threads=2, streams=8)) == (2, 2)  # never more streams than threads
+    assert backends.thread_plan(EncoderOptions(backend="onnx", threads=4, streams=2)) == (4, 2)
+    assert backends.thread_plan(EncoderOptions(backend="onnx", threads=2, streams=8)) == (2, 2)  # never more streams than threads
 
 
 def test_cls_pooling_and_unsupported_modules(tmp_path: Path) -> None:
@@ -317,7 +317,9 @@ def test_cache_options_hold_what_changes_the_numbers() -> None:
         "onnxruntime": onnxruntime.__version__,  # int8 kernels and fusions change between releases
     }
     assert "onnxruntime" not in backends.cache_options(EncoderOptions(backend="onnx"))
-    assert backends.cache_options(EncoderOptions(threads=7, streams=3)) == torch_keys  # speed only
+    assert backends.cache_options(EncoderOptions(threads=7)) == torch_keys  # speed only
+    onnx = backends.cache_options(EncoderOptions(backend="onnx"))
+    assert backends.cache_options(EncoderOptions(backend="onnx", threads=7, streams=3)) == onnx
 
 
 def test_fp16_on_cpu_and_onnx_on_gpu_are_refused() -> None:

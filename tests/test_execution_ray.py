@@ -173,6 +173,15 @@ def test_execution_spec_refuses_unknown_keys_and_bad_addresses():
         ExecutionSpec(engine="ray", address="ray start")
 
 
+def test_ray_keys_without_engine_ray_are_refused_not_ignored():
+    with pytest.raises(ValueError, match=r"actors, shards are read only with engine: ray; add engine: ray, or remove them"):
+        ExecutionSpec.model_validate({"engine": "local", "actors": 4, "shards": 2})
+    with pytest.raises(ValueError, match=r"address is read only with engine: ray; add engine: ray, or remove it"):
+        ExecutionSpec.model_validate({"address": "auto"})
+    dumped = ExecutionSpec.model_validate({"engine": "local"}).model_dump()  # every default written out
+    assert ExecutionSpec.model_validate(dumped).engine == "local"
+
+
 # --------------------------------------------------------------------------- on a local Ray cluster
 
 

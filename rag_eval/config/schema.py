@@ -251,6 +251,39 @@ class SweepSpec(_Strict):
         return self
 
 
+def _check_for_ray(spec: Any, where: tuple[Any, ...]) -> None:
+    """Dense settings that cannot run with ``execution: {engine: ray}``, nested retrievers included.
+
+    Said by ``validate``: a run would otherwise say it only when the retriever first needs
+    to encode or search (never, when every ranking comes from the cache).
+    """
+    from rag_eval.config.messages import ProblemAt
+
+    if not isinstance(spec, dict) or not isinstance(spec.get("params"), dict):
+        return
+    params = spec["params"]
+    if spec.get("adapter") == "dense":
+        index = params.get("index")
+        if isinstance(index, dict) and index.get("kind", "exact") != "exact":
+            raise ProblemAt(
+                (*where, "params", "index"),
+                f"execution engine ray searches exactly, shard by shard; index kind {index.get('kind')!r} runs in "
+                "one process: remove index, or use execution engine local",
+            )
+        if params.get("devices"):
+            raise ProblemAt(
+                (*where, "params", "devices"),
+                "execution engine ray runs one encoder actor per GPU of the cluster; remove devices "
+                "(set execution.num_gpus_per_actor instead)",
+            )
+    for key, value in params.items():
+        if isinstance(value, dict):
+            _check_for_ray(value, (*where, "params", key))
+        elif isinstance(value, list):
+            for i, item in enumerate(value):
+                _check_for_ray(item, (*where, "params", key, i))
+
+
 class RunConfig(_Strict):
     """A whole run config."""
 
@@ -342,6 +375,9 @@ class RunConfig(_Strict):
                     ("retrievers", position, "chunker"),
                     f"no chunker {spec.chunker!r} in chunking{hint}; chunkers: {known}",
                 )
+        if self.execution.engine == "ray":
+            for position, spec in enumerate(self.retrievers):
+                _check_for_ray({"adapter": spec.adapter, "params": spec.params}, ("retrievers", position))
         if self.main_metric and self.main_metric not in self.metrics:
             raise ValueError(f"main_metric {self.main_metric} is not among metrics {self.metrics}")
         if self.regression:

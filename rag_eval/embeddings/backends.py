@@ -119,6 +119,11 @@ class EncoderOptions(BaseModel):
                 "quantize: int8 is not available with backend: openvino (it would need NNCF); "
                 "use backend: onnx with quantize: int8, or backend: openvino with quantize: none"
             )
+        if self.streams is not None and self.backend == "torch":
+            raise ValueError(
+                "streams applies to backend onnx or openvino (torch runs one batch at a time on its threads); "
+                "remove streams"
+            )
         if self.precision == "fp16" and self.backend != "torch":
             raise ValueError(
                 f"precision: fp16 runs only with backend: torch on a CUDA GPU, not backend: {self.backend}; "
@@ -982,8 +987,9 @@ def _torch_device(device: str, options: EncoderOptions, adapter: str, threads: i
     return used
 
 
-def device_problem(backend: str, device: str) -> str | None:
-    """Why ``backend`` cannot run on ``device`` (None when it can): ONNX and OpenVINO run on the CPU here.
+def device_problem(backend: str, device: str, precision: str = "fp32") -> str | None:
+    """Why the options cannot run on ``device`` (None when they can): ONNX and OpenVINO run on the CPU
+    here, fp16 on a CUDA GPU.
 
     Known from the config alone, so ``validate`` says it, not only a run that misses the cache.
     """
@@ -991,6 +997,11 @@ def device_problem(backend: str, device: str) -> str | None:
         return (
             f"backend {backend} runs on the CPU here, not device {device!r}; "
             "use device: cpu (or auto), or backend: torch on a GPU"
+        )
+    if precision == "fp16" and device != "auto" and not device.startswith("cuda"):
+        return (
+            f"precision: fp16 needs a CUDA GPU, not device {device!r}; use precision: fp32 "
+            "(or backend: onnx with quantize: int8 for speed on a CPU)"
         )
     return None
 

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from rag_eval.embeddings.store import EmbeddingCacheWarning, EmbeddingStore, text_key
 from rag_eval.errors import DatasetError, RagEvalError, RetrieverError
@@ -77,6 +77,20 @@ class ExecutionSpec(BaseModel):
                 f"address must be local, auto or a Ray cluster address such as ray://head:10001, got {value!r}"
             )
         return value
+
+    @model_validator(mode="after")
+    def _ray_keys_need_ray(self) -> ExecutionSpec:
+        # With engine: local these keys would be read by nothing: a forgotten `engine: ray` is said, not ignored.
+        # (Values equal to the defaults pass: a dumped config validates again as written.)
+        fields = type(self).model_fields
+        unused = [name for name in fields if name != "engine" and getattr(self, name) != fields[name].default]
+        if self.engine == "local" and unused:
+            one = len(unused) == 1
+            raise ValueError(
+                f"{', '.join(unused)} {'is' if one else 'are'} read only with engine: ray; "
+                f"add engine: ray, or remove {'it' if one else 'them'}"
+            )
+        return self
 
 
 class Encoder(Protocol):

@@ -163,10 +163,41 @@ def semantics_phrases(options: Mapping[str, Any], skipped: str) -> tuple[str, st
 def _description_notes(description: Mapping[str, Any]) -> str:
     keys = ("model", "library", "cache", "source", "method", "ranking_cache")
     parts = [f"{k}: {_note_value(k, description)}" for k in keys if k in description and description[k] not in (None, "")]
+    parts += [note for note in (_encoding_note(description), _index_note(description)) if note]
+    if description.get("execution") == "ray":
+        parts.append("execution: ray (encoded and searched on the cluster)")
     cost = approximation_note(description.get("approximation"))
     if cost:
         parts.append(cost)
     return "; ".join(parts)
+
+
+def _encoding_note(description: Mapping[str, Any]) -> str | None:
+    """How a dense model encoded, when not the default torch fp32 on one device (also on a cache hit)."""
+    params = description.get("parameters")
+    if not isinstance(params, Mapping) or "backend" not in params:
+        return None
+    backend, quantize, precision = params.get("backend"), params.get("quantize"), params.get("precision")
+    devices = params.get("devices")
+    if backend == "torch" and precision == "fp32" and not devices:
+        return None
+    text = f"encoding: {backend}" + (" int8" if quantize == "int8" else "") + (f" {precision}" if precision != "fp32" else "")
+    if devices:
+        text += f" on {', '.join(map(str, devices))}"
+    encoder = description.get("encoder") or description.get("scorer")
+    if isinstance(encoder, Mapping) and encoder.get("export") in ("built", "rebuilt"):
+        text += " (model exported by this run)"
+    return text
+
+
+def _index_note(description: Mapping[str, Any]) -> str | None:
+    """An approximate index with the settings it was built and searched with (defaults filled in)."""
+    index = description.get("index")
+    if not isinstance(index, Mapping) or not index.get("kind"):
+        return None
+    names = ("m", "ef_construction", "ef_search", "nlist", "nprobe", "pq_m", "pq_bits", "refine")
+    settings = ", ".join(f"{name} {index[name]}" for name in names if index.get(name) is not None)
+    return f"index: {index['kind']}" + (f" ({settings})" if settings else "")
 
 
 def approximation_note(cost: Any) -> str | None:

@@ -8,7 +8,7 @@ YAML (under the dense retriever's ``params``)::
       ef_construction: 200  # hnsw: candidate list while building
       ef_search: 128        # hnsw: candidate list while searching (not part of the cache key)
       nlist: null           # ivf, ivf_pq: inverted lists (default: about sqrt(passages))
-      nprobe: null          # ivf, ivf_pq: lists visited per query (default: nlist / 16, at least 1)
+      nprobe: null          # ivf, ivf_pq: lists visited per query (default: nlist / 16, at least 8 or all)
       train_size: null      # ivf, ivf_pq: passages sampled for training (default: 64 per list)
       pq_m: null            # ivf_pq: sub-quantizers, must divide the dimension (default: dimension / 8)
       pq_bits: 8            # ivf_pq: bits per sub-quantizer code
@@ -93,7 +93,7 @@ class IndexSpec(AdapterParams):
     ef_construction: int = Field(200, ge=1, description="hnsw: candidate list while building")
     ef_search: int = Field(128, ge=1, description="hnsw: candidate list while searching")
     nlist: int | None = Field(None, ge=1, description="ivf: inverted lists (default about sqrt(passages))")
-    nprobe: int | None = Field(None, ge=1, description="ivf: lists visited per query (default nlist / 16)")
+    nprobe: int | None = Field(None, ge=1, description="ivf: lists visited per query (default nlist / 16, at least 8 or all)")
     train_size: int | None = Field(None, ge=1, description="ivf: passages sampled to train (default 64 per list)")
     pq_m: int | None = Field(None, ge=1, description="ivf_pq: sub-quantizers, a divisor of the dimension")
     pq_bits: int = Field(8, ge=1, le=16, description="ivf_pq: bits per sub-quantizer code")
@@ -261,7 +261,8 @@ def _resolve(spec: IndexSpec, n: int, dim: int) -> dict[str, Any]:
     nlist = spec.nlist if spec.nlist is not None else _default_nlist(n)
     if nlist > n:
         raise RetrieverError(f"{lead}: nlist {nlist} exceeds the {n} passages; use nlist <= {n} or leave it unset")
-    nprobe = spec.nprobe if spec.nprobe is not None else max(1, nlist // 16)
+    # nlist / 16, but at least 8 lists: with few lists, visiting one lost 0.14 nDCG@10 on an 800-passage corpus.
+    nprobe = spec.nprobe if spec.nprobe is not None else min(nlist, max(8, nlist // 16))
     if nprobe > nlist:
         raise RetrieverError(f"{lead}: nprobe {nprobe} exceeds nlist {nlist}; use nprobe <= {nlist}")
     settings: dict[str, Any] = {"nlist": nlist, "nprobe": nprobe, "seed": spec.seed}

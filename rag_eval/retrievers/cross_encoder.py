@@ -69,7 +69,7 @@ class CrossEncoderParams(AdapterParams, EncodingParams):
 
     @model_validator(mode="after")
     def _backend_runs_on_the_device(self) -> CrossEncoderParams:
-        problem = device_problem(self.backend, self.device)
+        problem = device_problem(self.backend, self.device, self.precision)
         if problem:
             raise ValueError(problem)
         return self

