@@ -27,8 +27,9 @@ pytest.importorskip("onnx")
 
 from _models import copy_model, tiny_bi_encoder, tiny_cross_encoder  # noqa: E402
 
-from rag_eval.embeddings import backends  # noqa: E402
-from rag_eval.embeddings.backends import EncoderOptions, ExportCacheWarning, load_encoder, load_scorer  # noqa: E402
+from rag_eval.embeddings import backends, export  # noqa: E402
+from rag_eval.embeddings.backends import EncoderOptions, load_encoder, load_scorer  # noqa: E402
+from rag_eval.embeddings.export import ExportCacheWarning  # noqa: E402
 from rag_eval.retrievers.models import ResolvedModel, bundled_minilm_path  # noqa: E402
 
 LONG = " ".join(f"Sentence {i} about coral reefs, tides and the deep ocean floor." for i in range(60))  # > 256 tokens
@@ -225,7 +226,7 @@ def test_export_cache_hit_does_not_reexport(tmp_path: Path, monkeypatch: pytest.
     def no_export(*args: object, **kwargs: object) -> None:
         raise AssertionError("re-exported on a cache hit")
 
-    monkeypatch.setattr(backends, "_export_graph", no_export)
+    monkeypatch.setattr(export, "_export_graph", no_export)
     again = load_encoder(model, "cpu", EncoderOptions(backend="onnx"), tmp_path, None, "dense")
     assert again.export_status == "hit" and again.export_path == first.export_path
     assert np.array_equal(again.encode(["the ocean"]), first.encode(["the ocean"]))
@@ -257,14 +258,14 @@ def test_concurrent_export_keeps_the_complete_one_already_there(
     """Two processes export at once: the second rename fails on the first's folder, which is then used."""
     model = ResolvedModel("tiny", tiny_bi_encoder(), "local")
     other = load_encoder(model, "cpu", EncoderOptions(backend="onnx"), tmp_path / "other", None, "dense")
-    real_build = backends.build_export
+    real_build = export.build_export
 
     def racing_build(*args: object, out: Path, **kwargs: object) -> dict:
         manifest = real_build(*args, out=out, **kwargs)
         shutil.copytree(other.export_path, tmp_path / "shared" / other.export_path.name)  # the other one won
         return manifest
 
-    monkeypatch.setattr(backends, "build_export", racing_build)
+    monkeypatch.setattr(export, "build_export", racing_build)
     encoder = load_encoder(model, "cpu", EncoderOptions(backend="onnx"), tmp_path / "shared", None, "dense")
     assert encoder.export_path == tmp_path / "shared" / other.export_path.name
     assert [p.name for p in (tmp_path / "shared").iterdir()] == [other.export_path.name]  # our copy removed
@@ -313,7 +314,7 @@ def test_cache_options_hold_what_changes_the_numbers() -> None:
         "backend": "onnx",
         "quantize": "int8",
         "precision": "fp32",
-        "export_format": backends.EXPORT_FORMAT,
+        "export_format": export.EXPORT_FORMAT,
         "onnxruntime": onnxruntime.__version__,  # int8 kernels and fusions change between releases
     }
     assert "onnxruntime" not in backends.cache_options(EncoderOptions(backend="onnx"))
