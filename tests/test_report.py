@@ -614,3 +614,14 @@ def test_retriever_notes_say_what_an_approximate_index_cost():
         "ndcg@10 0.6512 against 0.6530 exact (-0.0018, on 300 judged)"
     )
     assert _description_notes({"approximation": {"k": 10, "queries": 0, "overlap_mean": None}}) == ""
+
+
+def test_a_reused_ranking_says_its_notes_and_times_are_the_storing_runs():
+    # A stranger read "cache: miss (796 passages encoded)" on a run that encoded nothing.
+    from rag_eval.report.markdown import _description_notes
+
+    notes = _description_notes({"cache": "miss", "passages_encoded": 796, "passages_reused": 0, "ranking_cache": "hit"})
+    assert notes == (
+        "cache: miss (796 passages encoded, 0 reused); ranking_cache: hit (times and notes from the run that stored "
+        "the ranking)"
+    )

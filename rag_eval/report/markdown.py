@@ -222,6 +222,8 @@ def _note_value(key: str, description: Mapping[str, Any]) -> Any:
     encoded, reused = description.get("passages_encoded"), description.get("passages_reused")
     if key == "cache" and value in ("hit", "partial", "miss") and isinstance(encoded, int) and isinstance(reused, int):
         return f"{value} ({encoded:,} passages encoded, {reused:,} reused)"
+    if key == "ranking_cache" and value == "hit":  # the ranking was reused: nothing above happened in this run
+        return "hit (times and notes from the run that stored the ranking)"
     return value
 
 
