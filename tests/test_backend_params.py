@@ -141,6 +141,8 @@ def test_onnx_cross_encoder_scores_equal_torch(tmp_path: Path) -> None:
 def test_cross_encoder_refuses_int8_with_torch(tmp_path: Path) -> None:
     with pytest.raises(RetrieverError, match="cross_encoder: params: quantize: int8 needs backend: onnx"):
         _reranker(tmp_path, quantize="int8")
+    with pytest.raises(RetrieverError, match="cross_encoder: params: precision: fp16 needs a CUDA GPU, not device 'cpu'"):
+        _reranker(tmp_path, precision="fp16")
 
 
 @pytest.mark.slow

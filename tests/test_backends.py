@@ -436,3 +436,13 @@ def test_a_failed_call_stops_the_device_pool_for_good() -> None:
     assert encoder.pool is None and not any(p._closed is False and p.is_alive() for p in processes)
     with pytest.raises(RetrieverError, match=r"encoding processes on cpu,cpu were stopped after an error; run again"):
         encoder.encode(["tide"])
+
+
+def test_the_encoder_asks_for_more_texts_a_call_on_a_gpu() -> None:
+    # The dense retriever hands encode() this many texts between two store writes.
+    encoder = load_encoder(ResolvedModel("tiny", tiny_bi_encoder(), "local"), "cpu", EncoderOptions(), None, None, "x")
+    assert encoder.texts_per_call(256, 1024) == 1024  # a CPU: the store's own interval
+    encoder.device = "cuda:0"  # as loaded on a GPU
+    assert encoder.texts_per_call(256, 1024) == 4096 and encoder.texts_per_call(32, 1024) == 1024
+    encoder.pool = {"processes": []}  # several devices: sentence-transformers' pool splits each call itself
+    assert encoder.texts_per_call(256, 1024) == 1024

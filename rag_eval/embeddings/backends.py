@@ -49,7 +49,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from rag_eval.embeddings.export import EXPORT_FORMAT, cached_export
+from rag_eval.embeddings.export import EXPORT_FORMAT, cached_export, package_version
 from rag_eval.embeddings.pipeline import (
     PROBES,
     Pipeline,
@@ -122,7 +122,11 @@ class EncodingParams(BaseModel):
 
     @model_validator(mode="after")
     def _options_compatible(self) -> EncodingParams:
-        self.encoder_options()
+        options = self.encoder_options()
+        # The adapter's own `device` field (dense and cross_encoder both have one).
+        problem = device_problem(options.backend, getattr(self, "device", "auto"), options.precision)
+        if problem:
+            raise ValueError(problem)
         return self
 
     def encoder_options(self) -> EncoderOptions:
@@ -161,17 +165,8 @@ def cache_options(options: EncoderOptions) -> dict[str, Any]:
     if options.backend != "torch":
         keyed["export_format"] = EXPORT_FORMAT
     if options.quantize == "int8":  # int8 kernels and graph fusions differ between releases beyond rounding
-        keyed["onnxruntime"] = _version("onnxruntime")
+        keyed["onnxruntime"] = package_version("onnxruntime")
     return keyed
-
-
-def _version(distribution: str) -> str | None:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version(distribution)
-    except PackageNotFoundError:
-        return None
 
 
 def saved_in_half_precision(folder: Path | None) -> bool:
@@ -243,6 +238,10 @@ class Backend:
 
 class Encoder(Backend):
     """Texts -> float32 embeddings (a bi-encoder)."""
+
+    def texts_per_call(self, batch_size: int, default: int) -> int:
+        """How many texts a caller should hand ``encode`` at once (the store writes after each call)."""
+        return default
 
     def encode(
         self, texts: Sequence[str], *, batch_size: int = 32, normalize: bool = True, show_progress: bool = False
@@ -348,6 +347,12 @@ class TorchEncoder(Encoder):
             stop_pool(pool)
             raise
         return np.ascontiguousarray(np.asarray(array, dtype=np.float32))
+
+    def texts_per_call(self, batch_size: int, default: int) -> int:
+        """On a GPU, 16 batches: the pipeline tokenises the next batches while the GPU runs one."""
+        if self.pool is None and self.device.startswith("cuda"):
+            return max(default, 16 * batch_size)
+        return default
 
     def _tokenize(self, tokenizer: Any, texts: list[str]) -> dict[str, Any]:
         return dict(

@@ -402,14 +402,17 @@ def _file_entry(path: Path) -> dict[str, Any]:
     return {"name": path.name, "size": path.stat().st_size, "sha256": digest.hexdigest()}
 
 
-def _versions(backend: str) -> dict[str, str]:
-    from importlib import metadata
+def package_version(distribution: str) -> str | None:
+    """The installed version of a distribution (None when it is not installed); imports nothing."""
+    from importlib.metadata import PackageNotFoundError, version
 
+    try:
+        return version(distribution)
+    except PackageNotFoundError:
+        return None
+
+
+def _versions(backend: str) -> dict[str, str]:
     names = ["torch", "transformers", "onnx"] + (["onnxruntime"] if backend == "onnx" else ["openvino"])
-    versions = {}
-    for name in names:
-        try:
-            versions[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            continue
-    return versions
+    found = {name: package_version(name) for name in names}
+    return {name: version for name, version in found.items() if version is not None}

@@ -33,10 +33,10 @@ import warnings
 from collections.abc import Mapping
 from typing import Any
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, field_validator
 
 from rag_eval import ranking
-from rag_eval.embeddings.backends import EncodingParams, Scorer, device_problem, load_scorer
+from rag_eval.embeddings.backends import EncodingParams, Scorer, load_scorer
 from rag_eval.errors import RetrieverError
 from rag_eval.retrievers import models as _models
 from rag_eval.retrievers.base import Corpus, Queries, Ranking, describe, passage_text
@@ -66,13 +66,6 @@ class CrossEncoderParams(AdapterParams, EncodingParams):
     def _model_exists(cls, value: str) -> str:
         _models.resolve_model(value, ADAPTER)  # cheap (no torch): a missing folder is found by validate
         return value
-
-    @model_validator(mode="after")
-    def _backend_runs_on_the_device(self) -> CrossEncoderParams:
-        problem = device_problem(self.backend, self.device, self.precision)
-        if problem:
-            raise ValueError(problem)
-        return self
 
 
 class CrossEncoderReranker:

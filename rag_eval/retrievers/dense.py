@@ -159,9 +159,6 @@ class DenseParams(AdapterParams, EncodingParams):
                 "similarity 'cosine' needs normalize: true; "
                 "use similarity: dot for raw dot products of unnormalised embeddings"
             )
-        problem = device_problem(self.backend, self.device, self.precision)
-        if problem:
-            raise ValueError(problem)
         for device in self.devices or ():
             problem = device_problem(self.backend, device, self.precision)
             if problem:
@@ -299,10 +296,8 @@ class DenseRetriever:
         return options
 
     def _write_every(self) -> int:
-        """Texts per encoder call and store write: more on a GPU, which pipelines the batches within a call."""
-        if self._get_model().device.startswith("cuda"):
-            return max(self.cache_write_every, 16 * self.batch_size)
-        return self.cache_write_every
+        """Texts per encoder call and store write: as the encoder asks (more on a GPU, which pipelines them)."""
+        return self._get_model().texts_per_call(self.batch_size, self.cache_write_every)
 
     # ------------------------------------------------------------------ seam
 
