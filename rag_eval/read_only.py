@@ -25,7 +25,16 @@ __all__ = ["read_only_corpus", "read_only_queries"]
 
 
 def read_only_corpus(corpus: Mapping[str, Mapping[str, Any]]) -> Mapping[str, Mapping[str, Any]]:
-    """``corpus`` seen through read-only views (the corpus and each passage); nothing is copied."""
+    """``corpus`` seen through read-only views (the corpus and each passage); nothing is copied.
+
+    A corpus read from disk (:class:`~rag_eval.datasets.file_corpus.FileCorpus`) is read-only
+    already, and is handed out as itself: the dense adapter on the Ray engine recognises it
+    and lets the workers read the file.
+    """
+    from rag_eval.datasets.file_corpus import FileCorpus
+
+    if isinstance(corpus, FileCorpus):
+        return corpus
     return MappingProxyType(_PassageViews(corpus))
 
 

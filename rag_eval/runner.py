@@ -42,9 +42,13 @@ __all__ = [
 
 
 def load_config_dataset(config: LoadedConfig) -> Dataset:
-    """The dataset a config names, with paths resolved against the config."""
+    """The dataset a config names, with paths resolved against the config.
+
+    On the Ray engine a JSON Lines corpus stays on disk (rag_eval.datasets.file_corpus): the
+    workers read it themselves, and the driver need not hold it.
+    """
     spec = config.model.dataset.model_dump(exclude_none=True)
-    return load_dataset(spec, base=config.base)
+    return load_dataset(spec, base=config.base, stream_corpus=config.model.execution.engine == "ray")
 
 
 def execute(config: LoadedConfig, progress: bool | None = None) -> RunOutcome:

@@ -15,6 +15,7 @@ import pytest
 from rag_eval.embeddings.store import (
     EmbeddingCacheWarning,
     EmbeddingStore,
+    PackedKeys,
     encode_missing,
     namespace_key,
     text_key,
@@ -385,3 +386,25 @@ def test_the_shard_header_is_plain_json(tmp_path):
     assert payload[:64] == bytes.fromhex(keys[0]) + bytes.fromhex(keys[1])
     rows = np.frombuffer(payload[64:], dtype="<f4").reshape(2, 6)
     assert rows.tobytes() == expected([t for k, t in sorted((text_key(t), t) for t in TEXTS[:2])]).tobytes()
+
+
+def test_packed_keys_are_the_hex_keys_at_32_bytes_each(tmp_path: Path) -> None:
+    # Keys whose digests end in zero bytes too: numpy drops trailing NULs from an S32 element.
+    texts = [f"passage {n}" for n in range(3000)]
+    keys = [text_key(text) for text in texts]
+    zero_ended = next(n for n in range(100_000) if hashlib.sha256(f"z{n}".encode()).digest().endswith(b"\0"))
+    keys.append(text_key(f"z{zero_ended}"))
+    packed = PackedKeys.from_hex(keys)
+    assert packed.digests.nbytes == 32 * len(keys)
+    assert len(packed) == len(keys) and list(packed) == keys and packed == keys
+    assert packed[-1] == keys[-1] and packed[-1].endswith("00") and packed[0] == keys[0] and packed[-2] == keys[-2]
+    assert packed[10:20] == keys[10:20] and isinstance(packed[10:20], PackedKeys)
+    with pytest.raises(IndexError):
+        packed[len(keys)]
+    with pytest.raises(ValueError, match="sha256 hex digests"):
+        PackedKeys.from_hex(["not a key"])
+    store = EmbeddingStore(tmp_path, "ns")
+    vectors = np.stack([fake_vector(text) for text in texts])
+    store.put(keys[:3000], vectors)
+    got, found = store.get(packed)  # read as packed, without a hex str per key
+    assert found[:3000].all() and not found[3000] and np.array_equal(got[:3000], vectors)

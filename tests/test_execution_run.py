@@ -105,3 +105,74 @@ execution: {{engine: ray}}
     with pytest.raises(ConfigError) as caught:
         load_config(path)
     assert "retrievers[0](fused).params.retrievers[1].params.index: execution engine ray" in str(caught.value)
+
+
+def _beir_folder(folder: Path) -> Path:
+    """A small BEIR folder with ids as real data has them, a BOM, CRLF endings, titles and a long passage."""
+    import json
+
+    folder.mkdir(parents=True)
+    words = ["ocean", "salt", "water", "wave", "tide", "current", "reef", "shelf", "trench", "abyss", "coral", "kelp"]
+    ids = ["<dbpedia:Pacific_Ocean>", "https://example.org/a?b=1#frag", "docs/guide.md#3-9", "x" * 500, "日本😀", "1"]
+    ids += [f"p{n}" for n in range(40)]
+    records = []
+    for n, doc in enumerate(ids):
+        text = " ".join(words[(n * 7 + k) % len(words)] for k in range(5 + n % 9)) + (" long" * 200 if n == 3 else "")
+        records.append({"_id": doc, "title": words[n % len(words)] if n % 2 else None, "text": text})
+    body = "\r\n".join(json.dumps(record, ensure_ascii=n % 2 == 0) for n, record in enumerate(records)) + "\r\n"
+    (folder / "corpus.jsonl").write_bytes(b"\xef\xbb\xbf" + body.encode("utf-8"))
+    queries = {f"q{n}": " ".join(words[(n * 5 + k) % len(words)] for k in range(3)) for n in range(8)}
+    (folder / "queries.jsonl").write_text("".join(json.dumps({"_id": q, "text": t}) + "\n" for q, t in queries.items()))
+    (folder / "qrels").mkdir()
+    qrels = "".join(f"q{n}\t{ids[(n * 3) % len(ids)]}\t{1 + n % 2}\nq{n}\t{ids[(n * 5 + 1) % len(ids)]}\t1\n" for n in range(8))
+    (folder / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n" + qrels, encoding="utf-8")
+    return folder
+
+
+def test_on_ray_the_workers_read_the_corpus_file_and_the_numbers_are_those_of_local_execution(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from rag_eval.datasets.file_corpus import FileCorpus
+    from rag_eval.execution import ray_engine
+
+    data = _beir_folder(tmp_path / "beir")
+    model = _models.tiny_bi_encoder()
+    sources: list[object] = []
+    original = ray_engine.encode_on_ray
+
+    def recording(source, *args, **kwargs):  # what the driver hands the Ray engine
+        sources.append(source)
+        return original(source, *args, **kwargs)
+
+    monkeypatch.setattr(ray_engine, "encode_on_ray", recording)
+    runs = {}
+    for engine in ("local", "ray"):
+        execution = "{engine: local}" if engine == "local" else "{engine: ray, address: local, actors: 1, batch_size: 7}"
+        path = tmp_path / engine / "run.yaml"
+        path.parent.mkdir()
+        path.write_text(
+            f"""
+name: streamed
+dataset: {{path: {data}}}
+retrievers:
+  - {{label: dense, adapter: dense, params: {{model: {model}, device: cpu, show_progress: false, max_seq_length: 32}}}}
+top_k: 10
+metrics: [ndcg@10, recall@10]
+reuse_rankings: false
+cache_dir: {tmp_path / engine / "cache"}
+execution: {execution}
+""",
+            encoding="utf-8",
+        )
+        runs[engine] = execute(load_config(path), progress=False)
+    local, remote = runs["local"], runs["ray"]
+    assert isinstance(remote.dataset.corpus, FileCorpus) and isinstance(local.dataset.corpus, dict)
+    assert sources == [str(data / "corpus.jsonl")]  # a path: the workers read the file, not pairs from the driver
+    (here,), (there,) = local.outcomes, remote.outcomes
+    assert there.ranking == here.ranking  # same documents, same order, same float32 score bits
+    assert there.results.per_query == here.results.per_query
+    assert remote.dataset.fingerprint == local.dataset.fingerprint  # a baseline from either compares with the other
+    # Tokens counted by the workers: the same truncation as counted here (one passage is over 32 tokens).
+    assert there.description["truncation"] == here.description["truncation"]
+    assert here.description["truncation"]["truncated"] >= 1
+    assert there.description["corpus"] == "streamed from its file by the workers"

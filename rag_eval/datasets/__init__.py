@@ -38,12 +38,14 @@ from rag_eval.errors import DatasetError
 FORMATS = ("yaml", "beir", "trec", "cranfield", "chroma")
 
 
-def load_dataset(spec: Mapping[str, Any], base: Path | None = None) -> Dataset:
+def load_dataset(spec: Mapping[str, Any], base: Path | None = None, stream_corpus: bool = False) -> Dataset:
     """Load a dataset described by a config's ``dataset`` section.
 
     ``spec`` keys: ``format`` (yaml | beir | trec | cranfield | chroma, inferred when
     absent), ``path``, and per format ``split``, ``qrels``, ``queries``,
     ``corpus``, ``grade_map``, ``name``. Relative paths resolve against ``base``.
+    ``stream_corpus``: a BEIR or TREC corpus in JSON Lines stays on disk, only its ids and
+    offsets in memory (what the Ray engine runs with); other formats are read as always.
     """
     base = base or Path.cwd()
     fmt = spec.get("format") or _infer_format(spec, base)
@@ -51,13 +53,17 @@ def load_dataset(spec: Mapping[str, Any], base: Path | None = None) -> Dataset:
     if fmt == "yaml":
         dataset = load_yaml_query_set(resolve_path(spec["path"], base), grade_map=grade_map)
     elif fmt == "beir":
-        dataset = load_beir(resolve_path(spec["path"], base), split=spec.get("split", "test"), grade_map=grade_map)
+        dataset = load_beir(
+            resolve_path(spec["path"], base), split=spec.get("split", "test"), grade_map=grade_map,
+            stream_corpus=stream_corpus,
+        )
     elif fmt == "trec":
         dataset = load_trec(
             qrels=resolve_path(spec["qrels"], base),
             queries=resolve_path(spec["queries"], base),
             corpus=resolve_path(spec["corpus"], base),
             grade_map=grade_map,
+            stream_corpus=stream_corpus,
         )
     elif fmt == "cranfield":
         dataset = load_cranfield(resolve_path(spec["path"], base), grade_map=grade_map)

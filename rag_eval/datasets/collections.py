@@ -20,36 +20,66 @@ from rag_eval.datasets.values import grade_from_text, id_from_text, mapped_grade
 CRANFIELD_GRADE_MAP = {1.0: 4.0, 2.0: 3.0, 3.0: 2.0, 4.0: 1.0, -1.0: 0.0}
 
 
-def load_beir(path: Path, split: str = "test", grade_map: Mapping[float, float] | None = None) -> Dataset:
+def load_beir(
+    path: Path, split: str = "test", grade_map: Mapping[float, float] | None = None, stream_corpus: bool = False
+) -> Dataset:
     """A BEIR folder: corpus.jsonl, queries.jsonl, qrels/<split>.tsv.
 
     Only the queries judged in the split are kept (that is what the split means);
-    the number left out is recorded in the dataset notes.
+    the number left out is recorded in the dataset notes. ``stream_corpus``: the corpus
+    stays on disk (:class:`~rag_eval.datasets.file_corpus.FileCorpus`), for the Ray engine.
     """
     problems = Problems()
     qrels_path = path / "qrels" / f"{split}.tsv"
     rows = list(qrels_rows(qrels_path, 3, f"BEIR qrels file of split {split!r}", problems))
-    corpus = load_corpus_file(path / "corpus.jsonl", problems, "BEIR corpus file")
+    corpus, corpus_notes = corpus_of(path / "corpus.jsonl", problems, "BEIR corpus file", stream_corpus)
     queries_path = path / "queries.jsonl"
     queries = load_queries_file(queries_path, problems, "BEIR queries file")
     judgements = judgements_from_rows(rows, qrels_path, problems, grade_map)
     queries, notes = _restrict_queries(queries, judgements, qrels_path, queries_path, problems)
     check_against_corpus(judgements, corpus, str(path / "corpus.jsonl"), str(qrels_path), problems)
     problems.raise_if_any()
-    return Dataset(f"{path.name}/{split}", queries, judgements, corpus, str(path), notes)
+    return Dataset(f"{path.name}/{split}", queries, judgements, corpus, str(path), (*notes, *corpus_notes))
 
 
-def load_trec(qrels: Path, queries: Path, corpus: Path, grade_map: Mapping[float, float] | None = None) -> Dataset:
-    """TREC qrels (``qid iter doc grade``) with a queries file and a corpus file."""
+def load_trec(
+    qrels: Path,
+    queries: Path,
+    corpus: Path,
+    grade_map: Mapping[float, float] | None = None,
+    stream_corpus: bool = False,
+) -> Dataset:
+    """TREC qrels (``qid iter doc grade``) with a queries file and a corpus file (``stream_corpus``: as load_beir)."""
     problems = Problems()
-    corpus_docs = load_corpus_file(corpus, problems)
+    corpus_docs, corpus_notes = corpus_of(corpus, problems, "corpus file", stream_corpus)
     query_set = load_queries_file(queries, problems)
     rows = qrels_rows(qrels, 4, "TREC qrels file", problems)
     judgements = judgements_from_rows(rows, qrels, problems, grade_map)
     query_set, notes = _restrict_queries(query_set, judgements, qrels, queries, problems)
     check_against_corpus(judgements, corpus_docs, str(corpus), str(qrels), problems)
     problems.raise_if_any()
-    return Dataset(qrels.stem, query_set, judgements, corpus_docs, str(qrels), notes)
+    return Dataset(qrels.stem, query_set, judgements, corpus_docs, str(qrels), (*notes, *corpus_notes))
+
+
+def corpus_of(
+    path: Path, problems: Problems, what: str, stream: bool
+) -> tuple[Mapping[str, Mapping[str, Any]], tuple[str, ...]]:
+    """The corpus file read into memory, or (``stream``) indexed on disk where its format allows; and notes.
+
+    Only an uncompressed JSON Lines file can be read at random from disk: any other format
+    is held in memory even when streaming was asked for, and a note says so and why.
+    """
+    if not stream:
+        return load_corpus_file(path, problems, what), ()
+    from rag_eval.datasets.file_corpus import FileCorpus, streamable
+
+    if streamable(path):
+        return FileCorpus.index(path, problems, what), (f"corpus read from disk as needed ({path.name})",)
+    note = (
+        f"corpus held in memory: only an uncompressed JSON Lines file (.jsonl) is read from disk as needed, "
+        f"and {path.name} is not one"
+    )
+    return load_corpus_file(path, problems, what), (note,)
 
 
 def load_cranfield(path: Path, grade_map: Mapping[float, float] | None = None) -> Dataset:

@@ -65,19 +65,33 @@ def corpus_from_records(
     corpus: dict[str, dict[str, Any]] = {}
     for position, record in records:
         where = f"{source}:{position}" if line_numbers else f"{source}: corpus[{position}]"
-        doc = _record_id(record, where, "passage", "a passage with id and text", corpus, problems)
-        if doc is None:
-            continue
-        text = record.get("text")
-        if not isinstance(text, str):
-            problems.add(f"{where}: passage {doc!r} has no text")
-            text = ""
-        passage: dict[str, Any] = {"text": text, "title": str(record.get("title") or "")}
-        metadata = record.get("metadata")
-        if metadata:
-            passage["metadata"] = metadata
-        corpus[doc] = passage
+        found = passage_from_record(record, where, corpus, problems)
+        if found is not None:
+            corpus[found[0]] = found[1]
     return corpus
+
+
+def passage_from_record(
+    record: Any, where: str, seen: Mapping[str, Any], problems: Problems
+) -> tuple[str, dict[str, Any]] | None:
+    """``(doc_id, {"text", "title"[, "metadata"]})`` of one passage record, or None after adding its problem.
+
+    The one rule of what a passage record is, for corpora held in memory and corpora read
+    from disk (:class:`rag_eval.datasets.file_corpus.FileCorpus`). ``seen``: the ids so far
+    (an id in it is a duplicate).
+    """
+    doc = _record_id(record, where, "passage", "a passage with id and text", seen, problems)
+    if doc is None:
+        return None
+    text = record.get("text")
+    if not isinstance(text, str):
+        problems.add(f"{where}: passage {doc!r} has no text")
+        text = ""
+    passage: dict[str, Any] = {"text": text, "title": str(record.get("title") or "")}
+    metadata = record.get("metadata")
+    if metadata:
+        passage["metadata"] = metadata
+    return doc, passage
 
 
 def load_queries_file(path: Path, problems: Problems, what: str = "queries file") -> dict[str, Query]:
@@ -119,8 +133,8 @@ def _record_id(
 def json_lines(path: Path, what: str) -> Iterator[tuple[int, Any]]:
     """``(line number, value)`` of each non-blank line of a JSON Lines file."""
     for n, line in text_lines(path, what):
-        if line.strip():
-            yield n, parse_json(line, path, DatasetError, line=n)
+        if line.strip():  # parsed without its ending: a value cut short is on this line, not the next
+            yield n, parse_json(strip_ending(line), path, DatasetError, line=n)
 
 
 def tab_pairs(path: Path, what: str, problems: Problems) -> Iterator[tuple[int, dict[str, str]]]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -42,7 +42,7 @@ class Dataset:
     name: str
     queries: dict[str, Query]
     judgements: dict[str, dict[str, float]]
-    corpus: dict[str, dict[str, Any]]
+    corpus: Mapping[str, Mapping[str, Any]]
     source: str = ""
     notes: tuple[str, ...] = ()
     description: str = ""

@@ -36,7 +36,7 @@ from typing import Any, Literal, Protocol
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from rag_eval.embeddings.store import EmbeddingCacheWarning, EmbeddingStore, text_key
+from rag_eval.embeddings.store import EmbeddingCacheWarning, EmbeddingStore, PackedKeys, text_key
 from rag_eval.errors import DatasetError, RagEvalError, RetrieverError
 from rag_eval.execution.sharded import merge_top_k, search_shard, shard_bounds
 
@@ -107,11 +107,14 @@ class EncodedCorpus:
     batch found in the store; ``duplicates`` repeats of a text within one batch
     (encoded + reused + duplicates = passages; a text repeated in two batches is found the
     second time, or encoded twice when both batches run at once: same key, same shard content).
+    ``token_lengths``: each row's token count, counted by the workers, when a counter was given
+    and could count.
     """
 
     doc_ids: list[str]
-    keys: list[str]
+    keys: PackedKeys  # a sequence of hex keys, held as 32-byte digests
     counts: dict[str, int] = field(default_factory=dict)
+    token_lengths: np.ndarray | None = None
 
 
 # ---------------------------------------------------------------------- the cluster
@@ -180,6 +183,7 @@ def encode_on_ray(
     *,
     spec: ExecutionSpec | None = None,
     prefix: str = "",
+    count_tokens: Callable[[list[str]], np.ndarray | None] | None = None,
 ) -> EncodedCorpus:
     """Encode every passage of ``source`` the store lacks, on Ray actors; return the rows in doc-id order.
 
@@ -189,6 +193,9 @@ def encode_on_ray(
     the dense retriever encodes it. ``encoder_factory`` is pickled to the actors and called
     once in each (that is where the model loads); its ``encode(list[str])`` returns float32
     rows. The store's folder must be shared by every node (it is how vectors travel back).
+    ``count_tokens`` (picklable, e.g. :meth:`rag_eval.retrievers.truncation.TokenCounter.lengths`)
+    counts each text's tokens on the workers, so that the driver never reads the texts to say
+    how many the encoder cuts.
     """
     import ray
 
@@ -199,18 +206,23 @@ def encode_on_ray(
     with warnings.catch_warnings():
         # Ray 2.60 deprecates **ray_remote_args without a named replacement for max_restarts yet.
         warnings.filterwarnings("ignore", message="`ray_remote_args` is deprecated")
-        encoded = _encode_stage(dataset, encoder_factory, store, spec, actors, gpus)
+        encoded = _encode_stage(dataset, encoder_factory, store, spec, actors, gpus, count_tokens)
     doc_ids: list[str] = []
-    keys: list[str] = []
+    keys: list[np.ndarray] = []  # raw digests: a driver over millions of rows holds 32 bytes a key, not a hex str
+    tokens: list[np.ndarray] = []
     status_counts = np.zeros(3, dtype=np.int64)
     with _user_errors():
         for batch in encoded.iter_batches(batch_format="numpy", batch_size=None):
             doc_ids.extend(raw.decode("utf-8", "surrogatepass") for raw in batch["doc_id"].tolist())
-            keys.extend(batch["key"].tolist())
+            keys.append(PackedKeys.from_hex(batch["key"].tolist()).digests)
+            tokens.append(batch["tokens"].astype(np.int64))
             status_counts += np.bincount(batch["status"].astype(np.int64), minlength=3)
     order = sorted(range(len(doc_ids)), key=doc_ids.__getitem__)  # rows in doc-id order: the tie rule needs it
     doc_ids = [doc_ids[i] for i in order]
-    keys = [keys[i] for i in order]
+    rows = np.asarray(order, dtype=np.int64)
+    packed = PackedKeys(np.concatenate(keys)[rows] if keys else np.empty(0, dtype="S32"))
+    lengths = np.concatenate(tokens)[rows] if tokens else np.empty(0, dtype=np.int64)
+    token_lengths = lengths if len(lengths) and (lengths >= 0).all() else None  # -1: a worker could not count
     for previous, current in itertools.pairwise(doc_ids):
         if previous == current:
             raise DatasetError(f"{_source_name(source)}: duplicate passage id {current!r}; ids must be unique")
@@ -220,7 +232,7 @@ def encode_on_ray(
         "reused": int(status_counts[1]),
         "duplicates": int(status_counts[0]),
     }
-    return EncodedCorpus(doc_ids, keys, counts)
+    return EncodedCorpus(doc_ids, packed, counts, token_lengths)
 
 
 def _encode_stage(
@@ -230,13 +242,14 @@ def _encode_stage(
     spec: ExecutionSpec,
     actors: int,
     gpus: float,
+    count_tokens: Callable[[list[str]], np.ndarray | None] | None = None,
 ) -> Any:
     """The actor stage: ``actors`` encoders, each built once, writing to ``store``; retried a bounded number of times."""
     import ray.data
 
     return dataset.map_batches(
         _EncodeBatches,
-        fn_constructor_args=(encoder_factory, str(store.root), store.namespace),
+        fn_constructor_args=(encoder_factory, str(store.root), store.namespace, count_tokens),
         batch_size=spec.batch_size,
         batch_format="numpy",
         compute=ray.data.ActorPoolStrategy(size=actors),
@@ -251,9 +264,16 @@ def _encode_stage(
 class _EncodeBatches:
     """A Ray Data actor: the encoder is built once, then each batch is looked up, encoded where missing and stored."""
 
-    def __init__(self, encoder_factory: Callable[[], Encoder], root: str, namespace: str) -> None:
+    def __init__(
+        self,
+        encoder_factory: Callable[[], Encoder],
+        root: str,
+        namespace: str,
+        count_tokens: Callable[[list[str]], np.ndarray | None] | None = None,
+    ) -> None:
         self.encoder = encoder_factory()
         self.store = EmbeddingStore(root, namespace)
+        self.count_tokens = count_tokens
 
     def __call__(self, batch: dict[str, np.ndarray]) -> Any:
         pa = _arrow()
@@ -275,11 +295,13 @@ class _EncodeBatches:
             if vectors.ndim != 2 or vectors.shape[0] != len(missing):
                 raise RetrieverError(f"the encoder returned shape {vectors.shape} for {len(missing)} texts")
             self._put(missing, vectors)
+        lengths = self.count_tokens(texts) if self.count_tokens is not None else None
         return pa.table(
             {
                 "doc_id": pa.array(batch["doc_id"].tolist(), type=pa.binary()),
                 "key": pa.array(keys, type=pa.string()),
                 "status": pa.array(status, type=pa.int8()),
+                "tokens": pa.array(np.full(len(keys), -1) if lengths is None else lengths, type=pa.int64()),
             }
         )
 
@@ -393,7 +415,7 @@ def search_on_ray(
     shared_queries = ray.put(queries)
     task = ray.remote(_search_task).options(num_cpus=1, max_retries=spec.max_retries)
     refs = [
-        task.remote(str(store.root), store.namespace, list(keys[start:stop]), start, shared_queries, k, block_size)
+        task.remote(str(store.root), store.namespace, _shard_keys(keys, start, stop), start, shared_queries, k, block_size)
         for start, stop in shard_bounds(len(keys), shards)
     ]
     with _user_errors():
@@ -401,8 +423,13 @@ def search_on_ray(
     return merge_top_k(parts, k)
 
 
+def _shard_keys(keys: Sequence[str], start: int, stop: int) -> Sequence[str]:
+    """The keys of rows ``start..stop`` as a task receives them (packed digests travel at 32 bytes a key)."""
+    return keys[start:stop] if isinstance(keys, PackedKeys) else list(keys[start:stop])
+
+
 def _search_task(
-    root: str, namespace: str, keys: list[str], first_row: int, queries: np.ndarray, k: int, block_size: int
+    root: str, namespace: str, keys: Sequence[str], first_row: int, queries: np.ndarray, k: int, block_size: int
 ) -> tuple[np.ndarray, np.ndarray]:
     """One shard: its vectors from the store, its exact top k with global row numbers."""
     store = EmbeddingStore(root, namespace)

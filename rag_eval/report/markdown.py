@@ -165,7 +165,9 @@ def _description_notes(description: Mapping[str, Any]) -> str:
     parts = [f"{k}: {_note_value(k, description)}" for k in keys if k in description and description[k] not in (None, "")]
     parts += [note for note in (_encoding_note(description), _index_note(description)) if note]
     if description.get("execution") == "ray":
-        parts.append("execution: ray (encoded and searched on the cluster)")
+        streamed = str(description.get("corpus", "")).startswith("streamed")
+        where = "; the workers read the corpus from its file" if streamed else ""
+        parts.append(f"execution: ray (encoded and searched on the cluster{where})")
     cost = approximation_note(description.get("approximation"))
     if cost:
         parts.append(cost)

@@ -39,6 +39,7 @@ pipelines).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -236,7 +237,7 @@ class DenseRetriever:
         self._identity: str | None = None
         self._doc_ids: list[str] = []
         self._embeddings: np.ndarray | None = None
-        self._ray_rows: tuple[EmbeddingStore, list[str], Any] | None = None  # (store, key per row, spec) on Ray
+        self._ray_rows: tuple[EmbeddingStore, Sequence[str], Any] | None = None  # (store, key per row, spec) on Ray
         self._stats: dict[str, Any] = {"cache": None, "passages": None, "passages_encoded": 0, "queries_encoded": 0}
 
     # ------------------------------------------------------------------ model
@@ -304,7 +305,6 @@ class DenseRetriever:
     def index(self, corpus: Corpus) -> None:
         """Encode every passage (title + text) the embedding store does not hold yet; load the others."""
         doc_ids = sorted(corpus)  # sorted: rows follow doc ids, which the tie rule of top_k_blockwise relies on
-        texts = [passage_text(corpus[doc_id]) for doc_id in doc_ids]
         self._doc_ids = doc_ids
         self._ray_rows = None
         self._searcher = None
@@ -316,7 +316,6 @@ class DenseRetriever:
             self._embeddings = np.empty((0, 0), dtype=np.float32)
             self._stats["cache"] = "off"  # nothing to encode, nothing to cache
             return
-        prefixed = [self.passage_prefix + text for text in texts]
         from rag_eval.execution.context import engine, ray_spec
 
         if engine() == "ray" and self.index_spec.kind != "exact":
@@ -335,9 +334,16 @@ class DenseRetriever:
                 "embeddings come back from the workers); remove use_cache: false"
             )
         spec = ray_spec()
+        from rag_eval.retrievers.truncation import TokenCounter, truncation_summary
+
+        tokens = TokenCounter(self.resolved.path, self.max_seq_length, self.cache_dir if self.use_cache else None)
         if spec is not None:
-            status, counts, info = self._index_on_ray(doc_ids, texts, spec)
+            # The texts are read by the workers (from the file itself when the corpus stays on disk),
+            # and their tokens counted there: the driver holds ids and store keys only.
+            status, counts, info, lengths = self._index_on_ray(doc_ids, corpus, spec, tokens)
         else:
+            prefixed = [self.passage_prefix + passage_text(corpus[doc_id]) for doc_id in doc_ids]
+            lengths = tokens.lengths(prefixed)
             self._embeddings, status, counts, info = self._encode_cached(prefixed, "passage")
             from rag_eval.retrievers.ann import build_searcher
 
@@ -352,17 +358,18 @@ class DenseRetriever:
             duplicate_passages=counts["duplicates"],
             **info,
         )
-        from rag_eval.retrievers.truncation import truncation_report
-
         # Counted on every run, cache hit or not: a chunk the encoder cut is scored on its start only.
-        self._stats["truncation"] = truncation_report(
-            self.resolved.path, prefixed, self.max_seq_length, self.cache_dir if self.use_cache else None
-        )
+        self._stats["truncation"] = truncation_summary(tokens.limit, lengths)
 
     def _index_on_ray(
-        self, doc_ids: list[str], texts: list[str], spec: Any
-    ) -> tuple[str, dict[str, int], dict[str, Any]]:
-        """Encode on Ray actors into the shared store (execution: ray); search then reads it shard by shard."""
+        self, doc_ids: list[str], corpus: Corpus, spec: Any, tokens: Any
+    ) -> tuple[str, dict[str, int], dict[str, Any], np.ndarray | None]:
+        """Encode on Ray actors into the shared store (execution: ray); search then reads it shard by shard.
+
+        A corpus read from disk (FileCorpus) is streamed to the workers from its file in byte
+        ranges; one in memory is sent as ``(doc_id, text)`` pairs. Returns the token counts too.
+        """
+        from rag_eval.datasets.file_corpus import FileCorpus
         from rag_eval.execution.ray_engine import encode_on_ray
 
         namespace = namespace_key(self.model_identity(), {"kind": "passage", **self._encoding_options()})
@@ -371,16 +378,25 @@ class DenseRetriever:
             self.resolved, self.device, self.batch_size, self.normalize, self.max_seq_length,
             self.options, self.cache_dir / "exported",
         )
-        encoded = encode_on_ray(zip(doc_ids, texts), factory, store, spec=spec, prefix=self.passage_prefix)
+        source: Any = (
+            str(corpus.path) if isinstance(corpus, FileCorpus) else ((doc, passage_text(corpus[doc])) for doc in doc_ids)
+        )
+        streamed = isinstance(corpus, FileCorpus)
+        count = tokens.lengths if tokens.available else None
+        encoded = encode_on_ray(source, factory, store, spec=spec, prefix=self.passage_prefix, count_tokens=count)
         if encoded.doc_ids != doc_ids:  # rows must be the sorted doc ids: the tie rule of the search relies on it
-            raise RetrieverError(f"{ADAPTER}: the Ray encoding returned rows in another order than the corpus")
+            raise RetrieverError(
+                f"{ADAPTER}: the Ray encoding returned other passages than the corpus holds"
+                + ("; leave the corpus file unchanged while a run reads it" if streamed else "")
+            )
         self._ray_rows = (store, encoded.keys, spec)
         self._embeddings = np.empty((len(doc_ids), 0), dtype=np.float32)  # vectors stay in the store
         counts = {"encoded": encoded.counts.get("encoded", 0), "reused": encoded.counts.get("reused", 0),
                   "duplicates": encoded.counts.get("duplicates", 0)}
         status = "hit" if not counts["encoded"] else "miss" if not counts["reused"] else "partial"
-        info = {"cache_namespace": namespace, "cache_path": str(store.directory), "execution": "ray"}
-        return status, counts, info
+        info = {"cache_namespace": namespace, "cache_path": str(store.directory), "execution": "ray",
+                "corpus": "streamed from its file by the workers" if streamed else "sent from memory"}
+        return status, counts, info, encoded.token_lengths
 
     def _encode_cached(self, texts: list[str], kind: str) -> tuple[np.ndarray, str, dict[str, int], dict[str, Any]]:
         """Embeddings of ``texts`` (exactly as the encoder receives them); returns (array, status, counts, info).

@@ -38,58 +38,104 @@ def model_max_length(folder: Path, configured: int | None = None) -> int | None:
     return None
 
 
-def truncation_report(
-    folder: Path | None, texts: Sequence[str], configured: int | None = None, cache_dir: Path | None = None
-) -> dict[str, Any] | None:
-    """``{"max_seq_length", "truncated", "passages", "share", "longest_tokens"}``, or None when unknown.
+class TokenCounter:
+    """Token counts of texts as the model's own tokenizer makes them (special tokens included).
 
-    None when the model has no folder, no ``tokenizer.json`` or no known limit (the
-    count would be a guess, and the report says nothing rather than something wrong).
-    With ``cache_dir``, each text's token count is kept in the per-passage store (keyed
-    by the tokenizer file's hash and the text), so a rerun tokenises only new texts:
-    re-tokenising a whole corpus took longer than encoding the one passage edited.
+    Picklable (the Ray engine sends one to each encoder actor; the tokenizer and the store
+    are made where it is used). With ``cache_dir``, each text's count is kept in the
+    per-passage store, keyed by the tokenizer file's hash and the text, so a rerun tokenises
+    only new texts: re-tokenising a whole corpus took longer than encoding the one passage edited.
     """
-    if folder is None or not texts:
-        return None
-    limit = model_max_length(folder, configured)
-    tokenizer_file = folder / "tokenizer.json"
-    if limit is None or not tokenizer_file.is_file():
-        return None
-    try:
-        from tokenizers import Tokenizer
 
-        tokenizer = Tokenizer.from_file(str(tokenizer_file))
-    except Exception:  # an unreadable or foreign tokenizer file: no report, never a failed run
-        return None
-    tokenizer.no_truncation()
-    tokenizer.no_padding()
+    def __init__(self, folder: Path | None, configured: int | None = None, cache_dir: Path | None = None) -> None:
+        self.tokenizer_file = folder / "tokenizer.json" if folder is not None else None
+        self.limit = model_max_length(folder, configured) if folder is not None else None
+        self.cache_dir = cache_dir
+        self._tokenizer: Any = None
+        self._store: Any = None
+        self._loaded = False
 
-    def count(batch: list[str]) -> np.ndarray:
-        lengths = [len(encoding.ids) for encoding in tokenizer.encode_batch(batch)]
-        return np.asarray(lengths, dtype=np.float32).reshape(-1, 1)  # float32 holds counts exactly up to 2**24
+    @property
+    def available(self) -> bool:
+        """Whether counts can be made: a known limit and a tokenizer file that loads."""
+        return self._load() is not None
 
-    from rag_eval.embeddings.store import EmbeddingStore, encode_missing, namespace_key
-    from rag_eval.errors import RagEvalError
+    def lengths(self, texts: Sequence[str]) -> np.ndarray | None:
+        """The token count of each text (int64), or None when the tokenizer is unknown or unreadable."""
+        tokenizer = self._load()
+        if tokenizer is None:
+            return None
+        from rag_eval.embeddings.store import encode_missing
 
-    store = None
-    if cache_dir is not None:
-        from rag_eval.retrievers.models import file_digest
+        def count(batch: list[str]) -> np.ndarray:
+            lengths = [len(encoding.ids) for encoding in tokenizer.encode_batch(batch)]
+            return np.asarray(lengths, dtype=np.float32).reshape(-1, 1)  # float32 holds counts exactly up to 2**24
 
+        counts, _ = encode_missing(list(texts), count, self._store, write_every=_BATCH)
+        if counts.ndim != 2 or not counts.shape[1]:
+            return np.zeros(len(texts), dtype=np.int64)
+        return counts[:, 0].astype(np.int64)
+
+    def _load(self) -> Any:
+        if self._loaded:
+            return self._tokenizer
+        self._loaded = True
+        if self.limit is None or self.tokenizer_file is None or not self.tokenizer_file.is_file():
+            return None
         try:
-            namespace = namespace_key(f"tokenizer:{file_digest(tokenizer_file)}", {"kind": "token_lengths"})
-            store = EmbeddingStore(cache_dir, namespace)
-        except (OSError, RagEvalError):
-            store = None  # no cache then: counted afresh, as without one
-    counts, _ = encode_missing(list(texts), count, store, write_every=_BATCH)
-    lengths = counts[:, 0] if counts.ndim == 2 and counts.shape[1] else np.zeros(len(texts), dtype=np.float32)
+            from tokenizers import Tokenizer
+
+            tokenizer = Tokenizer.from_file(str(self.tokenizer_file))
+        except Exception:  # an unreadable or foreign tokenizer file: no report, never a failed run
+            return None
+        tokenizer.no_truncation()
+        tokenizer.no_padding()
+        if self.cache_dir is not None:
+            from rag_eval.embeddings.store import EmbeddingStore, namespace_key
+            from rag_eval.errors import RagEvalError
+            from rag_eval.retrievers.models import file_digest
+
+            try:
+                namespace = namespace_key(f"tokenizer:{file_digest(self.tokenizer_file)}", {"kind": "token_lengths"})
+                self._store = EmbeddingStore(self.cache_dir, namespace)
+            except (OSError, RagEvalError):
+                self._store = None  # no cache then: counted afresh, as without one
+        self._tokenizer = tokenizer
+        return tokenizer
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_tokenizer": None, "_store": None, "_loaded": False}
+
+
+def truncation_summary(limit: int | None, lengths: np.ndarray | None) -> dict[str, Any] | None:
+    """``{"max_seq_length", "truncated", "passages", "share", "longest_tokens"}`` of token counts, or None.
+
+    None when the limit or the counts are unknown, or there are no texts: the report then says
+    nothing rather than something wrong.
+    """
+    if limit is None or lengths is None or not len(lengths):
+        return None
     truncated = int(np.count_nonzero(lengths > limit))
     return {
         "max_seq_length": limit,
         "truncated": truncated,
-        "passages": len(texts),
-        "share": truncated / len(texts),
+        "passages": len(lengths),
+        "share": truncated / len(lengths),
         "longest_tokens": int(lengths.max(initial=0)),
     }
+
+
+def truncation_report(
+    folder: Path | None, texts: Sequence[str], configured: int | None = None, cache_dir: Path | None = None
+) -> dict[str, Any] | None:
+    """The truncation summary of ``texts`` (:func:`truncation_summary`), counted by :class:`TokenCounter`.
+
+    None when the model has no folder, no ``tokenizer.json`` or no known limit.
+    """
+    if folder is None or not texts:
+        return None
+    counter = TokenCounter(folder, configured, cache_dir)
+    return truncation_summary(counter.limit, counter.lengths(texts))
 
 
 def truncation_warning(label: str, report: dict[str, Any] | None, what: str = "passages") -> str | None:

@@ -1,0 +1,159 @@
+"""A corpus kept on disk (FileCorpus) reads as the same corpus the loader holds in memory, for any file.
+
+The reference is the loader in memory (rag_eval.datasets.corpus.load_corpus_file): same ids in
+the same order, the same passages, the same dataset fingerprint and ranking-cache digest, the
+same problems refused; and what only a file on disk can do wrong (changing under a run) is said.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from rag_eval.datasets import load_dataset
+from rag_eval.datasets.corpus import load_corpus_file
+from rag_eval.datasets.file_corpus import FileCorpus
+from rag_eval.datasets.model import Problems
+from rag_eval.errors import DatasetError
+from rag_eval.retrievers.ranking_cache import corpus_digest
+
+MESSY_IDS = st.one_of(
+    st.sampled_from(["https://example.org/a?b=1#frag", "<dbpedia:Pacific_Ocean>", "docs/guide.md#3-9", "1", "😀"]),
+    st.text(alphabet=st.characters(blacklist_categories=("Cc", "Cs", "Zl", "Zp")), min_size=1, max_size=300).filter(
+        lambda text: text.strip() == text and text.strip()
+    ),
+)
+PASSAGE = st.fixed_dictionaries(
+    {"_id": MESSY_IDS, "text": st.text(max_size=200)},
+    optional={"title": st.one_of(st.none(), st.text(max_size=30)), "metadata": st.dictionaries(st.text(max_size=5), st.integers(), max_size=2)},
+)
+
+
+def _write(path: Path, records: list[dict], *, bom: bool = False, crlf: bool = False, blanks: bool = False) -> Path:
+    end = "\r\n" if crlf else "\n"
+    lines = []
+    for n, record in enumerate(records):
+        lines.append(json.dumps(record, ensure_ascii=n % 2 == 0))  # escaped and raw UTF-8 both
+        if blanks and n % 3 == 0:
+            lines.append("   ")
+    path.write_bytes((b"\xef\xbb\xbf" if bom else b"") + (end.join(lines) + end).encode("utf-8"))
+    return path
+
+
+def _index(path: Path) -> FileCorpus:
+    problems = Problems()
+    corpus = FileCorpus.index(path, problems)
+    problems.raise_if_any()
+    return corpus
+
+
+@settings(max_examples=60, deadline=None, database=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    records=st.lists(PASSAGE, min_size=1, max_size=12, unique_by=lambda record: record["_id"]),
+    bom=st.booleans(),
+    crlf=st.booleans(),
+    blanks=st.booleans(),
+)
+def test_a_file_corpus_reads_as_the_corpus_in_memory(tmp_path_factory, records, bom, crlf, blanks):
+    path = _write(tmp_path_factory.mktemp("c") / "corpus.jsonl", records, bom=bom, crlf=crlf, blanks=blanks)
+    memory = load_corpus_file(path)
+    disk = _index(path)
+    assert list(disk) == list(memory) and len(disk) == len(memory)  # file order
+    assert [dict(passage) for passage in disk.values()] == list(memory.values())
+    assert [(doc, dict(passage)) for doc, passage in disk.items()] == list(memory.items())
+    for doc in reversed(list(memory)):  # looked up at random
+        assert doc in disk and dict(disk[doc]) == memory[doc]
+    assert "no such id" not in disk and 3 not in disk and disk.get("no such id") is None
+    assert disk.sorted_ids() == sorted(memory)
+    queries = {"q": "x"}
+    assert corpus_digest(disk, queries) == corpus_digest(memory, queries)  # ranking-cache keys do not change
+
+
+def test_a_beir_folder_streamed_has_the_fingerprint_and_counts_of_the_one_in_memory(tmp_path):
+    records = [{"_id": "<dbpedia:Pacific_Ocean>", "title": "Pacific", "text": "The largest ocean."},
+               {"_id": "https://example.org/a?b=1#frag", "text": "Salt water."},
+               {"_id": "x" * 2000, "title": None, "text": "Long id, é 日本 😀"}]
+    _write(tmp_path / "corpus.jsonl", records, bom=True, crlf=True)
+    (tmp_path / "queries.jsonl").write_text(json.dumps({"_id": "q1", "text": "which ocean"}) + "\n", encoding="utf-8")
+    (tmp_path / "qrels").mkdir()
+    (tmp_path / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\t<dbpedia:Pacific_Ocean>\t2\n")
+    memory = load_dataset({"path": str(tmp_path)})
+    disk = load_dataset({"path": str(tmp_path)}, stream_corpus=True)
+    assert isinstance(disk.corpus, FileCorpus) and isinstance(memory.corpus, dict)
+    assert disk.fingerprint == memory.fingerprint  # baselines compare across engines
+    assert {**disk.summary(), "notes": []} == {**memory.summary(), "notes": []}
+    assert disk.notes == (*memory.notes, "corpus read from disk as needed (corpus.jsonl)")
+
+
+def test_only_an_uncompressed_json_lines_corpus_stays_on_disk_and_the_notes_say_so(tmp_path):
+    (tmp_path / "corpus.tsv").write_text("d1\tSalt water.\nd2\tFresh water.\n", encoding="utf-8")
+    (tmp_path / "queries.tsv").write_text("q1\tsalt\n", encoding="utf-8")
+    (tmp_path / "qrels.txt").write_text("q1 0 d1 1\n", encoding="utf-8")
+    spec = {"format": "trec", "qrels": "qrels.txt", "queries": "queries.tsv", "corpus": "corpus.tsv"}
+    dataset = load_dataset(spec, base=tmp_path, stream_corpus=True)
+    assert dataset.corpus == {"d1": {"text": "Salt water.", "title": ""}, "d2": {"text": "Fresh water.", "title": ""}}
+    assert dataset.notes[-1].startswith("corpus held in memory: only an uncompressed JSON Lines file (.jsonl)")
+    assert "corpus.tsv is not one" in dataset.notes[-1]
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b'{"_id": "a", "text": "x"}\n{"_id": "b", "text": \n', r"corpus.jsonl:2: invalid JSON: Expecting value \(column 22\)"),
+        (b'{"_id": "a", "text": "x"}\n{"_id": "b"}\n', r"corpus.jsonl:2: passage 'b' has no text"),
+        (b'{"_id": "a", "text": "x"}\n{"_id": true, "text": "y"}\n', r"corpus.jsonl:2: passage id: an id must be text"),
+        (b'{"_id": "a", "text": "x"}\n\n{"_id": "b", "text": "y"}\n{"_id": "a", "text": "z"}\n',
+         r"corpus.jsonl:4: duplicate passage id 'a'"),
+        (b'{"_id": "a", "text": "x"}\r{"_id": "b", "text": "y"}\n', r"corpus.jsonl:1: a carriage return ends a line"),
+        (b'{"_id": "a", "text": "\xff"}\n', r"corpus.jsonl:1: not UTF-8 text \(column 23\)"),
+    ],
+)
+def test_bad_records_are_refused_with_file_and_line_as_in_memory(tmp_path, content, message):
+    path = tmp_path / "corpus.jsonl"
+    path.write_bytes(content)
+    with pytest.raises(DatasetError, match=message) as disk:
+        _index(path)
+    if b"\r" not in content and b"\xff" not in content:  # the loader in memory words these two its own way
+        with pytest.raises(DatasetError) as memory:
+            load_corpus_file(path)
+        assert str(disk.value) == str(memory.value)
+
+
+def test_every_duplicate_is_named_by_its_later_line(tmp_path):
+    path = _write(tmp_path / "corpus.jsonl", [{"_id": i, "text": "t"} for i in ["b", "a", "b", "c", "a", "b"]])
+    problems = Problems()
+    FileCorpus.index(path, problems)
+    assert problems.messages == [f"{path}:3: duplicate passage id 'b'", f"{path}:5: duplicate passage id 'a'",
+                                 f"{path}:6: duplicate passage id 'b'"]
+    with pytest.raises(DatasetError) as memory:
+        load_corpus_file(path)
+    assert memory.value.problems == problems.messages  # the loader in memory names the same lines
+
+
+def test_a_file_changed_after_indexing_is_said_not_read_as_other_passages(tmp_path):
+    path = _write(tmp_path / "corpus.jsonl", [{"_id": "a", "text": "one"}, {"_id": "b", "text": "two"}])
+    corpus = _index(path)
+    assert dict(corpus["b"]) == {"text": "two", "title": ""}
+    _write(path, [{"_id": "b", "text": "two, longer now"}, {"_id": "a", "text": "one"}])
+    os.utime(path, ns=(0, 1))  # whatever the clock: the stamp differs
+    with pytest.raises(DatasetError, match=r"corpus.jsonl: the corpus file changed after it was read"):
+        corpus["b"]
+    with pytest.raises(DatasetError, match=r"changed after it was read at the start of the run; leave it unchanged"):
+        list(corpus.values())
+
+
+def test_a_file_corpus_is_read_only_and_travels_without_its_open_file(tmp_path):
+    path = _write(tmp_path / "corpus.jsonl", [{"_id": "a", "text": "one", "title": "T"}])
+    corpus = _index(path)
+    with pytest.raises(TypeError):
+        corpus["a"]["text"] = "changed"  # type: ignore[index]
+    with pytest.raises(TypeError):
+        corpus["b"] = {}  # type: ignore[index]
+    assert dict(pickle.loads(pickle.dumps(corpus))["a"]) == {"text": "one", "title": "T"}
+    assert repr(corpus).endswith("corpus.jsonl', 1 passages)")
