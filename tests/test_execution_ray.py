@@ -214,9 +214,11 @@ def test_ray_run_equals_local_run_bit_for_bit(ray_cluster, tmp_path):
     encoded = encode_on_ray(path, HashFactory(), store, spec=spec(), prefix=PREFIX)
     assert encoded.doc_ids == doc_ids
     assert encoded.keys == [text_key(t) for t in texts]
-    assert encoded.counts == {"passages": 59, "encoded": 58, "reused": 0, "duplicates": 1} or (
-        # the twice-used text fell in two batches: found the second time, or encoded twice at once
-        encoded.counts["passages"] == 59 and encoded.counts["encoded"] + encoded.counts["reused"] == 59
+    # Counted as local encoding counts, whichever batches the twice-used text fell in (a fresh store: nothing
+    # reused), unless two batches encoded it at the same moment (then it counts twice as encoded).
+    assert encoded.counts in (
+        {"passages": 59, "encoded": 58, "reused": 0, "duplicates": 1},
+        {"passages": 59, "encoded": 59, "reused": 0, "duplicates": 0},
     )
     assert len(store) == len(set(texts)) == 58 == rows_in_shards(store)
     stored, found = store.get(encoded.keys)

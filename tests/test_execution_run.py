@@ -176,3 +176,6 @@ execution: {execution}
     assert there.description["truncation"] == here.description["truncation"]
     assert here.description["truncation"]["truncated"] >= 1
     assert there.description["corpus"] == "streamed from its file by the workers"
+    counts = ("passages_encoded", "passages_reused", "duplicate_passages", "cache")
+    assert {k: there.description[k] for k in counts} == {k: here.description[k] for k in counts}
+    assert here.description["duplicate_passages"] >= 1  # a text repeated in the corpus: counted alike by both

@@ -103,10 +103,10 @@ class Encoder(Protocol):
 class EncodedCorpus:
     """The rows of a corpus encoded on Ray: doc ids sorted (row i), the store key of each row's text, counts.
 
-    ``counts``: ``passages`` read; ``encoded`` texts encoded now; ``reused`` distinct texts of a
-    batch found in the store; ``duplicates`` repeats of a text within one batch
-    (encoded + reused + duplicates = passages; a text repeated in two batches is found the
-    second time, or encoded twice when both batches run at once: same key, same shard content).
+    ``counts``, as local encoding counts them: ``passages`` read; ``encoded`` texts encoded now;
+    ``reused`` distinct texts the store held already; ``duplicates`` repeats of a text in the
+    corpus (encoded + reused + duplicates = passages; a text repeated in two batches that ran at
+    once is encoded twice, counted twice as encoded: same key, same shard content).
     ``token_lengths``: each row's token count, counted by the workers, when a counter was given
     and could count.
     """
@@ -226,11 +226,16 @@ def encode_on_ray(
     for previous, current in itertools.pairwise(doc_ids):
         if previous == current:
             raise DatasetError(f"{_source_name(source)}: duplicate passage id {current!r}; ids must be unique")
+    # Counted over the corpus, as local encoding counts: a text repeated in two batches is a duplicate,
+    # not a text "reused" from an earlier run (which is what the batches' own lookups would call it).
+    distinct = len(np.unique(packed.digests)) if len(packed) else 0
+    encoded_now = int(status_counts[2])
+    reused = max(0, distinct - encoded_now)  # (two batches encoding one text at once count it twice, as encoded)
     counts = {
         "passages": len(doc_ids),
-        "encoded": int(status_counts[2]),
-        "reused": int(status_counts[1]),
-        "duplicates": int(status_counts[0]),
+        "encoded": encoded_now,
+        "reused": reused,
+        "duplicates": len(doc_ids) - encoded_now - reused,
     }
     return EncodedCorpus(doc_ids, packed, counts, token_lengths)
 
