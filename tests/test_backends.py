@@ -446,3 +446,49 @@ def test_the_encoder_asks_for_more_texts_a_call_on_a_gpu() -> None:
     assert encoder.texts_per_call(256, 1024) == 4096 and encoder.texts_per_call(32, 1024) == 1024
     encoder.pool = {"processes": []}  # several devices: sentence-transformers' pool splits each call itself
     assert encoder.texts_per_call(256, 1024) == 1024
+
+
+def test_the_gpu_pipeline_counts_each_texts_tokens_before_truncation(tmp_path: Path) -> None:
+    # The counts come from the tokenizer's overflow (the tokens truncation moved out): they must equal a
+    # separate untruncated count by the model's tokenizer.json, for short, empty, cut and non-ASCII texts.
+    from rag_eval.retrievers.truncation import TokenCounter
+
+    model = _minilm()
+    encoder = load_encoder(model, "cpu", EncoderOptions(threads=2), None, 16, "dense")
+    assert encoder.pipeline_ready()
+    texts = [*TEXTS, LONG, "日本語のテキスト" * 40, "😀" * 100]
+    encoder._encode_pipelined(texts, 4, True, False)
+    want = TokenCounter(model.path).lengths(texts)
+    assert encoder.last_token_lengths is not None and encoder.last_token_lengths.tolist() == want.tolist()
+    assert (want > 16).sum() >= 4  # several texts were cut at 16 tokens: their overflow was counted
+    encoder.encode(texts[:3], batch_size=4)  # sentence-transformers' encode() counts nothing
+    assert encoder.last_token_lengths is None
+
+
+def test_the_dense_truncation_report_takes_the_pipelines_counts_without_tokenising_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from rag_eval.retrievers import truncation
+    from rag_eval.retrievers.dense import DenseRetriever
+    from rag_eval.retrievers.truncation import TokenCounter
+
+    corpus = {f"d{n}": {"title": "", "text": text} for n, text in enumerate([*TEXTS, LONG, LONG + " more"])}
+    reports = {}
+    own = TokenCounter._count_column
+    for way in ("encode()", "pipeline"):
+        if way == "pipeline":  # the CUDA path, run here on the CPU
+            monkeypatch.setattr(
+                backends.TorchEncoder, "_encode_once",
+                lambda self, texts, batch_size, normalize, show: (
+                    self.pipeline_ready() and self._encode_pipelined(list(texts), batch_size, normalize, show)
+                ),
+            )
+        counted: list[int] = []
+        monkeypatch.setattr(truncation.TokenCounter, "_count_column", lambda self, batch: counted.append(len(batch)) or own(self, batch))
+        retriever = DenseRetriever(model=str(_minilm().path), device="cpu", max_seq_length=64, cache_dir=tmp_path / way)
+        retriever.index(corpus)
+        reports[way] = (retriever.describe()["truncation"], sum(counted))
+    assert reports["pipeline"][0] == reports["encode()"][0] and reports["pipeline"][0]["truncated"] >= 2
+    distinct = len({passage["text"] for passage in corpus.values()})
+    assert reports["encode()"][1] == distinct  # counted separately: every distinct text tokenised a second time
+    assert reports["pipeline"][1] == 8  # only the check of the encoder's counts on the 8 longest texts

@@ -237,7 +237,14 @@ class Backend:
 
 
 class Encoder(Backend):
-    """Texts -> float32 embeddings (a bi-encoder)."""
+    """Texts -> float32 embeddings (a bi-encoder).
+
+    ``last_token_lengths``: after a call of ``encode``, each text's token count before
+    truncation, when the encoder tokenised whole texts anyway and got them for nothing
+    (the GPU pipeline), else None. The truncation report then need not tokenise them again.
+    """
+
+    last_token_lengths: np.ndarray | None = None
 
     def texts_per_call(self, batch_size: int, default: int) -> int:
         """How many texts a caller should hand ``encode`` at once (the store writes after each call)."""
@@ -265,12 +272,14 @@ class TorchEncoder(Encoder):
 
     On a GPU, ``SentenceTransformer.encode`` tokenises each batch between two forward passes,
     and the tokenizer is the bottleneck: measured on an H100 with all-MiniLM-L6-v2, the GPU
-    computed 21k SciFact abstracts/s from ready tokens while ``encode`` gave 1.15k (fp16). So
-    on CUDA batches are tokenised by a pool of threads (one tokenizer copy each: a fast
-    tokenizer refuses concurrent calls) while the GPU runs the batches before them, and the
-    model's own ``forward`` (transformer, pooling, normalisation) does the rest: 1.6k (batch
-    256) to 3.0k (batch 1024, 100k passages) in the same run, the same embeddings
-    (benchmarks/bench_gpu.py, benchmarks/README.md).
+    computed 21k SciFact abstracts/s from ready tokens. ``encode`` keeps up only while the
+    tokenizer's own threads are on: 2,265 abstracts/s with them, 938 without them (after a
+    fork, or ``TOKENIZERS_PARALLELISM=false``). So on CUDA batches are tokenised by a pool of
+    threads (one tokenizer copy each: a fast tokenizer refuses concurrent calls) while the
+    GPU runs the batches before them, and the model's own ``forward`` (transformer, pooling,
+    normalisation) does the rest: 2,372 and 2,157 abstracts/s in the same run with those
+    threads on and off, the same embeddings (benchmarks/bench_gpu_paths.py). The pipeline
+    also counts each text's tokens before truncation for nothing (``last_token_lengths``).
     The tokenisation is checked once against the model's own preprocessing on probe texts,
     and any difference (a model that adds prompts, lower-cases, or feeds more than token
     ids) keeps sentence-transformers' ``encode``.
@@ -315,6 +324,7 @@ class TorchEncoder(Encoder):
                 batch_size = self._fitting_batch = smaller
 
     def _encode_once(self, texts: Sequence[str], batch_size: int, normalize: bool, show_progress: bool) -> np.ndarray:
+        self.last_token_lengths = None
         if self.pool is None and self.device.startswith("cuda") and len(texts) > batch_size and self.pipeline_ready():
             return self._encode_pipelined(list(texts), batch_size, normalize, show_progress)
         if self.pool is not None or self._pool_broken:
@@ -354,12 +364,10 @@ class TorchEncoder(Encoder):
             return max(default, 16 * batch_size)
         return default
 
-    def _tokenize(self, tokenizer: Any, texts: list[str]) -> dict[str, Any]:
-        return dict(
-            tokenizer(
-                texts, padding=True, truncation="longest_first", max_length=self.model.max_seq_length,
-                return_tensors="pt",
-            )
+    def _tokenize(self, tokenizer: Any, texts: list[str]) -> Any:
+        """The model's inputs for ``texts`` (a BatchEncoding: a dict of tensors that keeps the tokenizer's encodings)."""
+        return tokenizer(
+            texts, padding=True, truncation="longest_first", max_length=self.model.max_seq_length, return_tensors="pt"
         )
 
     def pipeline_ready(self) -> bool:
@@ -375,7 +383,7 @@ class TorchEncoder(Encoder):
 
                 probes = list(PROBES)
                 try:
-                    want, got = dict(preprocess(probes)), self._tokenize(tokenizer, probes)
+                    want, got = dict(preprocess(probes)), dict(self._tokenize(tokenizer, probes))
                 except Exception:  # whatever this model's preprocessing needs, encode() knows it
                     return False
                 constant = {k: v for k, v in want.items() if k not in got}
@@ -404,17 +412,21 @@ class TorchEncoder(Encoder):
         order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))  # longest first, as encode() sorts
         batches = [order[start : start + batch_size] for start in range(0, len(order), batch_size)]
         pool, local, tokenizer = self._tokenizing_pool(), self._thread_tokenizers, self.model.tokenizer
+        specials = tokenizer.num_special_tokens_to_add(pair=False)
 
-        def prepare(rows: list[int]) -> dict[str, Any]:
+        def prepare(rows: list[int]) -> tuple[dict[str, Any], list[int] | None]:
             own = getattr(local, "tokenizer", None)
             if own is None:  # a fast tokenizer refuses concurrent calls: one copy per thread
                 own = local.tokenizer = copy.deepcopy(tokenizer)
-            features = self._tokenize(own, [texts[i] for i in rows])
+            encoded = self._tokenize(own, [texts[i] for i in rows])
+            lengths = untruncated_lengths(encoded, specials)
+            features = dict(encoded)
             if self.device.startswith("cuda"):  # page-locked: the copy to the GPU overlaps its work
                 features = {k: v.pin_memory() for k, v in features.items()}
-            return features
+            return features, lengths
 
         outputs: list[Any] = []
+        counted: list[list[int] | None] = []
         progress = _progress(len(texts), show)
         pending: deque[Any] = deque()
         upcoming = iter(batches)
@@ -425,7 +437,8 @@ class TorchEncoder(Encoder):
                     if len(pending) >= 2 * max(1, self.threads):
                         break
                 while pending:
-                    features = pending.popleft().result()
+                    features, lengths = pending.popleft().result()
+                    counted.append(lengths)
                     following = next(upcoming, None)
                     if following is not None:
                         pending.append(pool.submit(prepare, following))
@@ -444,7 +457,27 @@ class TorchEncoder(Encoder):
                 progress.close()
         restored = np.empty_like(array)
         restored[np.asarray(order)] = array
+        if counted and all(lengths is not None for lengths in counted):
+            token_lengths = np.empty(len(texts), dtype=np.int64)
+            token_lengths[np.asarray(order)] = np.concatenate([np.asarray(c, dtype=np.int64) for c in counted if c])
+            self.last_token_lengths = token_lengths
         return np.ascontiguousarray(restored, dtype=np.float32)
+
+
+def untruncated_lengths(encoded: Any, specials: int) -> list[int] | None:
+    """Each text's token count before truncation, from a fast tokenizer's output (None when it kept no encodings).
+
+    Truncation moves the tokens past the limit into ``overflowing`` pieces (no stride), each
+    with the special tokens added again: the text's count is the tokens of every piece, less
+    the repeated special tokens. Padding is not counted (the attention mask says which are).
+    """
+    encodings = getattr(encoded, "encodings", None)
+    if not encodings:
+        return None
+    return [
+        sum(encoding.attention_mask) + sum(sum(piece.attention_mask) - specials for piece in encoding.overflowing)
+        for encoding in encodings
+    ]
 
 
 class TorchScorer(Scorer):

@@ -238,6 +238,7 @@ class DenseRetriever:
         self._doc_ids: list[str] = []
         self._embeddings: np.ndarray | None = None
         self._ray_rows: tuple[EmbeddingStore, Sequence[str], Any] | None = None  # (store, key per row, spec) on Ray
+        self._token_counter: Any = None  # while passages are encoded: where the encoder's token counts go
         self._stats: dict[str, Any] = {"cache": None, "passages": None, "passages_encoded": 0, "queries_encoded": 0}
 
     # ------------------------------------------------------------------ model
@@ -276,9 +277,12 @@ class DenseRetriever:
         return self._identity
 
     def _encode(self, texts: list[str]) -> np.ndarray:
-        return self._get_model().encode(
-            texts, batch_size=self.batch_size, normalize=self.normalize, show_progress=self.show_progress
-        )
+        model = self._get_model()
+        vectors = model.encode(texts, batch_size=self.batch_size, normalize=self.normalize, show_progress=self.show_progress)
+        if model.last_token_lengths is not None and self._token_counter is not None:
+            # Counted while tokenising for the GPU: the truncation report need not tokenise these texts again.
+            self._token_counter.record(texts, model.last_token_lengths)
+        return vectors
 
     def _encoding_options(self) -> dict[str, Any]:
         """What changes an embedding besides the model and the text encoded (part of the store's namespace).
@@ -343,8 +347,12 @@ class DenseRetriever:
             status, counts, info, lengths = self._index_on_ray(doc_ids, corpus, spec, tokens)
         else:
             prefixed = [self.passage_prefix + passage_text(corpus[doc_id]) for doc_id in doc_ids]
-            lengths = tokens.lengths(prefixed)
-            self._embeddings, status, counts, info = self._encode_cached(prefixed, "passage")
+            self._token_counter = tokens  # fed by the encoder where it counts tokens anyway (the GPU pipeline)
+            try:
+                self._embeddings, status, counts, info = self._encode_cached(prefixed, "passage")
+            finally:
+                self._token_counter = None
+            lengths = tokens.lengths(prefixed)  # counted here only for texts the encoder did not count
             from rag_eval.retrievers.ann import build_searcher
 
             self._searcher = build_searcher(

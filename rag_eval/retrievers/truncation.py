@@ -54,6 +54,8 @@ class TokenCounter:
         self._tokenizer: Any = None
         self._store: Any = None
         self._loaded = False
+        self._memo: dict[str, int] = {}  # recorded counts, when there is no store to keep them
+        self._trusted: bool | None = None  # whether recorded counts agree with this counter's own
 
     @property
     def available(self) -> bool:
@@ -61,20 +63,59 @@ class TokenCounter:
         return self._load() is not None
 
     def lengths(self, texts: Sequence[str]) -> np.ndarray | None:
-        """The token count of each text (int64), or None when the tokenizer is unknown or unreadable."""
-        tokenizer = self._load()
-        if tokenizer is None:
+        """The token count of each text (int64), or None when the tokenizer is unknown or unreadable.
+
+        Texts whose counts were recorded (:meth:`record`) are not tokenised again.
+        """
+        if self._load() is None:
             return None
         from rag_eval.embeddings.store import encode_missing
 
-        def count(batch: list[str]) -> np.ndarray:
-            lengths = [len(encoding.ids) for encoding in tokenizer.encode_batch(batch)]
-            return np.asarray(lengths, dtype=np.float32).reshape(-1, 1)  # float32 holds counts exactly up to 2**24
-
-        counts, _ = encode_missing(list(texts), count, self._store, write_every=_BATCH)
+        texts = list(texts)
+        if self._memo:
+            known = [self._memo.get(text) for text in texts]
+            fresh = iter(self._counts([text for text, length in zip(texts, known) if length is None]).tolist())
+            return np.asarray([next(fresh) if length is None else length for length in known], dtype=np.int64)
+        counts, _ = encode_missing(texts, self._count_column, self._store, write_every=_BATCH)
         if counts.ndim != 2 or not counts.shape[1]:
             return np.zeros(len(texts), dtype=np.int64)
         return counts[:, 0].astype(np.int64)
+
+    def record(self, texts: Sequence[str], lengths: np.ndarray) -> None:
+        """Keep counts an encoder made as a by-product (``Encoder.last_token_lengths``), once checked.
+
+        The first counts recorded are checked against this counter's own on the longest texts
+        of the call (those most likely cut): counts another tokenizer setting made are never kept.
+        """
+        if self._load() is None or not len(texts):
+            return
+        if self._trusted is None:
+            sample = sorted(range(len(texts)), key=lambda i: -len(texts[i]))[:8]
+            own = self._counts([texts[i] for i in sample])
+            self._trusted = own.tolist() == [int(lengths[i]) for i in sample]
+        if not self._trusted:
+            return
+        if self._store is None:
+            self._memo.update(zip(texts, (int(length) for length in lengths)))
+            return
+        from rag_eval.embeddings.store import text_key
+
+        column = np.asarray(lengths, dtype=np.float32).reshape(-1, 1)
+        for start in range(0, len(texts), _BATCH):
+            self._store.put([text_key(text) for text in texts[start : start + _BATCH]], column[start : start + _BATCH])
+
+    def _counts(self, texts: list[str]) -> np.ndarray:
+        """Token counts (int64) by this counter's own tokenizer (loaded)."""
+        if not texts:
+            return np.empty(0, dtype=np.int64)
+        return self._count_column(texts)[:, 0].astype(np.int64)
+
+    def _count_column(self, batch: list[str]) -> np.ndarray:
+        tokenizer = self._load()
+        # encode_batch_fast (tokenizers >= 0.21) skips the character offsets, which a count does not need.
+        encode = getattr(tokenizer, "encode_batch_fast", tokenizer.encode_batch)
+        lengths = [len(encoding.ids) for encoding in encode(batch)]
+        return np.asarray(lengths, dtype=np.float32).reshape(-1, 1)  # float32 holds counts exactly up to 2**24
 
     def _load(self) -> Any:
         if self._loaded:
@@ -104,7 +145,7 @@ class TokenCounter:
         return tokenizer
 
     def __getstate__(self) -> dict[str, Any]:
-        return {**self.__dict__, "_tokenizer": None, "_store": None, "_loaded": False}
+        return {**self.__dict__, "_tokenizer": None, "_store": None, "_loaded": False, "_memo": {}}
 
 
 def truncation_summary(limit: int | None, lengths: np.ndarray | None) -> dict[str, Any] | None:
