@@ -484,7 +484,10 @@ def test_the_dense_truncation_report_takes_the_pipelines_counts_without_tokenisi
                 ),
             )
         counted: list[int] = []
-        monkeypatch.setattr(truncation.TokenCounter, "_count_column", lambda self, batch: counted.append(len(batch)) or own(self, batch))
+        monkeypatch.setattr(
+            truncation.TokenCounter, "_count_column",
+            lambda self, batch, counted=counted: counted.append(len(batch)) or own(self, batch),
+        )
         retriever = DenseRetriever(model=str(_minilm().path), device="cpu", max_seq_length=64, cache_dir=tmp_path / way)
         retriever.index(corpus)
         reports[way] = (retriever.describe()["truncation"], sum(counted))
@@ -492,3 +495,30 @@ def test_the_dense_truncation_report_takes_the_pipelines_counts_without_tokenisi
     distinct = len({passage["text"] for passage in corpus.values()})
     assert reports["encode()"][1] == distinct  # counted separately: every distinct text tokenised a second time
     assert reports["pipeline"][1] == 8  # only the check of the encoder's counts on the 8 longest texts
+
+
+def test_counts_from_a_tokenizer_transformers_set_up_otherwise_are_not_kept(tmp_path: Path) -> None:
+    # tokenizer_config.json may make transformers rewrite the normalizer (strip_accents: false here): its counts
+    # differ from tokenizer.json's on accented texts only, so a sample of plain texts would not tell.
+    from transformers import AutoTokenizer
+
+    from rag_eval.embeddings.backends import untruncated_lengths
+    from rag_eval.retrievers.truncation import TokenCounter
+
+    folder = tmp_path / "model"
+    shutil.copytree(_minilm().path, folder)
+    config = json.loads((folder / "tokenizer_config.json").read_text())
+    (folder / "tokenizer_config.json").write_text(json.dumps({**config, "strip_accents": False}))
+    tokenizer = AutoTokenizer.from_pretrained(str(folder))
+    texts = [f"plain english text number {i} " * 30 for i in range(10)] + ["café crème brûlée naïve résumé"]
+    encoded = tokenizer(texts, padding=True, truncation="longest_first", max_length=128, return_tensors="pt")
+    theirs = np.asarray(untruncated_lengths(encoded, tokenizer.num_special_tokens_to_add(pair=False)))
+    own = TokenCounter(folder, 128, None).lengths(texts)
+    assert theirs[-1] != own[-1] and (theirs[:-1] == own[:-1]).all()  # the difference the sample would miss
+    counter = TokenCounter(folder, 128, None)
+    counter.record(texts, theirs, tokenizer.backend_tokenizer.to_str())
+    assert counter.lengths(texts).tolist() == own.tolist()  # not kept: counted by tokenizer.json
+    stock = AutoTokenizer.from_pretrained(str(_minilm().path))
+    kept = TokenCounter(_minilm().path, 128, None)
+    kept.record(texts, np.arange(len(texts)) + 1000, stock.backend_tokenizer.to_str())  # the same tokenizer...
+    assert kept.lengths(texts).tolist() == own.tolist()  # ...but counts that disagree on the sample: not kept

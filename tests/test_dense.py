@@ -336,3 +336,26 @@ def test_minilm_semantics_and_exact_cosines(minilm):
         assert [run[qid][d] for d in doc_ids] == pytest.approx(want[row].tolist(), abs=1e-5)
     assert want[0, doc_ids.index("pacific")] > 0.5 > max(want[0, doc_ids.index(d)] for d in ("bread", "football"))
     assert minilm.describe()["model_source"] == "bundled"
+
+
+def test_a_model_whose_folder_is_known_only_once_loaded_still_gets_its_truncation_report(tmp_path: Path) -> None:
+    # A Hub model not cached yet has no folder until it loads (downloaded then); the truncation count needs it.
+    import dataclasses
+
+    corpus = {"d1": {"title": "", "text": "word " * 100}, "d2": {"title": "", "text": "short"}}
+    reports = []
+    for hidden in (False, True):
+        retriever = DenseRetriever(model=str(_models.tiny_bi_encoder()), device="cpu", max_seq_length=16,
+                                   cache_dir=tmp_path / str(hidden))
+        if hidden:
+            real, load = retriever.resolved, retriever._get_model
+            retriever.resolved = dataclasses.replace(real, path=None)
+
+            def downloading(real=real, load=load, retriever=retriever):
+                retriever.resolved = real  # what resolving finds once the model is fetched
+                return load()
+
+            retriever._get_model = downloading  # type: ignore[method-assign]
+        retriever.index(corpus)
+        reports.append(retriever.describe().get("truncation"))
+    assert reports[1] == reports[0] and reports[0]["truncated"] == 1

@@ -157,3 +157,40 @@ def test_a_file_corpus_is_read_only_and_travels_without_its_open_file(tmp_path):
         corpus["b"] = {}  # type: ignore[index]
     assert dict(pickle.loads(pickle.dumps(corpus))["a"]) == {"text": "one", "title": "T"}
     assert repr(corpus).endswith("corpus.jsonl', 1 passages)")
+
+
+@pytest.mark.parametrize("blank", ["\u00a0", "\u3000", "\u2028", "\u0085", "\x1c", " \t "])
+def test_a_line_blank_in_unicodes_sense_is_skipped_as_in_memory_and_by_the_workers(tmp_path, blank):
+    from rag_eval.execution.corpus_stream import read_range
+
+    path = tmp_path / "corpus.jsonl"
+    path.write_text(f'{{"_id": "a", "text": "x"}}\n{blank}\n{{"_id": "b", "text": "y"}}\n', encoding="utf-8")
+    memory = load_corpus_file(path)
+    assert list(_index(path)) == list(memory) == ["a", "b"]
+    assert [doc for ids, _ in read_range(path, 0, path.stat().st_size) for doc in ids] == ["a", "b"]
+
+
+def test_a_carriage_return_the_loader_would_end_a_line_at_is_refused_not_miscounted(tmp_path):
+    path = tmp_path / "corpus.jsonl"
+    path.write_bytes(b'{"_id": "a", "text": "x"}\r\r\n{"_id": "b", "text": "y"}\n')
+    with pytest.raises(DatasetError, match=r"corpus.jsonl:1: a carriage return ends a line inside this one"):
+        _index(path)
+    path.write_bytes(b'{"_id": "a", "text": "x"}\r\n{"_id": "b", "text": "y"}\r')  # a last line ended by a CR
+    assert list(_index(path)) == list(load_corpus_file(path)) == ["a", "b"]
+
+
+def test_copy_gives_every_passage_as_the_read_only_corpus_in_memory_does(tmp_path):
+    from rag_eval.read_only import read_only_corpus
+
+    path = _write(tmp_path / "corpus.jsonl", [{"_id": "b", "text": "two"}, {"_id": "a", "text": "one", "title": "T"}])
+    disk, memory = read_only_corpus(_index(path)).copy(), read_only_corpus(load_corpus_file(path)).copy()
+    assert list(disk) == list(memory) and {k: dict(v) for k, v in disk.items()} == {k: dict(v) for k, v in memory.items()}
+
+
+def test_an_id_with_a_lone_surrogate_has_a_fingerprint_in_memory_and_on_disk(tmp_path):
+    (tmp_path / "corpus.jsonl").write_text('{"_id": "a\\ud800", "text": "x"}\n{"_id": "b", "text": "y"}\n')
+    (tmp_path / "queries.jsonl").write_text('{"_id": "q", "text": "x"}\n')
+    (tmp_path / "qrels").mkdir()
+    (tmp_path / "qrels" / "test.tsv").write_text("q\tb\t1\n")
+    memory, disk = load_dataset({"path": str(tmp_path)}), load_dataset({"path": str(tmp_path)}, stream_corpus=True)
+    assert "a\ud800" in disk.corpus and disk.fingerprint == memory.fingerprint  # was a UnicodeEncodeError

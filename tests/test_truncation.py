@@ -67,13 +67,14 @@ def test_token_counts_are_kept_per_text_so_a_rerun_tokenises_only_new_texts(mini
     fresh = truncation_report(minilm, texts)
     assert truncation_report(minilm, texts, cache_dir=tmp_path) == fresh
     tokenised: list[int] = []
-    original = tokenizers.Tokenizer.encode_batch
+    name = "encode_batch_fast" if hasattr(tokenizers.Tokenizer, "encode_batch_fast") else "encode_batch"  # what counts
+    original = getattr(tokenizers.Tokenizer, name)
 
     def counting(self, batch, *args, **kwargs):
         tokenised.append(len(batch))
         return original(self, batch, *args, **kwargs)
 
-    monkeypatch.setattr(tokenizers.Tokenizer, "encode_batch", counting)
+    monkeypatch.setattr(tokenizers.Tokenizer, name, counting)
     assert truncation_report(minilm, texts, cache_dir=tmp_path) == fresh
     assert tokenised == []  # every count read back
     again = truncation_report(minilm, [*texts, "one new text"], cache_dir=tmp_path)

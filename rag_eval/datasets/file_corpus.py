@@ -19,6 +19,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import threading
 from array import array
 from bisect import bisect_left
 from collections.abc import ItemsView, Iterator, Mapping, ValuesView
@@ -53,6 +54,7 @@ class FileCorpus(Mapping[str, Mapping[str, Any]]):
         self._sorted_ids = [ids[row] for row in order]
         self._sorted_rows = np.asarray(order, dtype=np.int64)
         self._handle: int | None = None
+        self._opening = threading.Lock()  # two threads looking passages up must not both open the file
 
     # ------------------------------------------------------------------ building
 
@@ -114,6 +116,10 @@ class FileCorpus(Mapping[str, Mapping[str, Any]]):
         """``(doc_id, passage)`` in file order, read through the file once."""
         return _Items(self)
 
+    def copy(self) -> dict[str, Mapping[str, Any]]:
+        """A new dict of every passage's read-only view, in file order (the whole corpus in memory, as asked)."""
+        return dict(self.items())
+
     def sorted_ids(self) -> list[str]:
         """The ids in sorted order (a new list; the strings are shared)."""
         return list(self._sorted_ids)
@@ -145,9 +151,10 @@ class FileCorpus(Mapping[str, Mapping[str, Any]]):
         """The file's descriptor (opened once; lookups read with pread), after checking the file is unchanged."""
         if _stamp(self.path) != self._stamp:
             raise self._changed()
-        if self._handle is None:
-            self._handle = os.open(self.path, os.O_RDONLY)
-        return self._handle
+        with self._opening:
+            if self._handle is None:
+                self._handle = os.open(self.path, os.O_RDONLY)
+            return self._handle
 
     def _passages(self) -> Iterator[tuple[str, dict[str, Any]]]:
         """Every passage in file order, read sequentially."""
@@ -163,7 +170,7 @@ class FileCorpus(Mapping[str, Mapping[str, Any]]):
             if found[0] != next(rows, None):
                 raise self._changed()
             yield found
-        if problems.count or next(rows, None) is not None:
+        if problems.count or next(rows, None) is not None or _stamp(self.path) != self._stamp:
             raise self._changed()
 
     def _changed(self) -> DatasetError:
@@ -173,7 +180,10 @@ class FileCorpus(Mapping[str, Mapping[str, Any]]):
         )
 
     def __getstate__(self) -> dict[str, Any]:
-        return {**self.__dict__, "_handle": None}  # an open file does not travel
+        return {**self.__dict__, "_handle": None, "_opening": None}  # an open file and a lock do not travel
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state, _opening=threading.Lock())
 
     def __del__(self) -> None:
         handle = getattr(self, "_handle", None)
@@ -200,7 +210,8 @@ def _records(path: Path, problems: Problems) -> Iterator[tuple[int, int, Any]]:
 
     Lines end at ``\\n`` (``\\r\\n`` too), as the encoding workers split them. A carriage return
     that ends a line by itself (old Mac files), which the loader in memory reads as a line end,
-    is refused: workers would read two records as one.
+    is refused: workers would read two records as one. A line blank in Unicode's sense (a
+    no-break space, say) is skipped, as the loader in memory skips it.
     """
     from rag_eval.files import parse_json
 
@@ -212,7 +223,9 @@ def _records(path: Path, problems: Problems) -> Iterator[tuple[int, int, Any]]:
                 offset += len(raw)
                 if number == 1 and raw.startswith(_BOM):
                     raw, start = raw[len(_BOM) :], len(_BOM)
-                line = raw.rstrip(b"\r\n") if raw.endswith(b"\n") else raw.rstrip(b"\r")
+                # One line ending only: any other carriage return is one the loader in memory would end a line at.
+                ending = 2 if raw.endswith(b"\r\n") else 1 if raw.endswith((b"\n", b"\r")) else 0
+                line = raw[: len(raw) - ending]
                 if not line.strip():
                     continue
                 if b"\r" in line:
@@ -227,6 +240,8 @@ def _records(path: Path, problems: Problems) -> Iterator[tuple[int, int, Any]]:
                     raise DatasetError(
                         f"{path}:{number}: not UTF-8 text (column {failure.start + 1}); save the file as UTF-8"
                     ) from None
+                if not text.strip():
+                    continue
                 yield number, start, parse_json(text, path, DatasetError, line=number)
     except OSError as failure:
         raise DatasetError(f"{path}: cannot be read ({failure.strerror or type(failure).__name__})") from None

@@ -103,27 +103,29 @@ class Dataset:
 
 
 def _canonical_chunks(dataset: Dataset) -> Iterator[bytes]:
+    # surrogatepass: a lone surrogate (valid escaped in JSON) in an id or text hashes, where it used to crash;
+    # every other string gives the bytes it always did.
     yield b"queries\0"
     for qid in sorted(dataset.queries):
-        yield f"{qid}\0{dataset.queries[qid].text}\0".encode()
+        yield f"{qid}\0{dataset.queries[qid].text}\0".encode("utf-8", "surrogatepass")
     yield b"judgements\0"
     for qid in sorted(dataset.judgements):
         for doc in sorted(dataset.judgements[qid]):
-            yield f"{qid}\0{doc}\0{float(dataset.judgements[qid][doc])!r}\0".encode()
+            yield f"{qid}\0{doc}\0{float(dataset.judgements[qid][doc])!r}\0".encode("utf-8", "surrogatepass")
     yield b"corpus\0"
     for doc in sorted(dataset.corpus):
         passage = dataset.corpus[doc]
-        yield f"{doc}\0{passage.get('title', '')}\0{passage.get('text', '')}\0".encode()
+        yield f"{doc}\0{passage.get('title', '')}\0{passage.get('text', '')}\0".encode("utf-8", "surrogatepass")
     if not dataset.has_documents:
         return  # a passage dataset: the bytes above, as they always were
     yield b"documents\0"
     for doc in sorted(dataset.documents):
-        yield f"{doc}\0{dataset.documents[doc]}\0".encode()
+        yield f"{doc}\0{dataset.documents[doc]}\0".encode("utf-8", "surrogatepass")
     # The order of a query's spans means nothing: they are hashed sorted.
     yield b"evidence\0"
     for qid in sorted(dataset.evidence):
         for span in sorted(dataset.evidence[qid], key=lambda s: (s.doc, s.start, s.end, s.grade)):
-            yield f"{qid}\0{span.doc}\0{span.start}\0{span.end}\0{float(span.grade)!r}\0".encode()
+            yield f"{qid}\0{span.doc}\0{span.start}\0{span.end}\0{float(span.grade)!r}\0".encode("utf-8", "surrogatepass")
 
 
 @dataclass

@@ -246,6 +246,10 @@ class Encoder(Backend):
 
     last_token_lengths: np.ndarray | None = None
 
+    def counting_tokenizer(self) -> str | None:
+        """The tokenizer (as ``tokenizers`` JSON) that counted ``last_token_lengths``, or None."""
+        return None
+
     def texts_per_call(self, batch_size: int, default: int) -> int:
         """How many texts a caller should hand ``encode`` at once (the store writes after each call)."""
         return default
@@ -357,6 +361,11 @@ class TorchEncoder(Encoder):
             stop_pool(pool)
             raise
         return np.ascontiguousarray(np.asarray(array, dtype=np.float32))
+
+    def counting_tokenizer(self) -> str | None:
+        """See :meth:`Encoder.counting_tokenizer` (the model's fast tokenizer, as transformers set it up)."""
+        backend = getattr(getattr(self.model, "tokenizer", None), "backend_tokenizer", None)
+        return backend.to_str() if backend is not None else None
 
     def texts_per_call(self, batch_size: int, default: int) -> int:
         """On a GPU, 16 batches: the pipeline tokenises the next batches while the GPU runs one."""

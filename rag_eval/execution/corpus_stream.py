@@ -52,7 +52,10 @@ def read_range(
     for offset, raw in _lines(path, start, stop):
         if not raw.strip():
             continue
-        doc_id, text = parse_passage_line(raw, path, offset)
+        parsed = parse_passage_line(raw, path, offset)
+        if parsed is None:  # blank in Unicode's sense (a no-break space, say): skipped, as the loader does
+            continue
+        doc_id, text = parsed
         doc_ids.append(doc_id)
         texts.append(prefix + text)
         if len(doc_ids) >= batch:
@@ -62,13 +65,16 @@ def read_range(
         yield doc_ids, texts
 
 
-def parse_passage_line(raw: bytes, path: Path, offset: int) -> tuple[str, str]:
-    """``(doc_id, title + " " + text)`` of one JSON Lines record; DatasetError naming the file and byte offset."""
+def parse_passage_line(raw: bytes, path: Path, offset: int) -> tuple[str, str] | None:
+    """``(doc_id, title + " " + text)`` of one JSON Lines record (None for a blank line); DatasetError naming the
+    file and byte offset."""
     where = f"{path}: line at byte {offset}"
     try:
         line = raw.decode("utf-8")
     except UnicodeDecodeError as failure:
         raise DatasetError(f"{where}: not UTF-8 (byte {offset + failure.start}); save the file as UTF-8") from None
+    if not line.strip():
+        return None
     try:
         record = json.loads(line)
     except ValueError as failure:  # JSONDecodeError, or an integer too long to convert

@@ -99,14 +99,26 @@ class Encoder(Protocol):
     def encode(self, texts: list[str]) -> np.ndarray: ...
 
 
+class TokenCounting(Protocol):
+    """Counts each text's tokens for the truncation report (:class:`rag_eval.retrievers.truncation.TokenCounter`).
+
+    ``record`` takes counts an encoder made while tokenising anyway (an encoder's
+    ``last_token_lengths``, with the tokenizer that made them), so they are not made twice.
+    """
+
+    def lengths(self, texts: list[str]) -> np.ndarray | None: ...
+
+    def record(self, texts: list[str], lengths: np.ndarray, tokenizer_json: str | None) -> None: ...
+
+
 @dataclass
 class EncodedCorpus:
     """The rows of a corpus encoded on Ray: doc ids sorted (row i), the store key of each row's text, counts.
 
-    ``counts``, as local encoding counts them: ``passages`` read; ``encoded`` texts encoded now;
-    ``reused`` distinct texts the store held already; ``duplicates`` repeats of a text in the
-    corpus (encoded + reused + duplicates = passages; a text repeated in two batches that ran at
-    once is encoded twice, counted twice as encoded: same key, same shard content).
+    ``counts``, as local encoding counts them: ``passages`` read; ``encoded`` distinct texts
+    encoded now; ``reused`` distinct texts the store held already; ``duplicates`` repeats of a
+    text in the corpus (encoded + reused + duplicates = passages; a text two batches encoded at
+    once counts once: same key, same shard content).
     ``token_lengths``: each row's token count, counted by the workers, when a counter was given
     and could count.
     """
@@ -183,7 +195,7 @@ def encode_on_ray(
     *,
     spec: ExecutionSpec | None = None,
     prefix: str = "",
-    count_tokens: Callable[[list[str]], np.ndarray | None] | None = None,
+    count_tokens: TokenCounting | None = None,
 ) -> EncodedCorpus:
     """Encode every passage of ``source`` the store lacks, on Ray actors; return the rows in doc-id order.
 
@@ -193,9 +205,10 @@ def encode_on_ray(
     the dense retriever encodes it. ``encoder_factory`` is pickled to the actors and called
     once in each (that is where the model loads); its ``encode(list[str])`` returns float32
     rows. The store's folder must be shared by every node (it is how vectors travel back).
-    ``count_tokens`` (picklable, e.g. :meth:`rag_eval.retrievers.truncation.TokenCounter.lengths`)
+    ``count_tokens`` (picklable, e.g. a :class:`rag_eval.retrievers.truncation.TokenCounter`)
     counts each text's tokens on the workers, so that the driver never reads the texts to say
-    how many the encoder cuts.
+    how many the encoder cuts; where the encoder counted them while tokenising (a GPU actor),
+    its counts are taken.
     """
     import ray
 
@@ -210,13 +223,13 @@ def encode_on_ray(
     doc_ids: list[str] = []
     keys: list[np.ndarray] = []  # raw digests: a driver over millions of rows holds 32 bytes a key, not a hex str
     tokens: list[np.ndarray] = []
-    status_counts = np.zeros(3, dtype=np.int64)
+    statuses: list[np.ndarray] = []
     with _user_errors():
         for batch in encoded.iter_batches(batch_format="numpy", batch_size=None):
             doc_ids.extend(raw.decode("utf-8", "surrogatepass") for raw in batch["doc_id"].tolist())
             keys.append(PackedKeys.from_hex(batch["key"].tolist()).digests)
             tokens.append(batch["tokens"].astype(np.int64))
-            status_counts += np.bincount(batch["status"].astype(np.int64), minlength=3)
+            statuses.append(batch["status"].astype(np.int8))
     order = sorted(range(len(doc_ids)), key=doc_ids.__getitem__)  # rows in doc-id order: the tie rule needs it
     doc_ids = [doc_ids[i] for i in order]
     rows = np.asarray(order, dtype=np.int64)
@@ -226,16 +239,18 @@ def encode_on_ray(
     for previous, current in itertools.pairwise(doc_ids):
         if previous == current:
             raise DatasetError(f"{_source_name(source)}: duplicate passage id {current!r}; ids must be unique")
-    # Counted over the corpus, as local encoding counts: a text repeated in two batches is a duplicate,
-    # not a text "reused" from an earlier run (which is what the batches' own lookups would call it).
-    distinct = len(np.unique(packed.digests)) if len(packed) else 0
-    encoded_now = int(status_counts[2])
-    reused = max(0, distinct - encoded_now)  # (two batches encoding one text at once count it twice, as encoded)
+    # Counted over the corpus, as local encoding counts: a distinct text is encoded if some batch encoded
+    # it (two batches may have, at once), else reused; its other rows are duplicates. The batches' own
+    # lookups would call a text repeated in a later batch "reused", as if an earlier run had stored it.
+    status = np.concatenate(statuses) if statuses else np.empty(0, dtype=np.int8)
+    digests = np.concatenate(keys) if keys else np.empty(0, dtype="S32")
+    distinct = len(np.unique(digests))
+    encoded_now = len(np.unique(digests[status == 2]))
     counts = {
         "passages": len(doc_ids),
         "encoded": encoded_now,
-        "reused": reused,
-        "duplicates": len(doc_ids) - encoded_now - reused,
+        "reused": distinct - encoded_now,
+        "duplicates": len(doc_ids) - distinct,
     }
     return EncodedCorpus(doc_ids, packed, counts, token_lengths)
 
@@ -247,7 +262,7 @@ def _encode_stage(
     spec: ExecutionSpec,
     actors: int,
     gpus: float,
-    count_tokens: Callable[[list[str]], np.ndarray | None] | None = None,
+    count_tokens: TokenCounting | None = None,
 ) -> Any:
     """The actor stage: ``actors`` encoders, each built once, writing to ``store``; retried a bounded number of times."""
     import ray.data
@@ -274,7 +289,7 @@ class _EncodeBatches:
         encoder_factory: Callable[[], Encoder],
         root: str,
         namespace: str,
-        count_tokens: Callable[[list[str]], np.ndarray | None] | None = None,
+        count_tokens: TokenCounting | None = None,
     ) -> None:
         self.encoder = encoder_factory()
         self.store = EmbeddingStore(root, namespace)
@@ -296,11 +311,15 @@ class _EncodeBatches:
             if not hit:
                 missing.append(key)
         if missing:
-            vectors = np.asarray(self.encoder.encode([texts[first[key]] for key in missing]), dtype=np.float32)
+            fresh = [texts[first[key]] for key in missing]
+            vectors = np.asarray(self.encoder.encode(fresh), dtype=np.float32)
             if vectors.ndim != 2 or vectors.shape[0] != len(missing):
                 raise RetrieverError(f"the encoder returned shape {vectors.shape} for {len(missing)} texts")
             self._put(missing, vectors)
-        lengths = self.count_tokens(texts) if self.count_tokens is not None else None
+            counted = getattr(self.encoder, "last_token_lengths", None)
+            if self.count_tokens is not None and counted is not None and len(counted) == len(fresh):
+                self.count_tokens.record(fresh, counted, self.encoder.counting_tokenizer())  # type: ignore[attr-defined]
+        lengths = self.count_tokens.lengths(texts) if self.count_tokens is not None else None
         return pa.table(
             {
                 "doc_id": pa.array(batch["doc_id"].tolist(), type=pa.binary()),

@@ -201,6 +201,15 @@ class ActorEncoder:
         assert self._encoder is not None, "call the factory first"
         return self._encoder.encode(texts, batch_size=self.batch_size, normalize=self.normalize)
 
+    @property
+    def last_token_lengths(self) -> np.ndarray | None:
+        """See :attr:`rag_eval.embeddings.backends.Encoder.last_token_lengths`."""
+        return self._encoder.last_token_lengths if self._encoder is not None else None
+
+    def counting_tokenizer(self) -> str | None:
+        """See :meth:`rag_eval.embeddings.backends.Encoder.counting_tokenizer`."""
+        return self._encoder.counting_tokenizer() if self._encoder is not None else None
+
 
 class DenseRetriever:
     """Bi-encoder retrieval: encode passages once (cached on disk), queries per search."""
@@ -281,7 +290,7 @@ class DenseRetriever:
         vectors = model.encode(texts, batch_size=self.batch_size, normalize=self.normalize, show_progress=self.show_progress)
         if model.last_token_lengths is not None and self._token_counter is not None:
             # Counted while tokenising for the GPU: the truncation report need not tokenise these texts again.
-            self._token_counter.record(texts, model.last_token_lengths)
+            self._token_counter.record(texts, model.last_token_lengths, model.counting_tokenizer())
         return vectors
 
     def _encoding_options(self) -> dict[str, Any]:
@@ -340,6 +349,8 @@ class DenseRetriever:
         spec = ray_spec()
         from rag_eval.retrievers.truncation import TokenCounter, truncation_summary
 
+        if self.resolved.path is None:  # a model fetched from the Hub has its folder once loaded
+            self._get_model()
         tokens = TokenCounter(self.resolved.path, self.max_seq_length, self.cache_dir if self.use_cache else None)
         if spec is not None:
             # The texts are read by the workers (from the file itself when the corpus stays on disk),
@@ -390,7 +401,7 @@ class DenseRetriever:
             str(corpus.path) if isinstance(corpus, FileCorpus) else ((doc, passage_text(corpus[doc])) for doc in doc_ids)
         )
         streamed = isinstance(corpus, FileCorpus)
-        count = tokens.lengths if tokens.available else None
+        count = tokens if tokens.available else None
         encoded = encode_on_ray(source, factory, store, spec=spec, prefix=self.passage_prefix, count_tokens=count)
         if encoded.doc_ids != doc_ids:  # rows must be the sorted doc ids: the tie rule of the search relies on it
             raise RetrieverError(

@@ -81,18 +81,23 @@ class TokenCounter:
             return np.zeros(len(texts), dtype=np.int64)
         return counts[:, 0].astype(np.int64)
 
-    def record(self, texts: Sequence[str], lengths: np.ndarray) -> None:
-        """Keep counts an encoder made as a by-product (``Encoder.last_token_lengths``), once checked.
+    def record(self, texts: Sequence[str], lengths: np.ndarray, tokenizer_json: str | None) -> None:
+        """Keep counts an encoder made as a by-product (``Encoder.last_token_lengths``), if they are this counter's.
 
-        The first counts recorded are checked against this counter's own on the longest texts
-        of the call (those most likely cut): counts another tokenizer setting made are never kept.
+        ``tokenizer_json``: the tokenizer that counted them (``Encoder.counting_tokenizer``). They are
+        kept only when it is this counter's tokenizer.json in every part that makes tokens
+        (transformers may rewrite the normalizer from tokenizer_config.json, say, and such counts
+        would differ on some texts only), and when they agree with this counter's own on the
+        longest texts of the first call.
         """
         if self._load() is None or not len(texts):
             return
         if self._trusted is None:
             sample = sorted(range(len(texts)), key=lambda i: -len(texts[i]))[:8]
             own = self._counts([texts[i] for i in sample])
-            self._trusted = own.tolist() == [int(lengths[i]) for i in sample]
+            self._trusted = _same_tokens(self._tokenizer.to_str(), tokenizer_json) and own.tolist() == [
+                int(lengths[i]) for i in sample
+            ]
         if not self._trusted:
             return
         if self._store is None:
@@ -146,6 +151,18 @@ class TokenCounter:
 
     def __getstate__(self) -> dict[str, Any]:
         return {**self.__dict__, "_tokenizer": None, "_store": None, "_loaded": False, "_memo": {}}
+
+
+def _same_tokens(mine: str, theirs: str | None) -> bool:
+    """Whether two tokenizers (``tokenizers`` JSON) make the same tokens: truncation and padding aside."""
+    if theirs is None:
+        return False
+    parts = ("normalizer", "pre_tokenizer", "model", "post_processor", "added_tokens")
+    try:
+        a, b = json.loads(mine), json.loads(theirs)
+    except ValueError:
+        return False
+    return all(a.get(part) == b.get(part) for part in parts)
 
 
 def truncation_summary(limit: int | None, lengths: np.ndarray | None) -> dict[str, Any] | None:
