@@ -264,13 +264,21 @@ def rag_eval_env(workdir: Path) -> dict[str, str]:
     return env
 
 
-def write_config(path: Path, data: Path, params: dict[str, Any], cache_dir: Path, reuse_rankings: bool = True) -> Path:
-    """A run config: the BEIR folder, one dense retriever labelled ``dense``, nDCG@10, top 100, no plots."""
+def write_config(
+    path: Path,
+    data: Path | dict[str, Any],
+    params: dict[str, Any],
+    cache_dir: Path,
+    reuse_rankings: bool = True,
+    **more: Any,
+) -> Path:
+    """A run config: the BEIR folder ``data`` (or a ``dataset`` section), one dense retriever labelled
+    ``dense``, nDCG@10, top 100, no plots; ``more`` adds or replaces top-level keys."""
     import yaml
 
     config = {
         "name": path.stem,
-        "dataset": {"format": "beir", "path": str(data), "split": "test"},
+        "dataset": data if isinstance(data, dict) else {"format": "beir", "path": str(data), "split": "test"},
         "retrievers": [{"label": "dense", "adapter": "dense", "params": params}],
         "top_k": 100,
         "metrics": ["ndcg@10"],
@@ -278,6 +286,7 @@ def write_config(path: Path, data: Path, params: dict[str, Any], cache_dir: Path
         "cache_dir": str(cache_dir),
         "reuse_rankings": reuse_rankings,
         "output": str(path.parent / f"{path.stem}_out"),
+        **more,
     }
     path.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
     return path
