@@ -29,12 +29,10 @@ from typing import Any
 
 import numpy as np
 
+from rag_eval.datasets.lines import BOM, byte_lines
 from rag_eval.datasets.model import Problems
 from rag_eval.errors import DatasetError
 from rag_eval.files import check_input_file
-
-_BOM = b"\xef\xbb\xbf"
-_BUFFER = 1 << 20
 
 
 def streamable(path: Path) -> bool:
@@ -140,8 +138,10 @@ class FileCorpus(Mapping[str, Mapping[str, Any]]):
 
         start = int(self._offsets[row])
         stop = int(self._offsets[row + 1]) if row + 1 < len(self._offsets) else self._stamp[0]
-        raw = os.pread(self._open(), stop - start, start)  # the line, and any blank lines after it
-        record = json.loads(raw.partition(b"\n")[0].decode("utf-8"))  # checked when indexed; the stamp says unchanged
+        raw = os.pread(self._open(), stop - start, start).partition(b"\n")[0]  # (blank lines may follow it)
+        if start == 0:
+            raw = raw.removeprefix(BOM)
+        record = json.loads(raw.decode("utf-8"))  # checked when indexed; the stamp says unchanged
         found = passage_from_record(record, str(self.path), {}, Problems())
         if found is None or found[0] != self._ids[row]:
             raise self._changed()
@@ -215,49 +215,33 @@ def _records(path: Path, problems: Problems) -> Iterator[tuple[int, int, Any]]:
     """
     from rag_eval.files import parse_json
 
-    try:
-        with open(path, "rb", buffering=_BUFFER) as handle:
-            offset = 0
-            for number, raw in enumerate(handle, start=1):
-                start = offset
-                offset += len(raw)
-                if number == 1 and raw.startswith(_BOM):
-                    raw, start = raw[len(_BOM) :], len(_BOM)
-                # One line ending only: any other carriage return is one the loader in memory would end a line at.
-                ending = 2 if raw.endswith(b"\r\n") else 1 if raw.endswith((b"\n", b"\r")) else 0
-                line = raw[: len(raw) - ending]
-                if not line.strip():
-                    continue
-                if b"\r" in line:
-                    problems.add(
-                        f"{path}:{number}: a carriage return ends a line inside this one (old Mac line endings); "
-                        "end lines with \\n (e.g. tr '\\r' '\\n')"
-                    )
-                    continue
-                try:
-                    text = line.decode("utf-8")
-                except UnicodeDecodeError as failure:
-                    raise DatasetError(
-                        f"{path}:{number}: not UTF-8 text (column {failure.start + 1}); save the file as UTF-8"
-                    ) from None
-                if not text.strip():
-                    continue
-                yield number, start, parse_json(text, path, DatasetError, line=number)
-    except OSError as failure:
-        raise DatasetError(f"{path}: cannot be read ({failure.strerror or type(failure).__name__})") from None
+    for number, (start, raw) in enumerate(byte_lines(path, 0, _stamp(path)[0]), start=1):
+        # One line ending only: any other carriage return is one the loader in memory would end a line at.
+        ending = 2 if raw.endswith(b"\r\n") else 1 if raw.endswith((b"\n", b"\r")) else 0
+        line = raw[: len(raw) - ending]
+        if not line.strip():
+            continue
+        if b"\r" in line:
+            problems.add(
+                f"{path}:{number}: a carriage return ends a line inside this one (old Mac line endings); "
+                "end lines with \\n (e.g. tr '\\r' '\\n')"
+            )
+            continue
+        try:
+            text = line.decode("utf-8")
+        except UnicodeDecodeError as failure:
+            raise DatasetError(
+                f"{path}:{number}: not UTF-8 text (column {failure.start + 1}); save the file as UTF-8"
+            ) from None
+        if not text.strip():
+            continue
+        yield number, start, parse_json(text, path, DatasetError, line=number)
 
 
 def _line_numbers(path: Path, offsets: set[int]) -> dict[int, int]:
     """The line number of each line beginning at one of ``offsets``."""
-    numbers: dict[int, int] = {}
-    with open(path, "rb", buffering=_BUFFER) as handle:
-        offset = 0
-        for number, raw in enumerate(handle, start=1):
-            start = len(_BOM) if number == 1 and raw.startswith(_BOM) else offset
-            if start in offsets:
-                numbers[start] = number
-            offset += len(raw)
-    return numbers
+    lines = enumerate(byte_lines(path, 0, _stamp(path)[0]), start=1)
+    return {start: number for number, (start, _) in lines if start in offsets}
 
 
 def _stamp(path: Path) -> tuple[int, int]:

@@ -25,6 +25,7 @@ from rag_eval.errors import DatasetError
 from rag_eval.files import check_input_file
 
 GZIP_MAGIC = b"\x1f\x8b"
+BOM = b"\xef\xbb\xbf"
 _CHUNK = 1 << 20
 # trec_eval separates fields by ASCII whitespace only: a non-breaking space belongs to its id.
 _ASCII_SPACE = " \t\n\r\f\v"
@@ -155,3 +156,38 @@ def _line_at(chunks: Iterable[bytes], offset: int) -> tuple[int, int]:
 
 def _reason(failure: BaseException) -> str:
     return " ".join(str(failure).split()) or type(failure).__name__
+
+
+def byte_lines(path: Path, start: int, stop: int) -> Iterator[tuple[int, bytes]]:
+    """``(byte offset, line)`` of the lines beginning in ``[start, stop)`` (all lines of a ``.gz`` file), endings kept.
+
+    Lines end at ``\\n``. A range owns every line whose first byte lies in it, so ranges cut
+    anywhere read every line once (the Ray workers' reading of a corpus). A leading byte-order
+    mark is removed from the first line, whose offset stays 0.
+    """
+    gz = path.name.endswith(".gz")
+    try:
+        with _open_bytes(path, gz) as handle:
+            offset = 0
+            if start > 0 and not gz:
+                handle.seek(start - 1)
+                offset = start - 1 + len(handle.readline())  # the line holding byte start-1 is the previous range's
+            while offset < stop or gz:
+                line = handle.readline()
+                if not line:
+                    return
+                if offset == 0 and line.startswith(BOM):
+                    line = line[len(BOM) :]
+                    yield 0, line
+                    offset = len(line) + len(BOM)
+                    continue
+                yield offset, line
+                offset += len(line)
+    except (gzip.BadGzipFile, EOFError, zlib.error) as failure:
+        raise DatasetError(f"{path}: not a valid gzip file ({failure}); a .gz name needs gzip content") from None
+    except OSError as failure:
+        raise DatasetError(f"{path}: cannot be read ({failure.strerror or type(failure).__name__})") from None
+
+
+def _open_bytes(path: Path, gz: bool) -> gzip.GzipFile | io.BufferedReader:
+    return gzip.open(path, "rb") if gz else open(path, "rb")  # noqa: SIM115 (closed by the caller's with)

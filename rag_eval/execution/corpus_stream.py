@@ -6,8 +6,8 @@ lines until it has passed ``stop``. Ranges cut anywhere therefore cover every li
 once. A ``.gz`` file cannot be entered in the middle and is one range, still read line by
 line.
 
-Each line becomes ``(doc_id, text)`` with the same rules as the local loader
-(:func:`rag_eval.datasets.corpus.corpus_from_records` and
+Each line becomes ``(doc_id, text)`` by the local loader's own rules
+(:func:`rag_eval.datasets.corpus.passage_from_record` and
 :func:`rag_eval.retrievers.base.passage_text`): id from ``_id`` or ``id``, ``text`` a string,
 the text encoded is ``prefix + title + " " + text`` (title stripped; no title, no space).
 Problems are one line naming the file and the byte offset of the line (a worker does not
@@ -16,18 +16,15 @@ know line numbers without reading everything before its range).
 
 from __future__ import annotations
 
-import gzip
-import io
 import json
 import os
-import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from rag_eval.datasets.lines import byte_lines
 from rag_eval.errors import DatasetError
 
-_BOM = b"\xef\xbb\xbf"
 # A range of 64 MB holds about 100,000 BEIR passages: enough work per task, little memory per worker.
 DEFAULT_RANGE_BYTES = 64 << 20
 
@@ -49,7 +46,7 @@ def read_range(
     path = Path(path)
     doc_ids: list[str] = []
     texts: list[str] = []
-    for offset, raw in _lines(path, start, stop):
+    for offset, raw in byte_lines(path, start, stop):
         if not raw.strip():
             continue
         parsed = parse_passage_line(raw, path, offset)
@@ -85,48 +82,17 @@ def parse_passage_line(raw: bytes, path: Path, offset: int) -> tuple[str, str] |
 
 
 def passage_record(record: Any, where: str) -> tuple[str, str]:
-    """``(doc_id, title + " " + text)`` of a passage record (a JSON object or a table row), as the local loader reads it."""
-    from rag_eval.datasets.values import id_from_value
+    """``(doc_id, title + " " + text)`` of a passage record (a JSON object or a table row), as the local loader reads it.
+
+    The record is checked by the loader's own rule (:func:`rag_eval.datasets.corpus.passage_from_record`);
+    its first problem is raised here, since a worker cannot collect them.
+    """
+    from rag_eval.datasets.corpus import passage_from_record
+    from rag_eval.datasets.model import Problems
     from rag_eval.retrievers.base import passage_text
 
-    if not isinstance(record, dict):
-        raise DatasetError(f"{where}: expected a passage with _id and text, got {type(record).__name__}")
-    raw_id = record.get("id", record.get("_id"))
-    try:
-        doc_id = id_from_value(raw_id)
-    except ValueError as failure:
-        raise DatasetError(f"{where}: passage id: {failure} (got {raw_id!r})") from None
-    text = record.get("text")
-    if not isinstance(text, str):
-        raise DatasetError(f"{where}: passage {doc_id!r} has no text (a string field 'text')")
-    return doc_id, passage_text({"title": str(record.get("title") or ""), "text": text})
-
-
-def _lines(path: Path, start: int, stop: int) -> Iterator[tuple[int, bytes]]:
-    """``(byte offset, line)`` of the lines beginning in ``[start, stop)`` (all lines of a ``.gz`` file)."""
-    gz = path.name.endswith(".gz")
-    try:
-        with _open(path, gz) as handle:
-            offset = 0
-            if start > 0 and not gz:
-                handle.seek(start - 1)
-                offset = start - 1 + len(handle.readline())  # the line holding byte start-1 is the previous range's
-            while offset < stop or gz:
-                line = handle.readline()
-                if not line:
-                    return
-                if offset == 0 and line.startswith(_BOM):
-                    line = line[len(_BOM) :]
-                    yield 0, line
-                    offset = len(line) + len(_BOM)
-                    continue
-                yield offset, line
-                offset += len(line)
-    except (gzip.BadGzipFile, EOFError, zlib.error) as failure:
-        raise DatasetError(f"{path}: not a valid gzip file ({failure}); a .gz name needs gzip content") from None
-    except OSError as failure:
-        raise DatasetError(f"{path}: cannot be read ({failure.strerror or type(failure).__name__})") from None
-
-
-def _open(path: Path, gz: bool) -> gzip.GzipFile | io.BufferedReader:
-    return gzip.open(path, "rb") if gz else open(path, "rb")  # noqa: SIM115 (closed by the caller's with)
+    problems = Problems()
+    found = passage_from_record(record, where, {}, problems)
+    if found is None or problems.count:
+        raise DatasetError(problems.messages[0])
+    return found[0], passage_text(found[1])

@@ -400,7 +400,7 @@ class DenseRetriever:
         source: Any = (
             str(corpus.path) if isinstance(corpus, FileCorpus) else ((doc, passage_text(corpus[doc])) for doc in doc_ids)
         )
-        streamed = isinstance(corpus, FileCorpus)
+        streamed = isinstance(source, str)  # the workers read the file
         count = tokens if tokens.available else None
         encoded = encode_on_ray(source, factory, store, spec=spec, prefix=self.passage_prefix, count_tokens=count)
         if encoded.doc_ids != doc_ids:  # rows must be the sorted doc ids: the tie rule of the search relies on it
