@@ -20,7 +20,7 @@ A method is a function from the corpus vectors to a searcher (anything with
 ``close()``, called right after the search to free what the method holds), registered
 in METHODS with :func:`register`; :func:`rows_for` measures one.
 
-``ray-exact`` is exact sharded search on a local Ray cluster (rag_eval.execution): its
+``ray-exact`` is exact sharded search on a local Ray cluster (rag_eval._execution): its
 build writes the vectors into an EmbeddingStore in a temporary folder (65,536 rows per
 shard file) and starts Ray (2 CPUs) unless it is running; its search is
 ``search_on_ray`` over 2 shards, each a task that reads its rows from the store and
@@ -44,8 +44,8 @@ from typing import Any
 
 import numpy as np
 
-from rag_eval.embeddings.store import EmbeddingStore, text_key
-from rag_eval.retrievers.ann import IndexSpec, build_searcher
+from rag_eval._models.embeddings.store import EmbeddingStore, text_key
+from rag_eval._retrievers.ann import IndexSpec, build_searcher
 
 K = 10
 Builder = Callable[[np.ndarray], Any]
@@ -143,7 +143,8 @@ class RayExact:
 
     def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         """Top ``k`` rows per query, searched shard by shard on Ray workers and merged on the driver."""
-        from rag_eval.execution.ray_engine import ExecutionSpec, search_on_ray
+        from rag_eval._data.config.execution import ExecutionSpec
+        from rag_eval._execution.ray_engine import search_on_ray
 
         return search_on_ray(self.store, self.keys, queries, k, spec=ExecutionSpec(engine="ray", shards=self.shards))
 

@@ -40,10 +40,10 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 from rag_eval import evaluate  # noqa: E402
-from rag_eval.embeddings.backends import EncoderOptions, load_encoder  # noqa: E402
-from rag_eval.retrievers.base import passage_text  # noqa: E402
-from rag_eval.retrievers.dense import top_k_blockwise  # noqa: E402
-from rag_eval.retrievers.models import resolve_model  # noqa: E402
+from rag_eval._core.topk import top_k_blockwise  # noqa: E402
+from rag_eval._data.datasets.model import passage_text  # noqa: E402
+from rag_eval._models.embeddings.backends import EncoderOptions, load_encoder  # noqa: E402
+from rag_eval._models.files import resolve_model  # noqa: E402
 
 DEFAULT_DATA = REPO.parent / "shared" / "datasets" / "scifact"
 

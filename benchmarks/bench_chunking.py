@@ -19,7 +19,7 @@ import platform
 import time
 from pathlib import Path
 
-from rag_eval.chunking import build_chunker
+from rag_eval._models.chunking import build_chunker
 
 REPO = Path(__file__).resolve().parents[1]
 CORPORA = Path(os.environ.get("RAG_EVAL_SHARED_DATASETS", REPO.parent / "shared" / "datasets")) / (

@@ -1,10 +1,10 @@
 """Chunkings compared on evidence: chroma_chunking (5 chunkings x bm25 / dense) and SciFact chunked by MaxP.
 
-Runs each config in this process (``rag_eval.runner.execute``: nothing is written),
+Runs each config in this process (``rag_eval._commands.runner.execute``: nothing is written),
 then prints one markdown table per config: each retriever's chunking, its number of
 chunks, the share of chunks its encoder truncates, and every metric's mean over the
 queries with a 95% percentile-bootstrap interval (10,000 resamples of the queries,
-seed 0; rag_eval.stats.bootstrap_ci), plus the time spent chunking and encoding.
+seed 0; rag_eval._scoring.stats.bootstrap_ci), plus the time spent chunking and encoding.
 
     python benchmarks/bench_chunking_eval.py [--configs chroma_chunking scifact_chunked]
 
@@ -30,9 +30,9 @@ def table(name: str) -> list[str]:
     """Run configs/<name>.yaml and return its markdown table."""
     import numpy as np
 
-    from rag_eval.config.schema import load_config
-    from rag_eval.runner import execute
-    from rag_eval.stats import bootstrap_ci
+    from rag_eval._commands.runner import execute
+    from rag_eval._data.config.schema import load_config
+    from rag_eval._scoring.stats import bootstrap_ci
 
     config = load_config(REPO / "configs" / f"{name}.yaml")
     started = time.perf_counter()

@@ -1,7 +1,7 @@
 """Dense encoding on one machine with a GPU: passages/s and nDCG@10 per device, precision and batch size.
 
 On SciFact (5,183 abstracts, 300 test queries) it times rag_eval's own encoders
-(:func:`rag_eval.embeddings.backends.load_encoder`, what ``adapter: dense`` runs):
+(:func:`rag_eval._models.embeddings.backends.load_encoder`, what ``adapter: dense`` runs):
 
 - GPU (``device: cuda``): fp32 and fp16 (``precision: fp16``) at several batch sizes; each
   setting encodes the whole corpus ``--rounds`` times after a warm-up (median kept), then
@@ -45,9 +45,9 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 from bench_backends import load_scifact  # noqa: E402
 
 from rag_eval import evaluate  # noqa: E402
-from rag_eval.embeddings.backends import EncoderOptions, available_cpus, load_encoder  # noqa: E402
-from rag_eval.retrievers.dense import top_k_blockwise  # noqa: E402
-from rag_eval.retrievers.models import ResolvedModel, resolve_model  # noqa: E402
+from rag_eval._core.topk import top_k_blockwise  # noqa: E402
+from rag_eval._models.embeddings.backends import EncoderOptions, available_cpus, load_encoder  # noqa: E402
+from rag_eval._models.files import ResolvedModel, resolve_model  # noqa: E402
 
 # (precision, batch size, rag_eval's pipeline (True) or sentence-transformers' encode() (False))
 GPU_SETTINGS = [("fp32", 256, True), ("fp16", 256, True), ("fp16", 1024, True), ("fp16", 256, False),

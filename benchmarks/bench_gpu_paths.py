@@ -2,7 +2,7 @@
 
 On SciFact (5,183 abstracts, 300 test queries), one JSON line per row, all rows also in ``--json``:
 
-A. Tokenizer threads: rag_eval's encoder (:func:`rag_eval.embeddings.backends.load_encoder`,
+A. Tokenizer threads: rag_eval's encoder (:func:`rag_eval._models.embeddings.backends.load_encoder`,
    ``precision`` fp16, batch 1024: tokenising on CPU threads ahead of the GPU) and
    sentence-transformers' own ``SentenceTransformer.encode()`` (fp16, batch 256), each with
    ``TOKENIZERS_PARALLELISM`` false and true. Each of the four cells is a fresh process (the
@@ -129,11 +129,11 @@ def index_steps(folder: Path, model_folder: Path, device: str, precision: str, c
     """
     import torch
 
-    from rag_eval.embeddings.backends import EncoderOptions, load_encoder
-    from rag_eval.embeddings.store import EmbeddingStore, text_key
-    from rag_eval.retrievers.base import passage_text
-    from rag_eval.retrievers.models import ResolvedModel
-    from rag_eval.retrievers.truncation import TokenCounter
+    from rag_eval._data.datasets.model import passage_text
+    from rag_eval._models.embeddings.backends import EncoderOptions, load_encoder
+    from rag_eval._models.embeddings.store import EmbeddingStore, text_key
+    from rag_eval._models.embeddings.truncation import TokenCounter
+    from rag_eval._models.files import ResolvedModel
 
     records = [json.loads(line) for line in (folder / "corpus.jsonl").read_text(encoding="utf-8").splitlines()]
     texts = [passage_text({"title": r.get("title") or "", "text": r["text"]}) for r in records]
@@ -185,8 +185,8 @@ def worker(args: argparse.Namespace) -> None:
     """One stage-A cell: load, warm up on the corpus, time two encodes, score; print ``RESULT {json}``."""
     import torch
 
-    from rag_eval.embeddings.backends import EncoderOptions, load_encoder
-    from rag_eval.retrievers.models import ResolvedModel
+    from rag_eval._models.embeddings.backends import EncoderOptions, load_encoder
+    from rag_eval._models.files import ResolvedModel
 
     corpus, queries, qrels = load_scifact(args.data)
     doc_ids, query_ids = sorted(corpus), sorted(queries)

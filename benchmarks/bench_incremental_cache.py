@@ -39,7 +39,7 @@ SCIFACT = Path(os.environ.get("RAG_EVAL_SHARED_DATASETS", REPO.parent / "shared"
 
 # The run's entry point, with the store's write interval set (a class attribute, not a config field).
 DRIVER = (
-    "import sys; from rag_eval.retrievers.dense import DenseRetriever;"
+    "import sys; from rag_eval._retrievers.dense import DenseRetriever;"
     "DenseRetriever.cache_write_every = int(sys.argv[1]); sys.argv = ['rag-eval'] + sys.argv[2:];"
     "from rag_eval.cli import main; sys.exit(main())"
 )
@@ -136,7 +136,7 @@ def run(config: Path, output: Path, cache: Path, write_every: int) -> dict:
 
 def stored_passages(cache: Path) -> tuple[int, int]:
     """(shards, distinct passages) in the passage namespaces of ``cache`` (read with the store itself)."""
-    from rag_eval.embeddings.store import EmbeddingStore
+    from rag_eval._models.embeddings.store import EmbeddingStore
 
     shards = passages = 0
     for folder in sorted((cache / "passages").glob("*")):

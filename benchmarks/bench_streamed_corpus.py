@@ -56,7 +56,7 @@ def write_collection(folder: Path, passages: int, seed: int = 13) -> None:
 
 def measure(folder: Path, stream: bool) -> dict:
     """One way, in this process: times and peak RSS (run in a fresh process per way)."""
-    from rag_eval.datasets import load_dataset
+    from rag_eval._data.datasets import load_dataset
 
     imports_mib = _peak_mib()
     started = time.perf_counter()

@@ -41,7 +41,7 @@ def run(config: Path, output: Path) -> float:
 
 def variant_configs(name: str, folder: Path) -> tuple[Path, list[Path]]:
     """The sweep's config (paths made absolute) and one config per expanded retriever."""
-    from rag_eval.config.schema import load_config
+    from rag_eval._data.config.schema import load_config
 
     source = REPO / "configs" / f"{name}.yaml"
     if name == "chroma_chunking_sweep_bm25":  # the chroma sweep's bm25 half: its chunkings are the shared work

@@ -17,13 +17,39 @@ fast and never imports torch.
 from __future__ import annotations
 
 import argparse
+import difflib
 import os
+import statistics
 import sys
+import tempfile
+import traceback
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from rag_eval.errors import ConfigError, RagEvalError, RetrieverError
+from rag_eval import __version__
+from rag_eval._commands import validate as validate_command
+from rag_eval._commands.reference import add_schema_command
+from rag_eval._commands.runner import execute, write_outputs
+from rag_eval._compare import regression
+from rag_eval._compare.decision import ALPHA, POWER, minimum_detectable_difference, queries_needed
+from rag_eval._compare.regression import make_gate, parse_gates, verdict_for_run
+from rag_eval._core import allocator
+from rag_eval._core.atomic import atomic_write_text
+from rag_eval._core.errors import ComparisonError, ConfigError, RagEvalError, RetrieverError
+from rag_eval._core.files import describe_kind
+from rag_eval._core.output_folder import check_replaceable, hold_output_folder, read_manifest
+from rag_eval._data.config.schema import load_config
+from rag_eval._report.comparison import render_comparison, render_verdict_summary
+from rag_eval._report.format import exclusion_notes, format_results, mean_notes
+from rag_eval._report.incomparable import render_incomparable
+from rag_eval._report.markdown import approximation_note
+from rag_eval._run.inputs import check_outputs_are_not_inputs, planned_outputs
+from rag_eval._run.results_file import load_results_file
+from rag_eval._scoring.engine import BEIR_QRELS, prepare, read_judgements, read_run
+from rag_eval._scoring.evaluate import EvaluationOptions, passage_metrics, score
+from rag_eval._scoring.metrics.measures import parse_metric, parse_metrics
+from rag_eval._scoring.stats import MAX_RESAMPLES, MIN_RESAMPLES
 
 EXIT_PASSED = 0
 EXIT_REGRESSION = 1
@@ -114,8 +140,6 @@ def _error_line(message: str) -> None:
 
 def _internal_error(error: Exception, args: argparse.Namespace) -> int:
     """A bug: one line on stderr; the traceback on stderr with --debug, else in a log file."""
-    import tempfile
-    import traceback
 
     text = "".join(traceback.format_exception(type(error), error, error.__traceback__))
     summary = f"{type(error).__name__}: {' '.join(str(error).split())}"[:300]
@@ -138,7 +162,6 @@ def _internal_error(error: Exception, args: argparse.Namespace) -> int:
 
 
 def _version() -> str:
-    from rag_eval import __version__
 
     return __version__
 
@@ -214,16 +237,11 @@ def _add_semantics_options(p: argparse.ArgumentParser) -> None:
 
 
 def _cmd_evaluate(args: argparse.Namespace) -> int:
-    from rag_eval.allocator import keep_freed_memory
-    from rag_eval.engine import BEIR_QRELS, prepare, read_judgements, read_run
-    from rag_eval.evaluate import EvaluationOptions, passage_metrics, score
-    from rag_eval.metrics.measures import parse_metrics
-    from rag_eval.output import exclusion_notes, format_results
 
     # This process is ours and its work is numpy on large arrays: reuse freed memory instead of
-    # taking a page fault on every fresh temporary (rag_eval.allocator). Only here: other
+    # taking a page fault on every fresh temporary (rag_eval._core.allocator). Only here: other
     # commands load models and libraries whose allocation pattern this would not suit.
-    keep_freed_memory()
+    allocator.keep_freed_memory()
     metrics = passage_metrics(
         parse_metrics(args.metrics),
         "evaluate scores a TREC run as it is: run a config with a dataset of documents (rag-eval run), or score "
@@ -265,8 +283,6 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from rag_eval.config.schema import load_config
-    from rag_eval.runner import execute, write_outputs
 
     # --output is validated with the rest of the config, in place of its output:, not patched in.
     config = load_config(args.config, output=args.output or None)
@@ -274,14 +290,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
     baseline = None
     summary = args.summary or os.environ.get("GITHUB_STEP_SUMMARY") or None
     if regression is not None:
-        from rag_eval.results_file import load_results_file
 
         baseline_path = config.resolve(regression.baseline)
         if summary:
             _check_output(summary, "--summary", [("config", args.config), ("baseline", baseline_path)], append=True)
         baseline = load_results_file(baseline_path)  # loaded once, before any retrieval: fail early
-    from rag_eval.output_folder import check_replaceable, hold_output_folder
-    from rag_eval.run_inputs import check_outputs_are_not_inputs, planned_outputs
 
     # Refused before any retrieval, and before anything is created: outputs that would replace
     # one of the run's inputs (its config, dataset, a retriever's file, the baseline).
@@ -303,9 +316,6 @@ def _cmd_run(args: argparse.Namespace) -> int:
         verdict = None
         extra = {}
         if regression is not None:
-            from rag_eval.errors import ComparisonError
-            from rag_eval.regression import verdict_for_run
-            from rag_eval.report.comparison import render_comparison
 
             # Compared before anything is written: incomparable results leave no output behind,
             # but the CI job summary says why.
@@ -334,7 +344,6 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 def _print_headlines(run: Any) -> None:
     """``label<TAB>metric<TAB>value`` per retriever, then why the mean is what it is, when that is not obvious."""
-    from rag_eval.output import mean_notes
 
     main_metric = run.config.model.primary_metric
     for outcome in run.outcomes:
@@ -357,9 +366,8 @@ def _add_validate(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
-    from rag_eval.validate import validate_config
 
-    problems, summary = validate_config(args.config)
+    problems, summary = validate_command.validate_config(args.config)
     if problems:
         for problem in problems:
             print(problem, file=sys.stderr)
@@ -397,7 +405,6 @@ def _add_compare(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--confidence", type=_confidence, default=0.95,
                    help="bootstrap confidence level, between 0 and 1 (default 0.95)")
     # The limits of the statistics, shared with the config's regression.resamples (cheap: scipy loads later).
-    from rag_eval.stats import MAX_RESAMPLES, MIN_RESAMPLES
 
     p.add_argument("--resamples", type=_resamples, default=10_000,
                    help=f"bootstrap / permutation resamples, from {MIN_RESAMPLES:,} to {MAX_RESAMPLES:,} "
@@ -417,7 +424,6 @@ def _confidence(text: str) -> float:
 
 
 def _resamples(text: str) -> int:
-    from rag_eval.stats import MAX_RESAMPLES, MIN_RESAMPLES
 
     try:
         value = int(text)
@@ -446,9 +452,6 @@ def _short(text: str, limit: int = 30) -> str:
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
-    from rag_eval.errors import ComparisonError
-    from rag_eval.regression import compare, parse_gates
-    from rag_eval.results_file import load_results_file
 
     args.baseline = _results_path(args.baseline, args.baseline_variant, "baseline", "--baseline-variant")
     args.candidate = _results_path(args.candidate, args.variant, "candidate", "--variant")
@@ -463,7 +466,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     candidate = load_results_file(args.candidate)
     gates = parse_gates(args.gate) or _default_gates(baseline)
     try:
-        verdict = compare(
+        verdict = regression.compare(
             baseline, candidate, gates, confidence=args.confidence, n_resamples=args.resamples, seed=args.seed
         )
     except ComparisonError as error:
@@ -490,7 +493,6 @@ def _results_path(path: str, variant: str | None, role: str, flag: str) -> str:
                 "that holds <label>.json for each variant, or leave out the flag"
             )
         return path
-    from rag_eval.output_folder import read_manifest
 
     manifest = read_manifest(folder)
     labels = sorted(name[: -len(".json")] for name in (manifest.files if manifest else ()) if name.endswith(".json"))
@@ -504,7 +506,6 @@ def _results_path(path: str, variant: str | None, role: str, flag: str) -> str:
         raise ConfigError(f"{role} {path}: a run's output folder holds several results; choose one with {flag} "
                           f"(it has {shown})")
     if variant not in labels:
-        import difflib
 
         guess = difflib.get_close_matches(variant, labels, n=1)
         hint = f" (did you mean {guess[0]!r}?)" if guess else ""
@@ -513,7 +514,6 @@ def _results_path(path: str, variant: str | None, role: str, flag: str) -> str:
 
 
 def _default_gates(baseline: Any) -> list:
-    from rag_eval.regression import make_gate
 
     if baseline.chunking is not None:  # a document dataset: a gate that holds across chunkings
         if "doc_ndcg@10" in baseline.results.values:
@@ -529,7 +529,6 @@ def _default_gates(baseline: Any) -> list:
 
 def _check_output(path: str, flag: str, inputs: Sequence[tuple[str, str | os.PathLike[str]]], append: bool = False) -> None:
     """Refuse an output path that is one of the inputs, a folder, a special file or in an unwritable place."""
-    from rag_eval.files import describe_kind
 
     target = Path(path)
     for role, source in inputs:
@@ -565,7 +564,6 @@ def _check_output(path: str, flag: str, inputs: Sequence[tuple[str, str | os.Pat
 
 
 def _can_create_in(folder: Path) -> bool:
-    import tempfile
 
     try:
         with tempfile.TemporaryFile(dir=folder):
@@ -582,7 +580,6 @@ def _same_file(a: Path, b: Path) -> bool:
 
 
 def _write_report(path: str, text: str) -> None:
-    from rag_eval.atomic import atomic_write_text
 
     try:
         atomic_write_text(path, text)
@@ -600,7 +597,6 @@ def _append_summary(path: str, text: str) -> None:
 
 
 def _incomparable_markdown(baseline: Any, candidate: Any, error: Exception, heading: int) -> str:
-    from rag_eval.report.incomparable import render_incomparable
 
     return render_incomparable(
         str(error), baseline=(baseline.label, baseline.path), candidate=candidate and (candidate.label, candidate.path),
@@ -614,7 +610,6 @@ def _emit_verdict(verdict: Any, report_path: str | None, summary_path: str | Non
     The report shows passage texts from the results files (the short texts of the
     passages they ranked on top), so `compare` needs no corpus.
     """
-    from rag_eval.report.comparison import render_comparison, render_verdict_summary
 
     for line in _verdict_lines(verdict):
         print(line)
@@ -632,7 +627,6 @@ REGRESSED_LISTED = 10
 
 
 def _verdict_lines(verdict) -> list[str]:
-    from rag_eval.metrics.measures import parse_metric
 
     lines = []
     for g in verdict.gates:
@@ -661,7 +655,6 @@ def _verdict_lines(verdict) -> list[str]:
 def _approximation_lines(verdict: Any) -> list[str]:
     """``approximation<TAB>side<TAB>...``: what an approximate index cost each side, so that a drop can be
     told apart from a worse model (the run measured it against exact search on a sample of queries)."""
-    from rag_eval.report.markdown import approximation_note
 
     lines = []
     for side, results in (("baseline", verdict.baseline), ("candidate", verdict.candidate)):
@@ -672,8 +665,7 @@ def _approximation_lines(verdict: Any) -> list[str]:
 
 
 def _power_line(metric: str, deltas: Mapping[str, float]) -> str:
-    """``power<TAB>metric<TAB>...``: the smallest difference these paired queries can detect (rag_eval.decision)."""
-    from rag_eval.decision import ALPHA, POWER, minimum_detectable_difference, queries_needed
+    """``power<TAB>metric<TAB>...``: the smallest difference these paired queries can detect (rag_eval._compare.decision)."""
 
     values = list(deltas.values())
     if len(values) < 2:
@@ -681,7 +673,6 @@ def _power_line(metric: str, deltas: Mapping[str, float]) -> str:
     mde = minimum_detectable_difference(values, ALPHA, POWER)
     if not mde > 0:  # every query moved alike: no noise to size against
         return ""
-    import statistics
 
     needed = queries_needed(statistics.stdev(values), 0.01, ALPHA, POWER)
     return (
@@ -691,7 +682,6 @@ def _power_line(metric: str, deltas: Mapping[str, float]) -> str:
 
 
 def _add_schema(sub: argparse._SubParsersAction) -> None:
-    from rag_eval.config.reference import add_schema_command
 
     add_schema_command(sub)
 

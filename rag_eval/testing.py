@@ -13,7 +13,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from rag_eval.regression import Verdict
+from pydantic import ValidationError
+
+from rag_eval._commands.runner import execute
+from rag_eval._commands.runner import write_outputs as write
+from rag_eval._compare.regression import Verdict, verdict_for_run
+from rag_eval._core.errors import ConfigError
+from rag_eval._data.config.schema import load_config
 
 
 def assert_no_regression(
@@ -30,13 +36,7 @@ def assert_no_regression(
     ``retriever`` picks the retriever to check when the config has several.
     Returns the verdict when every gate passes.
     """
-    from pydantic import ValidationError
 
-    from rag_eval.config.schema import load_config
-    from rag_eval.errors import ConfigError
-    from rag_eval.regression import verdict_for_run
-    from rag_eval.runner import execute
-    from rag_eval.runner import write_outputs as write
 
     config = load_config(config_path)
     section = config.model.regression

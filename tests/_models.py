@@ -121,7 +121,7 @@ class OverlapRetriever:
         self.calls: list[int] = []
 
     def index(self, corpus):
-        from rag_eval.retrievers.base import passage_text
+        from rag_eval._data.datasets.model import passage_text
 
         self.docs = {doc_id: set(passage_text(p).lower().split()) for doc_id, p in corpus.items()}
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from rag_eval.results import Results
+from rag_eval._scoring.results import Results
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATASETS = Path(os.environ.get("RAG_EVAL_SHARED_DATASETS", REPO.parent / "shared" / "datasets"))
@@ -56,7 +56,7 @@ def results_from_columns(values: dict, qids) -> Results:
     """A hand-made Results: ``{metric: per-query values}`` over ``qids`` (NaN = left out), aggregate = nan-mean."""
     import numpy as np
 
-    from rag_eval.metrics.measures import parse_metrics
+    from rag_eval._scoring.metrics.measures import parse_metrics
 
     arrays = {name: np.array(column, dtype=np.float64) for name, column in values.items()}
     return Results(

@@ -1,4 +1,4 @@
-"""rag_eval.retrievers.ann: index parameters, FAISS searchers against exact search, the index cache."""
+"""rag_eval._retrievers.ann: index parameters, FAISS searchers against exact search, the index cache."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from rag_eval.errors import RetrieverError
-from rag_eval.retrievers.ann import IndexCacheWarning, IndexSpec, build_searcher
-from rag_eval.retrievers.params import AdapterParams, check_params
+from rag_eval._core.errors import RetrieverError
+from rag_eval._retrievers.ann import IndexCacheWarning, IndexSpec, build_searcher
+from rag_eval._retrievers.params import AdapterParams, check_params
 
 FAISS_REASON = "faiss-cpu is not installed (pip install rag-eval[ann])"
 
@@ -110,7 +110,7 @@ def test_parameters_impossible_for_the_passages(spec: IndexSpec, shape: tuple, m
 
 
 def test_exact_kind_is_top_k_blockwise() -> None:
-    from rag_eval.retrievers.dense import top_k_blockwise
+    from rag_eval._core.topk import top_k_blockwise
 
     passages, queries = _unit(500, 16, 2), _unit(7, 16, 3)
     indices, scores = build_searcher(IndexSpec(), passages, block_size=64).search(queries, 5)
@@ -126,7 +126,7 @@ def test_missing_faiss_is_a_one_line_error(monkeypatch: pytest.MonkeyPatch) -> N
 
 
 def test_importing_rag_eval_does_not_import_faiss() -> None:
-    code = "import sys, rag_eval, rag_eval.retrievers.ann, rag_eval.approximation; print('faiss' in sys.modules)"
+    code = "import sys, rag_eval, rag_eval._retrievers.ann, rag_eval._scoring.approximation; print('faiss' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 

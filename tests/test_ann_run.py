@@ -10,8 +10,8 @@ import pytest
 
 pytest.importorskip("faiss", reason="FAISS is not installed (pip install rag-eval[ann])")
 
-from rag_eval.config import load_config  # noqa: E402
-from rag_eval.runner import execute  # noqa: E402
+from rag_eval._commands.runner import execute  # noqa: E402
+from rag_eval._data.config import load_config  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -79,7 +79,7 @@ def test_an_approximate_index_with_ray_execution_is_refused_before_ray_starts(tm
     pytest.importorskip("ray", reason="Ray is not installed")
     import ray
 
-    from rag_eval.errors import ConfigError
+    from rag_eval._core.errors import ConfigError
 
     with pytest.raises(ConfigError, match=r"retrievers\[0\]\(hnsw\)\.params\.index: execution engine ray searches exactly"):
         _run(tmp_path, f"  - {{label: hnsw, adapter: dense, params: {{{COMMON}, index: {{kind: hnsw}}}}}}",

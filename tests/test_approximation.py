@@ -1,10 +1,10 @@
-"""rag_eval.approximation: overlap@k with exact search and the metric difference, on hand-made cases."""
+"""rag_eval._scoring.approximation: overlap@k with exact search and the metric difference, on hand-made cases."""
 
 from __future__ import annotations
 
 import pytest
 
-from rag_eval.approximation import approximation_cost, overlap_at_k, sample_queries
+from rag_eval._scoring.approximation import approximation_cost, overlap_at_k, sample_queries
 
 
 def _ranking(ids: list[str]) -> dict[str, float]:

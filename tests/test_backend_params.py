@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rag_eval.errors import RetrieverError
+from rag_eval._core.errors import RetrieverError
 
 pytest.importorskip("torch")
 pytest.importorskip("sentence_transformers")
@@ -20,8 +20,8 @@ pytest.importorskip("onnx")
 
 from _models import tiny_bi_encoder, tiny_cross_encoder  # noqa: E402
 
-from rag_eval.retrievers.cross_encoder import CrossEncoderReranker  # noqa: E402
-from rag_eval.retrievers.dense import DenseRetriever  # noqa: E402
+from rag_eval._retrievers.cross_encoder import CrossEncoderReranker  # noqa: E402
+from rag_eval._retrievers.dense import DenseRetriever  # noqa: E402
 
 CORPUS = {
     "d1": {"title": "Pacific", "text": "The Pacific is the largest ocean."},
@@ -207,7 +207,7 @@ def test_a_model_saved_in_half_precision_has_its_own_cache_namespace(tmp_path: P
 def test_cuda_n_past_the_gpus_there_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
     import torch
 
-    from rag_eval.retrievers.models import resolve_device
+    from rag_eval._models.files import resolve_device
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
@@ -232,7 +232,7 @@ def test_a_missing_cross_encoder_is_not_sent_to_the_bundled_bi_encoder(monkeypat
 
 
 def test_report_notes_say_how_a_model_encoded_and_which_index_and_engine_ran() -> None:
-    from rag_eval.report.markdown import _description_notes
+    from rag_eval._report.markdown import _description_notes
 
     base = {"model": "m", "parameters": {"backend": "torch", "quantize": "none", "precision": "fp32", "devices": None}}
     assert "encoding" not in _description_notes(base)  # the default says nothing

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from rag_eval.errors import RetrieverError
+from rag_eval._core.errors import RetrieverError
 
 pytest.importorskip("torch")
 pytest.importorskip("sentence_transformers")
@@ -27,10 +27,10 @@ pytest.importorskip("onnx")
 
 from _models import copy_model, tiny_bi_encoder, tiny_cross_encoder  # noqa: E402
 
-from rag_eval.embeddings import backends, export  # noqa: E402
-from rag_eval.embeddings.backends import EncoderOptions, load_encoder, load_scorer  # noqa: E402
-from rag_eval.embeddings.export import ExportCacheWarning  # noqa: E402
-from rag_eval.retrievers.models import ResolvedModel, bundled_minilm_path  # noqa: E402
+from rag_eval._models.embeddings import backends, export  # noqa: E402
+from rag_eval._models.embeddings.backends import EncoderOptions, load_encoder, load_scorer  # noqa: E402
+from rag_eval._models.embeddings.export import ExportCacheWarning  # noqa: E402
+from rag_eval._models.files import ResolvedModel, bundled_minilm_path  # noqa: E402
 
 LONG = " ".join(f"Sentence {i} about coral reefs, tides and the deep ocean floor." for i in range(60))  # > 256 tokens
 TEXTS = [
@@ -333,7 +333,7 @@ def test_fp16_on_cpu_and_onnx_on_gpu_are_refused() -> None:
 
 def test_importing_backends_loads_no_framework() -> None:
     code = (
-        "import sys, rag_eval, rag_eval.embeddings.backends\n"
+        "import sys, rag_eval, rag_eval._models.embeddings.backends\n"
         "print(sorted(m for m in ('torch', 'onnxruntime', 'openvino', 'transformers') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -451,7 +451,7 @@ def test_the_encoder_asks_for_more_texts_a_call_on_a_gpu() -> None:
 def test_the_gpu_pipeline_counts_each_texts_tokens_before_truncation(tmp_path: Path) -> None:
     # The counts come from the tokenizer's overflow (the tokens truncation moved out): they must equal a
     # separate untruncated count by the model's tokenizer.json, for short, empty, cut and non-ASCII texts.
-    from rag_eval.retrievers.truncation import TokenCounter
+    from rag_eval._models.embeddings.truncation import TokenCounter
 
     model = _minilm()
     encoder = load_encoder(model, "cpu", EncoderOptions(threads=2), None, 16, "dense")
@@ -468,9 +468,9 @@ def test_the_gpu_pipeline_counts_each_texts_tokens_before_truncation(tmp_path: P
 def test_the_dense_truncation_report_takes_the_pipelines_counts_without_tokenising_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from rag_eval.retrievers import truncation
-    from rag_eval.retrievers.dense import DenseRetriever
-    from rag_eval.retrievers.truncation import TokenCounter
+    from rag_eval._models.embeddings import truncation
+    from rag_eval._models.embeddings.truncation import TokenCounter
+    from rag_eval._retrievers.dense import DenseRetriever
 
     corpus = {f"d{n}": {"title": "", "text": text} for n, text in enumerate([*TEXTS, LONG, LONG + " more"])}
     reports = {}
@@ -502,8 +502,8 @@ def test_counts_from_a_tokenizer_transformers_set_up_otherwise_are_not_kept(tmp_
     # differ from tokenizer.json's on accented texts only, so a sample of plain texts would not tell.
     from transformers import AutoTokenizer
 
-    from rag_eval.embeddings.backends import untruncated_lengths
-    from rag_eval.retrievers.truncation import TokenCounter
+    from rag_eval._models.embeddings.backends import untruncated_lengths
+    from rag_eval._models.embeddings.truncation import TokenCounter
 
     folder = tmp_path / "model"
     shutil.copytree(_minilm().path, folder)

@@ -32,7 +32,7 @@ from pathlib import Path
 
 from pydantic import Field
 
-from rag_eval.retrievers.params import AdapterParams, check_params
+from rag_eval._retrievers.params import AdapterParams, check_params
 
 HERE = Path(__file__).parent
 

@@ -129,7 +129,7 @@ def static_file(ws: Path, name: str, content: str | bytes) -> tuple[Path, Path]:
 def deny_read(monkeypatch: pytest.MonkeyPatch, path: Path) -> None:
     """Tests run as root, which reads anything: the permission check answers as for a user."""
     real = os.access
-    monkeypatch.setattr("rag_eval.files.os.access", lambda p, mode: os.fspath(p) != os.fspath(path) and real(p, mode))
+    monkeypatch.setattr("rag_eval._core.files.os.access", lambda p, mode: os.fspath(p) != os.fspath(path) and real(p, mode))
 
 
 def fifo(path: Path) -> Path:
@@ -170,7 +170,7 @@ def _config_unreadable(ws, mp):
 
 def _config_too_large(ws, mp):
     path = config(ws)
-    mp.setattr("rag_eval.config.schema.MAX_CONFIG_BYTES", 50)
+    mp.setattr("rag_eval._data.config.schema.MAX_CONFIG_BYTES", 50)
     return path, path, "over the 50 bytes limit for a YAML run config"
 
 

@@ -15,10 +15,10 @@ import pytest
 import yaml
 from conftest import REPO, shared_dataset
 
-from rag_eval.dataset import load_dataset
-from rag_eval.datasets.chroma import load_chroma
-from rag_eval.errors import DatasetError
-from rag_eval.spans import EvidenceSpan
+from rag_eval._core.errors import DatasetError
+from rag_eval._core.spans import EvidenceSpan
+from rag_eval._data.datasets import load_dataset
+from rag_eval._data.datasets.chroma import load_chroma
 
 # SOURCE.md: "Questions per document: wikitexts 144, pubmed 99, finance 97, state_of_the_union 76, chatlogs 56."
 SOURCE_COUNTS = {"wikitexts": 144, "pubmed": 99, "finance": 97, "state_of_the_union": 76, "chatlogs": 56}

@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from rag_eval.chunking import build_chunker, check_chunker, summarize_chunks
-from rag_eval.errors import ConfigError, DatasetError
-from rag_eval.spans import Chunk
-from rag_eval.tokens import count_words
+from rag_eval._core.errors import ConfigError, DatasetError
+from rag_eval._core.spans import Chunk
+from rag_eval._core.tokens import count_words
+from rag_eval._models.chunking import build_chunker, check_chunker, summarize_chunks
 
 
 def spans(spec: dict, text: str) -> list[tuple[int, int]]:
@@ -291,7 +291,7 @@ def test_every_problem_is_listed():
 
 def fake_hf_cache(monkeypatch, folder: Path) -> Path:
     """Point the Hugging Face cache at ``folder`` (huggingface_hub reads HF_HUB_CACHE once, at its import)."""
-    from rag_eval.retrievers import models
+    from rag_eval._models import files as models
 
     monkeypatch.setenv("HF_HUB_CACHE", str(folder))
     monkeypatch.setattr(models, "hf_cache_dir", lambda: folder)
@@ -336,7 +336,7 @@ def cache_with_bert_base_uncased(hub: Path) -> Path:
     """A Hugging Face cache holding ``bert-base-uncased`` under its plain Hub id (MiniLM's tokenizer.json stands in)."""
     import shutil
 
-    from rag_eval.retrievers.models import bundled_minilm_path
+    from rag_eval._models.files import bundled_minilm_path
 
     snapshot = hub / "models--bert-base-uncased" / "snapshots" / "86b5e0934494bd15c9632b12f734a8a67f723594"
     snapshot.mkdir(parents=True)
@@ -361,7 +361,7 @@ def test_a_tokenizer_cached_under_its_plain_hub_id_is_found_through_hf_home(tmp_
     pytest.importorskip("tokenizers")
     file = cache_with_bert_base_uncased(tmp_path / "hf" / "hub")
     code = (
-        "from rag_eval.chunking import build_chunker\n"
+        "from rag_eval._models.chunking import build_chunker\n"
         "c = build_chunker('t', {'method': 'fixed', 'size': 3, 'tokenizer': 'bert-base-uncased'})\n"
         "print(c.describe()['tokenizer_file'], c.count_tokens('Unaffable'))\n"
     )
@@ -378,7 +378,7 @@ def test_minilm_tokenizer_loads_offline_without_torch():
     pytest.importorskip("tokenizers")
     code = (
         "import sys\n"
-        "from rag_eval.chunking import build_chunker\n"
+        "from rag_eval._models.chunking import build_chunker\n"
         "spec = {'method': 'recursive', 'size': 8, 'tokenizer': 'sentence-transformers/all-MiniLM-L6-v2'}\n"
         "c = build_chunker('t', spec)\n"
         "chunks = c.chunk({'d': 'Unaffable tokenizers split words. Café crème brûlée!'})\n"
@@ -398,7 +398,7 @@ def test_tokenizer_json_file_or_a_folder_relative_to_the_config(tmp_path):
     pytest.importorskip("tokenizers")
     import shutil
 
-    from rag_eval.retrievers.models import bundled_minilm_path
+    from rag_eval._models.files import bundled_minilm_path
 
     folder = tmp_path / "tok"
     folder.mkdir()

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from rag_eval.chunking import build_chunker, check_chunker
-from rag_eval.errors import ConfigError
+from rag_eval._core.errors import ConfigError
+from rag_eval._models.chunking import build_chunker, check_chunker
 
 SOURCE = '''
 CALLS = []

@@ -15,8 +15,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rag_eval.chunking import build_chunker
-from rag_eval.tokens import count_words
+from rag_eval._core.tokens import count_words
+from rag_eval._models.chunking import build_chunker
 
 PIECES = [
     "Café", "naïve", "e\u0301", "a\u0300\u0316", "👨\u200d👩\u200d👧\u200d👦", "🏳️\u200d🌈", "🇫🇷🇯🇵", "👍🏽",

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from rag_eval._scoring.metrics.measures import valid_metric_names
 from rag_eval.cli import main
-from rag_eval.metrics.measures import valid_metric_names
 
 # trec_eval name -> rag_eval's canonical name, as printed by rag-eval.
 MEASURES = {
@@ -331,7 +331,7 @@ def test_a_three_column_file_without_the_beir_header_is_refused_as_trec(tmp_path
 
 
 def test_allocator_is_tuned_by_evaluate_and_no_other_command(tmp_path, capsys, monkeypatch):
-    from rag_eval import allocator
+    from rag_eval._core import allocator
 
     calls = []
     monkeypatch.setattr(allocator, "keep_freed_memory", lambda: calls.append(1) or True)

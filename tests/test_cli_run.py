@@ -79,7 +79,7 @@ def test_run_writes_outputs_and_prints_the_main_metric(tmp_path, capsys):
     assert main(["run", str(config), "--no-progress"]) == 0
     captured = capsys.readouterr()
     out = tmp_path / "out"
-    # .rag_eval.json: the manifest of the set (rag_eval.output_folder)
+    # .rag_eval.json: the manifest of the set (rag_eval._core.output_folder)
     assert sorted(p.name for p in out.iterdir()) == [
         ".rag_eval.json", "per-query.csv", "plot-at-k.svg", "plot-means.svg", "report.md", "seed-ranking.json",
         "seed-ranking.run",

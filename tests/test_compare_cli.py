@@ -266,9 +266,9 @@ def test_bad_options_exit_2(runs, capsys, extra, message):
 
 
 def test_cli_and_config_share_the_resampling_limits(runs, capsys):
-    """--resamples and regression.resamples accept exactly the limits of rag_eval.stats, and both say so."""
-    from rag_eval.config.schema import RegressionSpec
-    from rag_eval.stats import MAX_RESAMPLES, MIN_RESAMPLES
+    """--resamples and regression.resamples accept exactly the limits of rag_eval._scoring.stats, and both say so."""
+    from rag_eval._data.config.schema import RegressionSpec
+    from rag_eval._scoring.stats import MAX_RESAMPLES, MIN_RESAMPLES
 
     field = RegressionSpec.model_json_schema()["properties"]["resamples"]
     assert (field["minimum"], field["maximum"]) == (MIN_RESAMPLES, MAX_RESAMPLES) == (100, 1_000_000)

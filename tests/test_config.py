@@ -9,12 +9,13 @@ from pathlib import Path
 import pytest
 import yaml
 
+from rag_eval._commands.runner import build_retriever, load_config_dataset
+from rag_eval._core.errors import ConfigError, RagEvalError
+from rag_eval._core.yaml_loader import MAX_ALIAS_NODES, MAX_NESTING, load_yaml
+from rag_eval._data.config.labels import LABEL_RULE
+from rag_eval._data.config.schema import folder_name, load_config
+from rag_eval._scoring.stats import MAX_RESAMPLES, MIN_RESAMPLES
 from rag_eval.cli import main
-from rag_eval.config.loader import MAX_ALIAS_NODES, MAX_NESTING, load_yaml
-from rag_eval.config.schema import LABEL_RULE, folder_name, load_config
-from rag_eval.errors import ConfigError, RagEvalError
-from rag_eval.runner import build_retriever, load_config_dataset
-from rag_eval.stats import MAX_RESAMPLES, MIN_RESAMPLES
 
 QUERY_SET = {
     "name": "tiny",
@@ -256,7 +257,7 @@ def test_validate_valid_config_exit_0(project, capsys):
     assert main(["validate", str(path)]) == 0
     captured = capsys.readouterr()
     assert captured.err == ""
-    from rag_eval.dataset import load_yaml_query_set
+    from rag_eval._data.datasets import load_yaml_query_set
 
     fingerprint = load_yaml_query_set(project / "data" / "tiny.yaml").fingerprint
     assert captured.out.startswith(f"{path}: OK: dataset tiny (1 queries, 2 passages, fingerprint {fingerprint})")
@@ -450,7 +451,7 @@ def test_dev_zero_as_config_is_refused():
 def test_unreadable_config(project, monkeypatch):
     path = write(project / "configs" / "run.yaml", valid())
     # Tests run as root, which reads anything: make the permission check answer as for a user.
-    monkeypatch.setattr("rag_eval.files.os.access", lambda p, mode: os.fspath(p) != os.fspath(path))
+    monkeypatch.setattr("rag_eval._core.files.os.access", lambda p, mode: os.fspath(p) != os.fspath(path))
     with pytest.raises(ConfigError) as excinfo:
         load_config(path)
     assert str(excinfo.value) == f"{path}: permission denied; make the YAML run config readable"
@@ -458,7 +459,7 @@ def test_unreadable_config(project, monkeypatch):
 
 def test_config_over_the_size_limit(project, monkeypatch):
     path = write(project / "configs" / "run.yaml", valid())
-    monkeypatch.setattr("rag_eval.config.schema.MAX_CONFIG_BYTES", 100)
+    monkeypatch.setattr("rag_eval._data.config.schema.MAX_CONFIG_BYTES", 100)
     with pytest.raises(ConfigError) as excinfo:
         load_config(path)
     assert str(excinfo.value).startswith(f"{path}: is {path.stat().st_size} bytes, over the 100 bytes limit for a YAML")

@@ -7,9 +7,9 @@ import json
 import _models
 import pytest
 
-from rag_eval.errors import RetrieverError
-from rag_eval.retrievers import registry
-from rag_eval.retrievers.base import passage_text
+from rag_eval._core.errors import RetrieverError
+from rag_eval._data.datasets.model import passage_text
+from rag_eval._retrievers import registry
 
 CORPUS = {
     "d1": {"title": "Pacific", "text": "the pacific is the largest ocean"},

@@ -19,10 +19,10 @@ import pytest
 import yaml
 from conftest import REPO, shared_dataset
 
+from rag_eval._core.errors import DatasetError, RagEvalError
+from rag_eval._data.datasets import Dataset, load_beir, load_cranfield, load_dataset, load_trec, load_yaml_query_set
+from rag_eval._data.datasets.values import GRADE_FORM as GRADE
 from rag_eval.cli import main
-from rag_eval.dataset import Dataset, load_beir, load_cranfield, load_dataset, load_trec, load_yaml_query_set
-from rag_eval.datasets.values import GRADE_FORM as GRADE
-from rag_eval.errors import DatasetError, RagEvalError
 
 # ---- helpers -----------------------------------------------------------------------------------
 
@@ -547,7 +547,7 @@ def test_fingerprint_is_stable_across_loads_and_processes(tmp_path):
     assert len(first) == 16 and int(first, 16) >= 0
     assert load_yaml_query_set(path).fingerprint == first
     # Another interpreter (other hash seed, other dict history) computes the same value.
-    code = "import sys; from pathlib import Path; from rag_eval.dataset import load_yaml_query_set; print(load_yaml_query_set(Path(sys.argv[1])).fingerprint)"
+    code = "import sys; from pathlib import Path; from rag_eval._data.datasets import load_yaml_query_set; print(load_yaml_query_set(Path(sys.argv[1])).fingerprint)"
     out = subprocess.run([sys.executable, "-c", code, str(path)], check=False, capture_output=True, text=True,
                          timeout=60, cwd=REPO, env={"PYTHONHASHSEED": "123", "PATH": ""})
     assert out.returncode == 0, out.stderr
@@ -593,7 +593,7 @@ BOM = b"\xef\xbb\xbf"
 def deny_read(monkeypatch, path: Path) -> None:
     """Tests run as root, which reads anything: make the permission check answer as for a user."""
     real = os.access
-    monkeypatch.setattr("rag_eval.files.os.access", lambda p, mode: os.fspath(p) != os.fspath(path) and real(p, mode))
+    monkeypatch.setattr("rag_eval._core.files.os.access", lambda p, mode: os.fspath(p) != os.fspath(path) and real(p, mode))
 
 
 def raises(call, *args, **kwargs) -> str:
@@ -896,7 +896,7 @@ def test_query_set_alias_bomb_is_refused_fast(tmp_path):
 
 def test_query_set_over_the_size_limit(tmp_path, monkeypatch):
     path = query_set(tmp_path)
-    monkeypatch.setattr("rag_eval.datasets.query_set.MAX_DOCUMENT_BYTES", 64)
+    monkeypatch.setattr("rag_eval._data.datasets.query_set.MAX_DOCUMENT_BYTES", 64)
     assert raises(load_yaml_query_set, path).startswith(f"{path}: is {path.stat().st_size} bytes, over the 64 bytes limit")
 
 

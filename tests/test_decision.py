@@ -17,10 +17,10 @@ import pytest
 from conftest import results_from_columns
 from scipy import stats as sps
 
-from rag_eval.datasets.model import Query
-from rag_eval.decision import decide_run, mean_context_size, query_tags, segment_table
-from rag_eval.report.decision import decision_lines
-from rag_eval.results import Results
+from rag_eval._compare.decision import decide_run, mean_context_size, query_tags, segment_table
+from rag_eval._data.datasets.model import Query
+from rag_eval._report.decision import decision_lines
+from rag_eval._scoring.results import Results
 
 M = "ndcg@10"
 QIDS = tuple(f"q{i}" for i in range(1, 9))
@@ -35,7 +35,7 @@ def res(values, qids=QIDS, metric=M) -> Results:
 
 
 def exact_p(deltas) -> float:
-    """Two-sided sign-flip p-value by enumerating every pattern (independent of rag_eval.stats)."""
+    """Two-sided sign-flip p-value by enumerating every pattern (independent of rag_eval._scoring.stats)."""
     d = np.asarray(deltas, dtype=np.float64)
     observed = abs(d.sum())
     hits = sum(abs(np.dot(signs, d)) >= observed - 1e-12 for signs in itertools.product((1, -1), repeat=d.size))
@@ -125,7 +125,7 @@ def test_left_out_queries_are_not_paired_and_not_averaged():
 
 
 def test_lower_is_better_metric_flips_best_and_wins(monkeypatch):
-    from rag_eval.metrics import measures
+    from rag_eval._scoring.metrics import measures
 
     monkeypatch.setitem(measures.FAMILIES, "ndcg", dataclasses.replace(measures.FAMILIES["ndcg"], higher_is_better=False))
     decision = decide_run({"a": res(A), "b": res(B)}, M, "a", n_resamples=2000)
@@ -236,7 +236,7 @@ def test_decision_lines_render_the_verdict_power_and_segments():
                        f"{decision.variant('a').ci_high:.4f}] | – | – | – | 1.500 | 0.250 |"
     assert "Statistically indistinguishable from the best (d): b (paired permutation test" in text
     mde, sd = decision.power.mde, decision.power.sd
-    from rag_eval.decision import queries_needed
+    from rag_eval._compare.decision import queries_needed
 
     assert (f"Power: with 8 queries, differences below {mde:.4f} in ndcg@10 cannot be told from noise "
             f"(paired t-test, alpha 0.05, power 0.8; sd of the per-query differences d vs a: {sd:.4f}); "
@@ -277,8 +277,8 @@ def test_named_tags_in_a_query_set_give_one_segment_table_per_key(tmp_path):
     import yaml
 
     from rag_eval import evaluate
-    from rag_eval.datasets.query_set import load_yaml_query_set
-    from rag_eval.decision import segment_table
+    from rag_eval._compare.decision import segment_table
+    from rag_eval._data.datasets.query_set import load_yaml_query_set
 
     path = tmp_path / "set.yaml"
     path.write_text(yaml.safe_dump({

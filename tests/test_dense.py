@@ -12,10 +12,12 @@ import _models
 import numpy as np
 import pytest
 
-from rag_eval.errors import RetrieverError
-from rag_eval.retrievers import models, registry
-from rag_eval.retrievers.base import passage_text
-from rag_eval.retrievers.dense import DenseRetriever, top_k_blockwise
+from rag_eval._core.errors import RetrieverError
+from rag_eval._core.topk import top_k_blockwise
+from rag_eval._data.datasets.model import passage_text
+from rag_eval._models import files as models
+from rag_eval._retrievers import registry
+from rag_eval._retrievers.dense import DenseRetriever
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -41,9 +43,9 @@ def dense(model_dir: Path, tmp_path: Path, **params) -> DenseRetriever:
 def test_importing_the_adapters_does_not_import_torch(tmp_path):
     code = (
         "import sys\n"
-        "import rag_eval, rag_eval.retrievers.embedding_cache\n"
-        "import rag_eval.retrievers.dense, rag_eval.retrievers.cross_encoder, rag_eval.retrievers.hybrid\n"
-        "from rag_eval.retrievers import registry\n"
+        "import rag_eval, rag_eval._retrievers.embedding_cache\n"
+        "import rag_eval._retrievers.dense, rag_eval._retrievers.cross_encoder, rag_eval._retrievers.hybrid\n"
+        "from rag_eval._retrievers import registry\n"
         "r = registry.build('dense', {'model': 'all-MiniLM-L6-v2'})\n"
         "h = registry.build('hybrid', {'retrievers': [{'adapter': 'dense'}, {'adapter': 'dense'}]})\n"
         "h.describe()\n"

@@ -2,7 +2,7 @@
 
 * docs/config.md is generated from the config models; it must equal
   ``render_config_reference()``. When it does not, regenerate it:
-  ``.venv/bin/python -m rag_eval.config.reference > docs/config.md``.
+  ``.venv/bin/python -m rag_eval._commands.reference > docs/config.md``.
 * Every python block of README.md and docs/semantics.md runs, and prints exactly
   the ```text block shown under it.
 * The claims the documents make in prose (trec_eval equality and its exceptions, the
@@ -25,21 +25,21 @@ import pytest
 import yaml
 
 import rag_eval
-from rag_eval.cli import build_parser, main
-from rag_eval.config.reference import (
+from rag_eval._commands.reference import (
     FIELD_NOTES,
     add_schema_command,
     render_config_reference,
     stale_notes,
     undocumented_fields,
 )
-from rag_eval.config.schema import EvaluationSpec, RunConfig
-from rag_eval.ids import id_problem
+from rag_eval._core.ids import id_problem
+from rag_eval._data.config.schema import EvaluationSpec, RunConfig
+from rag_eval.cli import build_parser, main
 
 REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"
 DOCS = REPO / "docs"
-REGENERATE = ".venv/bin/python -m rag_eval.config.reference > docs/config.md"
+REGENERATE = ".venv/bin/python -m rag_eval._commands.reference > docs/config.md"
 
 
 def blocks(path: Path) -> list[tuple[str, str]]:
@@ -73,9 +73,9 @@ def test_config_reference_is_generated_from_the_models():
 
 
 def test_every_config_field_is_described_once():
-    assert undocumented_fields() == [], "give these fields a Field(description=...) in rag_eval/config/schema.py"
+    assert undocumented_fields() == [], "give these fields a Field(description=...) in rag_eval/_data/config/schema.py"
     # A note for a field that has its own description is a second home for the same text.
-    assert stale_notes() == [], "remove these keys from FIELD_NOTES in rag_eval/config/reference.py"
+    assert stale_notes() == [], "remove these keys from FIELD_NOTES in rag_eval/_commands/reference.py"
     assert FIELD_NOTES  # the check above is not vacuous while notes exist
 
 
@@ -114,8 +114,8 @@ def test_schema_command_json_is_the_json_schema(capsys):
 
 def test_importing_the_reference_module_is_cheap():
     code = (
-        "import sys, rag_eval.config.reference\n"
-        "heavy = sorted(m for m in ('pydantic', 'yaml', 'rag_eval.config.schema', 'torch', 'pandas') if m in sys.modules)\n"
+        "import sys, rag_eval._commands.reference\n"
+        "heavy = sorted(m for m in ('pydantic', 'yaml', 'rag_eval._data.config.schema', 'torch', 'pandas') if m in sys.modules)\n"
         "print(heavy)"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
@@ -308,7 +308,7 @@ def test_readme_commands_exist(command):
     parser = build_parser()
     (sub,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
     if command == "schema" and command not in sub.choices:
-        pytest.xfail("cli.py does not register rag_eval.config.reference.add_schema_command yet")
+        pytest.xfail("cli.py does not register rag_eval._commands.reference.add_schema_command yet")
     assert command in sub.choices
 
 
@@ -323,7 +323,7 @@ def test_readme_commands_name_files_that_exist():
 
 def test_readme_example_run_writes_the_files_it_names(tmp_path, capsys):
     """The README's run command, into a temporary folder: the files it lists appear."""
-    from rag_eval.config.schema import load_config
+    from rag_eval._data.config.schema import load_config
 
     text = README.read_text(encoding="utf-8")
     assert "The report lands in `reports/ocean-facts/report.md`" in text

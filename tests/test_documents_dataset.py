@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 import yaml
 
+from rag_eval._core.errors import DatasetError
+from rag_eval._core.spans import EvidenceSpan
+from rag_eval._data.datasets import Dataset, load_dataset, load_yaml_query_set
+from rag_eval._data.datasets.evidence import document_grades, occurrences
 from rag_eval.cli import main
-from rag_eval.dataset import Dataset, load_dataset, load_yaml_query_set
-from rag_eval.datasets.evidence import document_grades, occurrences
-from rag_eval.errors import DatasetError
-from rag_eval.spans import EvidenceSpan
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -426,7 +426,7 @@ def test_document_fingerprint_differs_from_the_same_texts_as_passages():
 
 
 def _query():
-    from rag_eval.dataset import Query
+    from rag_eval._data.datasets import Query
 
     return Query("q", "question")
 

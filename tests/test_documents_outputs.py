@@ -93,8 +93,8 @@ def test_evaluate_refuses_document_metrics_on_a_trec_run(first_run, capsys):
 def test_token_budgets_count_the_evaluation_tokenizer_for_every_chunking(tmp_path):
     """Two chunkers with different tokenizers: the budget counts evaluation.tokenizer (words) for both."""
     from rag_eval import evaluate_evidence
-    from rag_eval.dataset import load_dataset
-    from rag_eval.tokens import count_words
+    from rag_eval._core.tokens import count_words
+    from rag_eval._data.datasets import load_dataset
 
     config = tmp_path / "budget.yaml"
     config.write_text(
@@ -137,7 +137,7 @@ def test_passages_read_as_documents_refuse_evidence_and_chunk_metrics(tmp_path, 
 
 
 def test_the_default_main_metric_is_the_first_ndcg_of_any_level():
-    from rag_eval.config.schema import RunConfig
+    from rag_eval._data.config.schema import RunConfig
 
     base = {"dataset": {"path": "x.yaml"}, "retrievers": [{"label": "b", "adapter": "bm25"}]}
     assert RunConfig.model_validate({**base, "metrics": ["evidence_recall@5", "doc_ndcg@10", "ndcg@10"]}
@@ -165,7 +165,7 @@ def test_options_are_compared_only_where_a_gated_metric_reads_them(first_run, tm
 def test_the_paragraph_spans_example_runs_and_its_spans_are_the_paragraphs(tmp_path, capsys):
     """docs/examples/paragraph_spans.yaml, as docs/plugins.md says to run it: the plug-in's own spans are scored."""
     from rag_eval import evaluate_evidence
-    from rag_eval.dataset import load_dataset
+    from rag_eval._data.datasets import load_dataset
 
     config = REPO / "docs" / "examples" / "paragraph_spans.yaml"
     assert main(["run", str(config), "--output", str(tmp_path), "--no-progress"]) == 0
@@ -191,7 +191,7 @@ def test_the_paragraph_spans_example_runs_and_its_spans_are_the_paragraphs(tmp_p
 
 def test_zero_policy_notes_count_the_queries_without_evidence_for_evidence_metrics():
     from rag_eval import evaluate_evidence
-    from rag_eval.output import mean_notes
+    from rag_eval._report.format import mean_notes
 
     evidence = {"q1": [("d", 0, 5, 1)]}
     judgements = {"q1": {"d": 1}, "q2": {"d": 1}}  # q2: a relevant document, but no evidence span

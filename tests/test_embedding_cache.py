@@ -14,11 +14,12 @@ import _models
 import numpy as np
 import pytest
 
-from rag_eval.errors import RetrieverError
-from rag_eval.retrievers import embedding_cache as ec
-from rag_eval.retrievers import models, registry
-from rag_eval.retrievers.dense import DenseRetriever
-from rag_eval.retrievers.embedding_cache import EmbeddingCacheWarning
+from rag_eval._core.errors import RetrieverError
+from rag_eval._models import files as models
+from rag_eval._retrievers import embedding_cache as ec
+from rag_eval._retrievers import registry
+from rag_eval._retrievers.dense import DenseRetriever
+from rag_eval._retrievers.embedding_cache import EmbeddingCacheWarning
 
 CORPUS = {
     "a": {"title": "Pacific", "text": "the pacific is the largest ocean"},

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rag_eval.embeddings.store import (
+from rag_eval._models.embeddings.store import (
     EmbeddingCacheWarning,
     EmbeddingStore,
     PackedKeys,

@@ -1,8 +1,8 @@
 """The evaluation engine's fence and the id rule for in-memory data.
 
-Everything outside rag_eval/engine/ goes through the names of ``rag_eval.engine``
+Everything outside rag_eval/_scoring/engine/ goes through the names of ``rag_eval._scoring.engine``
 (its internals are tuned for speed and may change); dicts and DataFrames given to
-``rag_eval.evaluate`` follow the id rule of rag_eval.ids, as files do.
+``rag_eval.evaluate`` follow the id rule of rag_eval._core.ids, as files do.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 import rag_eval
-from rag_eval import engine
-from rag_eval.errors import InputFormatError
+from rag_eval._core.errors import InputFormatError
+from rag_eval._scoring import engine
 
 PACKAGE = Path(rag_eval.__file__).parent
 TESTS = Path(__file__).parent
@@ -41,7 +41,7 @@ INTERFACE = [
 def test_the_interface_is_pinned():
     assert engine.__all__ == INTERFACE
     for name in engine.__all__:
-        assert (getattr(engine, name).__doc__ or "").strip(), f"rag_eval.engine.{name} has no docstring"
+        assert (getattr(engine, name).__doc__ or "").strip(), f"rag_eval._scoring.engine.{name} has no docstring"
 
 
 def _imports(path: Path) -> list[tuple[int, str, list[str]]]:
@@ -56,16 +56,16 @@ def _imports(path: Path) -> list[tuple[int, str, list[str]]]:
 
 
 def _outside_the_engine(paths):
-    return [path for path in sorted(paths) if path.parent != PACKAGE / "engine"]
+    return [path for path in sorted(paths) if path.parent != PACKAGE / "_scoring" / "engine"]
 
 
 def test_the_package_uses_the_engine_only_through_its_interface():
-    """No module outside rag_eval/engine/ imports an engine module, or an underscore name of the engine."""
+    """No module outside rag_eval/_scoring/engine/ imports an engine module, or an underscore name of the engine."""
     crossing = []
     for path in _outside_the_engine(PACKAGE.rglob("*.py")):
         for line, module, names in _imports(path):
-            inside = module.startswith("rag_eval.engine.")
-            private = module == "rag_eval.engine" and any(name.startswith("_") for name in names)
+            inside = module.startswith("rag_eval._scoring.engine.")
+            private = module == "rag_eval._scoring.engine" and any(name.startswith("_") for name in names)
             if inside or private:
                 crossing.append(f"{path.relative_to(PACKAGE.parent)}:{line}: {module} {names}")
     assert crossing == []
@@ -76,7 +76,7 @@ def test_no_underscore_name_of_the_engine_is_imported_outside_it():
     offenders = []
     for path in _outside_the_engine([*PACKAGE.rglob("*.py"), *TESTS.glob("*.py")]):
         for line, module, names in _imports(path):
-            if module.startswith("rag_eval.engine") and any(name.startswith("_") for name in names):
+            if module.startswith("rag_eval._scoring.engine") and any(name.startswith("_") for name in names):
                 offenders.append(f"{path.name}:{line}: {module} {names}")
     assert offenders == []
 

@@ -8,9 +8,9 @@ import math
 import pytest
 
 from rag_eval import evaluate, evaluate_evidence
-from rag_eval.errors import EvaluationError, InputFormatError, MetricError, RagEvalError
-from rag_eval.evidence import collapse_to_documents, covered_evidence
-from rag_eval.spans import Chunk, EvidenceSpan
+from rag_eval._core.errors import EvaluationError, InputFormatError, MetricError, RagEvalError
+from rag_eval._core.spans import Chunk, EvidenceSpan
+from rag_eval._scoring.evidence import collapse_to_documents, covered_evidence
 
 # SEMANTICS.md: document "d", evidence [10,20) and [40,50); chunks ranked [0,15), [45,60), [15,45).
 EVIDENCE = {"q": [("d", 10, 20, 1), ("d", 40, 50, 1)]}
@@ -341,7 +341,7 @@ def test_inputs_are_not_mutated():
 
 
 def test_results_answer_to_any_spelling_and_round_trip_through_json():
-    from rag_eval.results import Results
+    from rag_eval._scoring.results import Results
 
     results = evaluate_evidence(EVIDENCE, SPANS, ["doc_ndcg@10", "evidence_recall@30chars"])
     assert results.aggregate["DOC_ndcg_cut_10"] == results.aggregate["doc_ndcg@10"] == 1.0

@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rag_eval import evaluate_evidence
-from rag_eval.evidence import collapse_to_documents
+from rag_eval._scoring.evidence import collapse_to_documents
 
 DOCS = ["d0", "d1", "d2", "d9", "d10", "D3", "a", "ab", "z"]
 CUTS = (1, 2, 3, 5, 10)

@@ -3,7 +3,7 @@
 The reference counts characters as Python sets of (document, position), ranks each query's
 spans with two stable sorts (score descending, then chunk id descending in bytes), takes the
 budgeted context chunk by chunk, builds document and chunk grades from the definitions, and
-scores the document and chunk rankings with rag_eval.evaluate (checked against trec_eval in
+scores the document and chunk rankings with rag_eval._scoring.evaluate (checked against trec_eval in
 test_differential.py). Data: random documents, overlapping, adjacent and repeated evidence,
 overlapping and adjacent chunks, spans at document edges, spans in documents without evidence,
 empty retrievals, queries without spans or without evidence, and tied scores.
@@ -18,10 +18,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rag_eval import evaluate, evaluate_evidence
-from rag_eval.errors import InputFormatError
-from rag_eval.evidence import collapse_to_documents, covered_evidence
-from rag_eval.spans import chunk_id
-from rag_eval.tokens import count_words
+from rag_eval._core.errors import InputFormatError
+from rag_eval._core.spans import chunk_id
+from rag_eval._core.tokens import count_words
+from rag_eval._scoring.evidence import collapse_to_documents, covered_evidence
 
 # Ids whose chunk ids sort differently from the ids themselves ('a' < 'a!' but 'a!#..' < 'a#..'),
 # with '#' and '-' inside, and non-ASCII.
@@ -282,7 +282,7 @@ def test_covered_evidence_partitions_the_evidence(case, k):
 def test_sorting_within_blocks_is_a_stable_sort_by_block_then_score_descending(sizes):
     import numpy as np
 
-    from rag_eval.evidence.ranks import _by_score_within_blocks
+    from rag_eval._scoring.evidence.ranks import _by_score_within_blocks
 
     rng = np.random.default_rng(3)
     sizes = np.array(sizes)

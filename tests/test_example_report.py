@@ -22,9 +22,9 @@ from pathlib import Path
 import pytest
 from conftest import REPO
 
+from rag_eval._core.output_folder import MANIFEST, read_manifest
+from rag_eval._run.results_file import load_results_file
 from rag_eval.cli import main
-from rag_eval.output_folder import MANIFEST, read_manifest
-from rag_eval.results_file import load_results_file
 
 EXAMPLE = REPO / "reports" / "ocean-facts"
 CONFIG = Path("configs") / "ocean_facts.yaml"

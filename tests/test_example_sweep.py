@@ -20,8 +20,8 @@ import pytest
 from conftest import REPO
 from test_example_report import normalised
 
+from rag_eval._core.output_folder import MANIFEST
 from rag_eval.cli import main
-from rag_eval.output_folder import MANIFEST
 
 EXAMPLE = REPO / "reports" / "ocean-facts-sweep"
 CONFIG = Path("configs") / "ocean_facts_sweep.yaml"

@@ -18,14 +18,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rag_eval.datasets.corpus import load_corpus_file
-from rag_eval.embeddings.store import EmbeddingStore, text_key
-from rag_eval.errors import DatasetError, RetrieverError
-from rag_eval.execution.corpus_stream import byte_ranges, read_range
-from rag_eval.execution.ray_engine import ExecutionSpec, actor_plan
-from rag_eval.retrievers.base import passage_text
-from rag_eval.retrievers.dense import top_k_blockwise
-from rag_eval.trec import format_run
+from rag_eval._core.errors import DatasetError, RetrieverError
+from rag_eval._core.topk import top_k_blockwise
+from rag_eval._core.trec import format_run
+from rag_eval._data.config.execution import ExecutionSpec
+from rag_eval._data.datasets.corpus import load_corpus_file
+from rag_eval._data.datasets.model import passage_text
+from rag_eval._execution.corpus_stream import byte_ranges, read_range
+from rag_eval._execution.ray_engine import actor_plan
+from rag_eval._models.embeddings.store import EmbeddingStore, text_key
 
 NAMESPACE = "test-namespace"
 PREFIX = "passage: "
@@ -205,7 +206,7 @@ def spec(**overrides) -> ExecutionSpec:
 
 
 def test_ray_run_equals_local_run_bit_for_bit(ray_cluster, tmp_path):
-    from rag_eval.execution.ray_engine import encode_on_ray, search_on_ray
+    from rag_eval._execution.ray_engine import encode_on_ray, search_on_ray
 
     path = write_corpus(tmp_path / "corpus.jsonl")
     doc_ids, texts = local_rows(path)
@@ -242,7 +243,7 @@ def test_parquet_and_pairs_give_the_same_rows(ray_cluster, tmp_path):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from rag_eval.execution.ray_engine import encode_on_ray
+    from rag_eval._execution.ray_engine import encode_on_ray
 
     path = write_corpus(tmp_path / "corpus.jsonl")
     doc_ids, texts = local_rows(path)
@@ -265,7 +266,7 @@ def test_parquet_and_pairs_give_the_same_rows(ray_cluster, tmp_path):
 
 
 def test_a_worker_killed_mid_encoding_is_retried_without_duplicates_or_holes(ray_cluster, tmp_path):
-    from rag_eval.execution.ray_engine import encode_on_ray, search_on_ray
+    from rag_eval._execution.ray_engine import encode_on_ray, search_on_ray
 
     # No text twice here: two actors could encode a shared text at the same moment (harmless, but
     # it would put that key in two shards, and this test counts keys per shard).
@@ -292,7 +293,7 @@ def test_a_worker_killed_mid_encoding_is_retried_without_duplicates_or_holes(ray
 
 
 def test_worker_errors_reach_the_driver_as_one_line(ray_cluster, tmp_path):
-    from rag_eval.execution.ray_engine import encode_on_ray, search_on_ray
+    from rag_eval._execution.ray_engine import encode_on_ray, search_on_ray
 
     path = tmp_path / "corpus.jsonl"
     path.write_text('{"_id": "a", "text": "fine"}\n{"_id": "b", "text": 3}\n', encoding="utf-8")
@@ -307,8 +308,8 @@ def test_worker_errors_reach_the_driver_as_one_line(ray_cluster, tmp_path):
 @pytest.mark.slow
 def test_bundled_minilm_on_ray_ranks_like_local_encoding(ray_cluster, tmp_path):
     pytest.importorskip("sentence_transformers", reason="the real-model check needs sentence-transformers")
-    from rag_eval.execution.ray_engine import encode_on_ray, search_on_ray
-    from rag_eval.retrievers import models
+    from rag_eval._execution.ray_engine import encode_on_ray, search_on_ray
+    from rag_eval._models import files as models
 
     model_path = models.resolve_model("all-MiniLM-L6-v2", "dense").path
     factory = MiniLMFactory(str(model_path))
@@ -376,7 +377,7 @@ class MemoCounter:
 
 
 def test_workers_take_the_encoders_token_counts_and_count_only_the_texts_found_in_the_store(ray_cluster, tmp_path):
-    from rag_eval.execution.ray_engine import encode_on_ray
+    from rag_eval._execution.ray_engine import encode_on_ray
 
     path = write_corpus(tmp_path / "corpus.jsonl")
     doc_ids, texts = local_rows(path)

@@ -10,9 +10,9 @@ import pytest
 
 pytest.importorskip("ray", reason="Ray is not installed (pip install rag-eval[ray])")
 
-from rag_eval.config import load_config  # noqa: E402
-from rag_eval.errors import RetrieverError  # noqa: E402
-from rag_eval.runner import execute  # noqa: E402
+from rag_eval._commands.runner import execute  # noqa: E402
+from rag_eval._core.errors import RetrieverError  # noqa: E402
+from rag_eval._data.config import load_config  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -75,7 +75,7 @@ def test_ray_execution_needs_the_store(tmp_path: Path) -> None:
 )
 def test_what_ray_cannot_run_is_refused_by_the_config(tmp_path: Path, params: str, where: str) -> None:
     # Said when the config loads (so by `validate`), not when the retriever first needs to encode.
-    from rag_eval.errors import ConfigError
+    from rag_eval._core.errors import ConfigError
 
     with pytest.raises(ConfigError) as caught:
         _config(tmp_path, _models.tiny_bi_encoder(), "{engine: ray}", params)
@@ -83,7 +83,7 @@ def test_what_ray_cannot_run_is_refused_by_the_config(tmp_path: Path, params: st
 
 
 def test_a_nested_approximate_index_is_refused_with_ray_too(tmp_path: Path) -> None:
-    from rag_eval.errors import ConfigError
+    from rag_eval._core.errors import ConfigError
 
     path = tmp_path / "nested.yaml"
     path.write_text(
@@ -132,8 +132,8 @@ def _beir_folder(folder: Path) -> Path:
 def test_on_ray_the_workers_read_the_corpus_file_and_the_numbers_are_those_of_local_execution(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from rag_eval.datasets.file_corpus import FileCorpus
-    from rag_eval.execution import ray_engine
+    from rag_eval._data.datasets.file_corpus import FileCorpus
+    from rag_eval._execution import ray_engine
 
     data = _beir_folder(tmp_path / "beir")
     model = _models.tiny_bi_encoder()

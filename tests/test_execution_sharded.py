@@ -1,4 +1,4 @@
-"""Sharded exact search (rag_eval.execution.sharded) equals local exact search, bit for bit, ties included."""
+"""Sharded exact search (rag_eval._execution.sharded) equals local exact search, bit for bit, ties included."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rag_eval.execution.scores import inner_products
-from rag_eval.execution.sharded import merge_top_k, search_shard, shard_bounds
-from rag_eval.retrievers.dense import top_k_blockwise
+from rag_eval._core.scores import inner_products
+from rag_eval._core.topk import top_k_blockwise
+from rag_eval._execution.sharded import merge_top_k, search_shard, shard_bounds
 
 
 def fsum_scores(queries: np.ndarray, passages: np.ndarray) -> np.ndarray:
@@ -196,7 +196,7 @@ def test_shard_bounds_cover_every_row_once():
 
 def test_importing_rag_eval_and_the_engines_does_not_import_ray():
     code = (
-        "import sys, rag_eval, rag_eval.execution.sharded, rag_eval.execution.ray_engine\n"
+        "import sys, rag_eval, rag_eval._execution.sharded, rag_eval._execution.ray_engine\n"
         "heavy = sorted(m for m in ('ray', 'torch', 'pandas', 'pyarrow') if m in sys.modules)\n"
         "print(heavy)\n"
     )

@@ -55,7 +55,7 @@ def _boom(*args, **kwargs):
 
 
 def test_internal_error_is_exit_3_with_one_line_and_the_traceback_in_a_log_file(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr("rag_eval.validate.validate_config", _boom)
+    monkeypatch.setattr("rag_eval._commands.validate.validate_config", _boom)
     monkeypatch.setattr("tempfile.tempdir", str(tmp_path))  # the log goes to tempfile.gettempdir()
     code = main(["validate", str(write_config(tmp_path))])
     err = capsys.readouterr().err
@@ -76,7 +76,7 @@ def test_internal_error_is_exit_3_with_one_line_and_the_traceback_in_a_log_file(
 
 @pytest.mark.parametrize("where", ["before", "after"])
 def test_debug_prints_the_traceback(tmp_path, monkeypatch, capsys, where):
-    monkeypatch.setattr("rag_eval.validate.validate_config", _boom)
+    monkeypatch.setattr("rag_eval._commands.validate.validate_config", _boom)
     config = str(write_config(tmp_path))
     argv = ["--debug", "validate", config] if where == "before" else ["validate", config, "--debug"]
     code = main(argv)
@@ -100,7 +100,7 @@ def test_an_internal_error_is_never_exit_1(tmp_path, monkeypatch, capsys):
     import json
 
     path.write_text(json.dumps(doc))
-    monkeypatch.setattr("rag_eval.regression.compare", _boom)
+    monkeypatch.setattr("rag_eval._compare.regression.compare", _boom)
     monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
     assert main(["compare", str(path), str(path)]) == 3
     assert "internal error" in capsys.readouterr().err
@@ -110,7 +110,7 @@ def test_keyboard_interrupt_is_130(tmp_path, monkeypatch, capsys):
     def interrupted(*args):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("rag_eval.validate.validate_config", interrupted)
+    monkeypatch.setattr("rag_eval._commands.validate.validate_config", interrupted)
     assert main(["validate", str(write_config(tmp_path))]) == 130
     assert capsys.readouterr().err == "rag-eval: interrupted\n"
 

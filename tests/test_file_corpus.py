@@ -1,6 +1,6 @@
 """A corpus kept on disk (FileCorpus) reads as the same corpus the loader holds in memory, for any file.
 
-The reference is the loader in memory (rag_eval.datasets.corpus.load_corpus_file): same ids in
+The reference is the loader in memory (rag_eval._data.datasets.corpus.load_corpus_file): same ids in
 the same order, the same passages, the same dataset fingerprint and ranking-cache digest, the
 same problems refused; and what only a file on disk can do wrong (changing under a run) is said.
 """
@@ -16,12 +16,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rag_eval.datasets import load_dataset
-from rag_eval.datasets.corpus import load_corpus_file
-from rag_eval.datasets.file_corpus import FileCorpus
-from rag_eval.datasets.model import Problems
-from rag_eval.errors import DatasetError
-from rag_eval.retrievers.ranking_cache import corpus_digest
+from rag_eval._core.errors import DatasetError
+from rag_eval._data.datasets import load_dataset
+from rag_eval._data.datasets.corpus import load_corpus_file
+from rag_eval._data.datasets.file_corpus import FileCorpus
+from rag_eval._data.datasets.model import Problems
+from rag_eval._retrievers.corpus_digest import corpus_digest
 
 MESSY_IDS = st.one_of(
     st.sampled_from(["https://example.org/a?b=1#frag", "<dbpedia:Pacific_Ocean>", "docs/guide.md#3-9", "1", "😀"]),
@@ -161,7 +161,7 @@ def test_a_file_corpus_is_read_only_and_travels_without_its_open_file(tmp_path):
 
 @pytest.mark.parametrize("blank", ["\u00a0", "\u3000", "\u2028", "\u0085", "\x1c", " \t "])
 def test_a_line_blank_in_unicodes_sense_is_skipped_as_in_memory_and_by_the_workers(tmp_path, blank):
-    from rag_eval.execution.corpus_stream import read_range
+    from rag_eval._execution.corpus_stream import read_range
 
     path = tmp_path / "corpus.jsonl"
     path.write_text(f'{{"_id": "a", "text": "x"}}\n{blank}\n{{"_id": "b", "text": "y"}}\n', encoding="utf-8")
@@ -180,7 +180,7 @@ def test_a_carriage_return_the_loader_would_end_a_line_at_is_refused_not_miscoun
 
 
 def test_copy_gives_every_passage_as_the_read_only_corpus_in_memory_does(tmp_path):
-    from rag_eval.read_only import read_only_corpus
+    from rag_eval._run.read_only import read_only_corpus
 
     path = _write(tmp_path / "corpus.jsonl", [{"_id": "b", "text": "two"}, {"_id": "a", "text": "one", "title": "T"}])
     disk, memory = read_only_corpus(_index(path)).copy(), read_only_corpus(load_corpus_file(path)).copy()

@@ -1,4 +1,4 @@
-"""Golden values of SEMANTICS.md and the documented semantics of rag_eval.evaluate.
+"""Golden values of SEMANTICS.md and the documented semantics of rag_eval._scoring.evaluate.
 
 Every number below is either printed in SEMANTICS.md ("Golden values") or worked
 out by hand in a comment next to the assertion; none is copied from rag_eval's
@@ -16,8 +16,8 @@ import pandas as pd
 import pytest
 
 from rag_eval import Metric, evaluate, parse_metric, parse_metrics
-from rag_eval.errors import EvaluationError, MetricError, RagEvalError
-from rag_eval.metrics.measures import valid_metric_names
+from rag_eval._core.errors import EvaluationError, MetricError, RagEvalError
+from rag_eval._scoring.metrics.measures import valid_metric_names
 
 
 def printed(text: str) -> pytest.approx:

@@ -8,9 +8,9 @@ import math
 import _models
 import pytest
 
-from rag_eval.errors import RetrieverError
-from rag_eval.retrievers import registry
-from rag_eval.retrievers.hybrid import normalize
+from rag_eval._core.errors import RetrieverError
+from rag_eval._retrievers import registry
+from rag_eval._retrievers.hybrid import normalize
 
 CORPUS = {d: {"title": "", "text": f"passage {d}"} for d in "abcdexy"}
 

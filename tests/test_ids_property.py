@@ -20,13 +20,13 @@ from hypothesis import strategies as st
 from test_differential import FLOAT32_SCORES, TREC_GRADES, TREC_NAMES, TREC_REQUEST, trec_eval_reference
 
 from rag_eval import evaluate
-from rag_eval.engine import read_qrels, read_run
-from rag_eval.metrics.measures import parse_metrics
+from rag_eval._scoring.engine import read_qrels, read_run
+from rag_eval._scoring.metrics.measures import parse_metrics
 
 pytest.importorskip("pytrec_eval")
 
 # Any character but ASCII whitespace (the field separators), control characters (refused in
-# ids, rag_eval.ids) and surrogates (not UTF-8).
+# ids, rag_eval._core.ids) and surrogates (not UTF-8).
 ID_CHARACTERS = st.characters(
     codec="utf-8", exclude_categories=("Cs",), exclude_characters="".join(map(chr, [*range(33), 127]))
 )

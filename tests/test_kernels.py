@@ -1,18 +1,18 @@
 """The kernels' sorting helpers against plain numpy references (lexsort, first occurrence), and the
-engine's vectorised ranking against the one ranking rule (rag_eval.ranking)."""
+engine's vectorised ranking against the one ranking rule (rag_eval._core.ranking)."""
 
 import random
 
 import numpy as np
 import pytest
 
-from rag_eval import ranking
-from rag_eval.engine import from_nested, prepare, read_run
-from rag_eval.engine.packed_ids import PackedIds
-from rag_eval.engine.ranks import RunRanker
-from rag_eval.engine.tables import byte_order_keys
-from rag_eval.metrics.kernels import sort_desc_within_groups
-from rag_eval.trec import format_run
+from rag_eval._core import ranking
+from rag_eval._core.trec import format_run
+from rag_eval._scoring.engine import from_nested, prepare, read_run
+from rag_eval._scoring.engine.packed_ids import PackedIds
+from rag_eval._scoring.engine.ranks import RunRanker
+from rag_eval._scoring.engine.tables import byte_order_keys
+from rag_eval._scoring.metrics.kernels import sort_desc_within_groups
 
 
 def _reference(groups: np.ndarray, values: np.ndarray):
@@ -51,7 +51,7 @@ def test_sort_desc_within_groups_random_whole_and_fractional_grades():
         np.testing.assert_array_equal(got[1], want[1])
 
 
-# ---- the engine's ranking is rag_eval.ranking's rule ---------------------------------------
+# ---- the engine's ranking is rag_eval._core.ranking's rule ---------------------------------------
 
 # Scores that tie, that differ in the last bit only (the sort's scaled keys cannot tell them
 # apart: the exact tie-break must), -0.0 with 0.0, and extremes that stretch the scaling; HUGE makes the

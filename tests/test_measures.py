@@ -6,13 +6,13 @@ import re
 
 import pytest
 
-from rag_eval.errors import MetricError
-from rag_eval.metrics.kernels import KERNELS
-from rag_eval.metrics.measures import FAMILIES, Metric, parse_metric, valid_metric_names
+from rag_eval._core.errors import MetricError
+from rag_eval._scoring.metrics.kernels import KERNELS
+from rag_eval._scoring.metrics.measures import FAMILIES, Metric, parse_metric, valid_metric_names
 
 
 def test_every_ranking_family_has_a_kernel_and_no_kernel_lacks_a_family():
-    # Evidence families are computed by rag_eval.evidence (interval arithmetic), not by a ranking kernel.
+    # Evidence families are computed by rag_eval._scoring.evidence (interval arithmetic), not by a ranking kernel.
     assert set(KERNELS) == {name for name, family in FAMILIES.items() if family.kind == "ranking"}
     assert {name for name, family in FAMILIES.items() if family.kind == "evidence"} == {
         "evidence_recall", "evidence_precision", "evidence_iou"

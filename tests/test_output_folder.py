@@ -1,4 +1,4 @@
-"""An output folder's set of files is replaced as a whole (rag_eval.output_folder).
+"""An output folder's set of files is replaced as a whole (rag_eval._core.output_folder).
 
 The central test kills a process with SIGKILL after every single change on disk that a
 write makes (and, nested, after every change the next write makes while repairing), then
@@ -20,10 +20,10 @@ import pytest
 import yaml
 from conftest import REPO
 
-from rag_eval import output_folder
-from rag_eval.atomic import atomic_write_bytes
-from rag_eval.errors import RagEvalError
-from rag_eval.output_folder import MANIFEST, replace_output_set
+from rag_eval._core import output_folder
+from rag_eval._core.atomic import atomic_write_bytes
+from rag_eval._core.errors import RagEvalError
+from rag_eval._core.output_folder import MANIFEST, replace_output_set
 
 OLD = {"report.md": b"old report\n", "one.json": b'{"set": "old"}\n', "one.run": b"q1 Q0 d1 1 1.0 one\n"}
 NEW = {"report.md": b"new report\n", "two.json": b'{"set": "new"}\n', "two.run": b"q1 Q0 d2 1 2.0 two\n"}
@@ -250,7 +250,7 @@ def test_a_kill_at_any_step_of_a_first_write_leaves_no_folder_or_the_whole_set(t
 HOLDER = textwrap.dedent(
     """
     import sys
-    from rag_eval.output_folder import hold_output_folder
+    from rag_eval._core.output_folder import hold_output_folder
     with hold_output_folder(sys.argv[1]):
         print("held", flush=True)
         sys.stdin.read()

@@ -1,4 +1,4 @@
-"""A run never writes over one of its inputs (rag_eval.run_inputs).
+"""A run never writes over one of its inputs (rag_eval._run.inputs).
 
 The attack: a static retriever reading ``sub/st.json`` with ``output: sub`` had that file
 replaced by its results; ``regression.baseline: out/bm.json`` with ``output: out`` had the
@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 import yaml
 
+from rag_eval._commands.runner import execute, write_outputs
+from rag_eval._core.errors import ConfigError
+from rag_eval._core.output_folder import MANIFEST, read_manifest
+from rag_eval._data.config.schema import load_config
+from rag_eval._run.inputs import check_outputs_are_not_inputs, planned_outputs
 from rag_eval.cli import main
-from rag_eval.config.schema import load_config
-from rag_eval.errors import ConfigError
-from rag_eval.output_folder import MANIFEST, read_manifest
-from rag_eval.run_inputs import check_outputs_are_not_inputs, planned_outputs
-from rag_eval.runner import execute, write_outputs
 
 QUERY_SET = {
     "name": "tiny",
@@ -259,7 +259,7 @@ def test_an_output_folder_inside_the_documents_folder_is_refused_before_anything
     )
     assert main(["run", str(config), "--no-progress"]) == 2
     assert sorted(p.name for p in docs.iterdir()) == ["a.md"]  # nothing written into the documents
-    from rag_eval.validate import validate_config
+    from rag_eval._commands.validate import validate_config
 
     problems, _ = validate_config(config)
     assert problems == [

@@ -1,4 +1,4 @@
-"""Plots: valid, deterministic SVG that draws the numbers of the run (rag_eval.report.plots)."""
+"""Plots: valid, deterministic SVG that draws the numbers of the run (rag_eval._report.plots)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 from conftest import REPO, results_from_columns
 
-from rag_eval.config.schema import load_config
-from rag_eval.report import plots
-from rag_eval.report.plots import (
+from rag_eval._commands.runner import execute
+from rag_eval._data.config.schema import load_config
+from rag_eval._report import plots
+from rag_eval._report.plots import (
     MeanRow,
     SweepPoint,
     at_k_curves,
@@ -28,9 +29,8 @@ from rag_eval.report.plots import (
     sorted_deltas,
     sweep_points,
 )
-from rag_eval.results import Results
-from rag_eval.runner import execute
-from rag_eval.stats import bootstrap_ci
+from rag_eval._scoring.results import Results
+from rag_eval._scoring.stats import bootstrap_ci
 
 SVG = "{http://www.w3.org/2000/svg}"
 XLINK_HREF = "{http://www.w3.org/1999/xlink}href"
@@ -82,7 +82,7 @@ def documents_run():
 
 def test_importing_rag_eval_does_not_import_matplotlib():
     code = (
-        "import sys, rag_eval, rag_eval.report.plots, rag_eval.report.tables_csv, rag_eval.results; "
+        "import sys, rag_eval, rag_eval._report.plots, rag_eval._report.tables_csv, rag_eval._scoring.results; "
         "print(sorted(m for m in ('matplotlib', 'pandas') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO)
@@ -256,7 +256,7 @@ def test_at_k_text_equivalent_holds_the_curve(ocean_run):
 
 
 def test_past_ten_lines_each_line_still_looks_different() -> None:
-    from rag_eval.report.plots import _line_style
+    from rag_eval._report.plots import _line_style
 
     styles = [tuple(sorted(_line_style(i, "o").items())) for i in range(40)]
     assert len(set(styles)) == 40

@@ -12,8 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from rag_eval.errors import RetrieverError
-from rag_eval.retrievers import registry
+from rag_eval._core.errors import RetrieverError
+from rag_eval._core.plugins import config_folder
+from rag_eval._data.config import adapters
+from rag_eval._retrievers import registry
 
 PLUGIN_PKG = Path(__file__).resolve().parent / "plugin_pkg"
 
@@ -116,7 +118,7 @@ def plugin_on_path(installed_plugin, monkeypatch, forget_modules):
 
 
 def test_installed_package_is_found_through_its_entry_point(plugin_on_path):
-    assert {"fake-keyword", "fake-broken"} <= set(registry.known_names())
+    assert {"fake-keyword", "fake-broken"} <= set(adapters.known_names())
     retriever = registry.build("fake-keyword", {"boost": 0.5})
     retriever.index(CORPUS)
     assert retriever.search({"q": "ocean"}, 5) == {"q": {"d1": 1.0, "d2": 0.5}}
@@ -147,13 +149,13 @@ def test_an_entry_point_may_name_a_factory_function(plugin_on_path):
 def test_entry_points_are_read_afresh_not_cached(installed_plugin, monkeypatch, forget_modules):
     # A registry that cached the entry points would keep (or never see) an installed plug-in.
     forget_modules.append("rag_eval_fake_plugin")
-    assert "fake-keyword" not in registry.known_names()
+    assert "fake-keyword" not in adapters.known_names()
     with monkeypatch.context() as patch:
         patch.syspath_prepend(str(installed_plugin))
         importlib.invalidate_caches()
-        assert "fake-keyword" in registry.known_names()
+        assert "fake-keyword" in adapters.known_names()
     importlib.invalidate_caches()
-    assert "fake-keyword" not in registry.known_names()
+    assert "fake-keyword" not in adapters.known_names()
     with pytest.raises(RetrieverError, match="unknown adapter 'fake-keyword'"):
         registry.resolve("fake-keyword")
 
@@ -274,7 +276,7 @@ def test_naming_a_destructive_function_calls_nothing(tmp_path, capsys, command):
 def test_a_marked_factory_function_is_a_retriever(tmp_path, forget_modules):
     write_module(tmp_path, "factory_search", COUNTING + """
 
-from rag_eval.retrievers.registry import retriever_factory
+from rag_eval.extend import retriever_factory
 
 
 @retriever_factory
@@ -286,7 +288,7 @@ def unmarked(score=1.0):
     return FirstDoc(score=score)
 """)
     forget_modules.append("factory_search")
-    with registry.config_folder(tmp_path):
+    with config_folder(tmp_path):
         registry.check("factory_search:make", {"score": 1.5})
         assert not (tmp_path / "calls.txt").exists()
         retriever = registry.build("factory_search:make", {"score": 1.5})
@@ -298,7 +300,7 @@ def unmarked(score=1.0):
 
 
 def test_describe_raising_is_one_line_naming_the_retriever():
-    from rag_eval.retrievers.base import describe
+    from rag_eval._retrievers.base import describe
 
     class Broken:
         def describe(self):
@@ -320,9 +322,9 @@ def test_describe_raising_is_one_line_naming_the_retriever():
 
 def test_the_documented_example_plugin_runs_end_to_end(tmp_path, capsys, forget_modules):
     """docs/examples/keyword_search.yaml through `rag-eval run`, its numbers checked independently."""
+    from rag_eval._data.datasets import load_yaml_query_set
+    from rag_eval._scoring.evaluate import evaluate
     from rag_eval.cli import main
-    from rag_eval.dataset import load_yaml_query_set
-    from rag_eval.evaluate import evaluate
 
     forget_modules.append("keyword_search")
     config = REPO / "docs" / "examples" / "keyword_search.yaml"

@@ -10,11 +10,11 @@ import pytest
 import yaml
 from conftest import REPO
 
-import rag_eval.runner as runner
-from rag_eval.config.schema import load_config
-from rag_eval.output_folder import MANIFEST
-from rag_eval.retrievers.ranking_cache import RankingCacheWarning, plain_answer
-from rag_eval.runner import execute, write_outputs
+import rag_eval._commands.runner as runner
+from rag_eval._commands.runner import execute, write_outputs
+from rag_eval._core.output_folder import MANIFEST
+from rag_eval._data.config.schema import load_config
+from rag_eval._retrievers.ranking_cache import RankingCacheWarning, plain_answer
 
 OCEAN_FACTS = REPO / "datasets" / "ocean_facts.yaml"
 OCEAN_DOCUMENTS = REPO / "datasets" / "ocean_documents.yaml"
@@ -210,7 +210,7 @@ def test_plug_ins_are_never_cached_nor_hybrids_holding_one(tmp_path, calls):
 
 
 def test_a_patched_built_in_is_not_cached(tmp_path, calls, monkeypatch):
-    from rag_eval.retrievers.bm25 import BM25Retriever
+    from rag_eval._retrievers.bm25 import BM25Retriever
 
     original = BM25Retriever.search
     monkeypatch.setattr(BM25Retriever, "search", lambda self, queries, top_k: original(self, queries, top_k))

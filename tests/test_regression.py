@@ -19,10 +19,7 @@ import pytest
 from regression_fixtures import helpers
 from scipy import stats as sps
 
-from rag_eval import stats
-from rag_eval.cli import main
-from rag_eval.errors import ComparisonError, ConfigError, InputFormatError
-from rag_eval.regression import (
+from rag_eval._compare.regression import (
     Gate,
     PairedValues,
     ResultsFile,
@@ -35,7 +32,10 @@ from rag_eval.regression import (
     parse_gate,
     parse_gates,
 )
-from rag_eval.report.comparison import render_comparison, render_verdict_summary
+from rag_eval._core.errors import ComparisonError, ConfigError, InputFormatError
+from rag_eval._report.comparison import render_comparison, render_verdict_summary
+from rag_eval._scoring import stats
+from rag_eval.cli import main
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).resolve().parent / "regression_fixtures"
@@ -257,7 +257,7 @@ def test_bootstrap_ci_is_seeded_and_reproducible(ocean_runs):
 
 def test_direction_comes_from_the_metric_definition(monkeypatch):
     """Pretend nDCG were lower-is-better: the same numbers become an improvement."""
-    from rag_eval.metrics import measures
+    from rag_eval._scoring.metrics import measures
 
     base, cand = hand_pair()
     gate = [make_gate("ndcg@3", 0.0)]
@@ -569,7 +569,7 @@ def test_cli_refuses_two_gates_on_one_metric(tmp_path, capsys):
 
 
 def test_gates_from_config_section():
-    from rag_eval.config.schema import RegressionSpec
+    from rag_eval._data.config.schema import RegressionSpec
 
     spec = RegressionSpec.model_validate(
         {"baseline": "b.json", "gates": {"ndcg@10": {"max_drop": 0.01}, "P_5": {"max_drop": 0.1, "alpha": 0.05}}}
@@ -785,8 +785,8 @@ def test_assert_no_regression_lists_the_failed_gates(bm25_baseline, monkeypatch)
 
 def _weak_values(config):
     """nDCG@10 per query of the reversed BM25 ranking (weak_retriever must be importable)."""
-    from rag_eval.config.schema import load_config
-    from rag_eval.runner import execute
+    from rag_eval._commands.runner import execute
+    from rag_eval._data.config.schema import load_config
 
     run = execute(load_config(config), progress=False)
     (outcome,) = run.outcomes
@@ -838,7 +838,7 @@ def test_run_loads_the_baseline_once_and_builds_each_results_document_once(bm25_
     candidate's results document is the one written to disk, built once."""
     import yaml
 
-    from rag_eval import results_file
+    from rag_eval._run import results_file
 
     reads, built = [], []
     real_read, real_rankings = results_file.read_text, results_file.ranking_with_grades

@@ -19,12 +19,12 @@ import pytest
 import yaml
 from conftest import REPO
 
-from rag_eval.config.schema import LoadedConfig, RunConfig, load_config
-from rag_eval.dataset import Dataset, Query, load_yaml_query_set
-from rag_eval.evaluate import evaluate
-from rag_eval.output import code_span, escape_cell
-from rag_eval.report.markdown import escape_inline, render_run_report
-from rag_eval.runner import RetrieverOutcome, RunOutcome, execute
+from rag_eval._commands.runner import RetrieverOutcome, RunOutcome, execute
+from rag_eval._data.config.schema import LoadedConfig, RunConfig, load_config
+from rag_eval._data.datasets import Dataset, Query, load_yaml_query_set
+from rag_eval._report.format import code_span, escape_cell, escape_inline
+from rag_eval._report.markdown import render_run_report
+from rag_eval._scoring.evaluate import evaluate
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 CREATED = "2025-01-02T03:04:05+00:00"
@@ -225,8 +225,8 @@ RANKINGS = {
     },
 }
 DESCRIPTIONS = {
-    "alpha": {"class": "rag_eval.retrievers.static:StaticRetriever", "source": "runs/alpha.run", "queries": 5},
-    "beta": {"class": "rag_eval.retrievers.bm25:BM25Retriever", "library": "bm25s 0.0.0", "method": "lucene"},
+    "alpha": {"class": "rag_eval._retrievers.static:StaticRetriever", "source": "runs/alpha.run", "queries": 5},
+    "beta": {"class": "rag_eval._retrievers.bm25:BM25Retriever", "library": "bm25s 0.0.0", "method": "lucene"},
 }
 
 
@@ -500,7 +500,7 @@ def per_query_values(report: str, main: str) -> dict[tuple[str, str], str]:
 def test_every_derivation_ends_on_the_value_in_the_per_query_table(overrides):
     run = hand_run(**overrides)
     if run.config.model.top_k == 2:  # what the runner would have kept
-        from rag_eval.ranking import top_k
+        from rag_eval._core.ranking import top_k
 
         for outcome in run.outcomes:
             outcome.ranking = {q: top_k(r, 2) for q, r in outcome.ranking.items()}
@@ -596,7 +596,7 @@ def test_the_report_shows_ids_exactly():
 
 
 def test_retriever_notes_say_how_many_passages_the_embedding_cache_encoded_and_reused():
-    from rag_eval.report.markdown import _description_notes
+    from rag_eval._report.markdown import _description_notes
 
     partial = {"model": "m", "cache": "partial", "passages_encoded": 1, "passages_reused": 5182}
     assert _description_notes(partial) == "model: m; cache: partial (1 passages encoded, 5,182 reused)"
@@ -605,7 +605,7 @@ def test_retriever_notes_say_how_many_passages_the_embedding_cache_encoded_and_r
 
 
 def test_retriever_notes_say_what_an_approximate_index_cost():
-    from rag_eval.report.markdown import _description_notes
+    from rag_eval._report.markdown import _description_notes
 
     cost = {"metric": "ndcg@10", "k": 10, "queries": 300, "overlap_mean": 0.9712, "overlap_min": 0.6,
             "metric_queries": 300, "metric_approx": 0.6512, "metric_exact": 0.653, "metric_difference": -0.0018}
@@ -618,7 +618,7 @@ def test_retriever_notes_say_what_an_approximate_index_cost():
 
 def test_a_reused_ranking_says_its_notes_and_times_are_the_storing_runs():
     # A stranger read "cache: miss (796 passages encoded)" on a run that encoded nothing.
-    from rag_eval.report.markdown import _description_notes
+    from rag_eval._report.markdown import _description_notes
 
     notes = _description_notes({"cache": "miss", "passages_encoded": 796, "passages_reused": 0, "ranking_cache": "hit"})
     assert notes == (

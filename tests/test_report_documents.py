@@ -22,16 +22,16 @@ from hypothesis import given
 from hypothesis import strategies as st
 from test_report import check_golden, rendered_lines, section, table_problems
 
-from rag_eval.chunking import summarize_chunks
-from rag_eval.config.schema import LoadedConfig, RunConfig
-from rag_eval.dataset import Dataset, Query
-from rag_eval.document_run import ChunkingRecord, computable_metrics, own_spans_record
-from rag_eval.evidence import evaluate_evidence
-from rag_eval.report.documents import cut_window, marked_text
-from rag_eval.report.markdown import render_run_report
-from rag_eval.retrievers.truncation import truncation_warning
-from rag_eval.run_outcome import RetrieverOutcome, RunOutcome
-from rag_eval.spans import Chunk, EvidenceSpan, chunk_id
+from rag_eval._core.spans import Chunk, EvidenceSpan, chunk_id
+from rag_eval._data.config.schema import LoadedConfig, RunConfig
+from rag_eval._data.datasets import Dataset, Query
+from rag_eval._models.chunking import summarize_chunks
+from rag_eval._models.embeddings.truncation import truncation_warning
+from rag_eval._report.documents import cut_window, marked_text
+from rag_eval._report.markdown import render_run_report
+from rag_eval._run.documents import ChunkingRecord, computable_metrics, own_spans_record
+from rag_eval._run.outcome import RetrieverOutcome, RunOutcome
+from rag_eval._scoring.evidence import evaluate_evidence
 
 G, N = "guide.md", "notes/b|1.txt"  # the second id holds a pipe: it must stay inside its table cell
 DOCUMENTS = {
@@ -154,7 +154,7 @@ def document_run(**overrides) -> RunOutcome:
             description: dict[str, Any] = {"class": "plugins:OwnSpans"}
             notes = [f"retriever 'own' returns its own spans: chunk-level {', '.join(left)} not computed"]
         else:
-            description = {"class": "rag_eval.retrievers.bm25:BM25Retriever", "truncation": TRUNCATION}
+            description = {"class": "rag_eval._retrievers.bm25:BM25Retriever", "truncation": TRUNCATION}
             chunking = {"method": "fixed", "size": 20, "overlap": 5, "unit": "chars", "library": "hand 1.0"}
             record = ChunkingRecord(
                 "fixed-20", "chunker", chunking, summarize_chunks(CHUNKS, lambda t: len(t.split())), "f" * 16
@@ -274,7 +274,7 @@ def test_summary_separates_comparable_metrics_from_chunk_level(report):
     assert own[1] == "the retriever's own spans"
     assert (
         "**Chunk level**: not comparable across chunkings, because each chunking's ideal ranking is built from "
-        "its own chunks (SEMANTICS.md); compare these only between retrievers that read the same chunking."
+        "its own chunks (docs/semantics.md); compare these only between retrievers that read the same chunking."
     ) in lines
     chunk_table = lines.index("| Retriever | Chunking | ndcg@3 | recall@3 |")
     assert lines[chunk_table + 3] == "| own | the retriever's own spans | – | – |"

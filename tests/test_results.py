@@ -8,8 +8,8 @@ import math
 import pytest
 
 from rag_eval import evaluate
-from rag_eval.metrics.measures import Metric
-from rag_eval.results import MetricDict, Results
+from rag_eval._scoring.metrics.measures import Metric
+from rag_eval._scoring.results import MetricDict, Results
 
 # q1: d1 (grade 1) ranked 2nd behind the unjudged d2; q2: the relevant d3 first.
 JUDGEMENTS = {"q1": {"d1": 1, "d9": 0}, "q2": {"d3": 2}}

@@ -1,4 +1,4 @@
-"""The results file (rag_eval/results_file.py): strict JSON, validated on load, built once.
+"""The results file (rag_eval/_run/results_file.py): strict JSON, validated on load, built once.
 
 Strictness is checked with a JSON parser that refuses NaN and Infinity, as JavaScript's
 JSON.parse, jq and most other languages' parsers do.
@@ -16,10 +16,11 @@ import numpy as np
 import pytest
 import yaml
 
-from rag_eval.cli import main
-from rag_eval.config.schema import load_config
-from rag_eval.errors import InputFormatError, RetrieverError
-from rag_eval.results_file import (
+from rag_eval._commands.runner import execute
+from rag_eval._core.errors import InputFormatError, RetrieverError
+from rag_eval._data.config.schema import load_config
+from rag_eval._run.checks import check_ranking
+from rag_eval._run.results_file import (
     SNIPPET_CHARS,
     SNIPPET_RANKS,
     ResultsFile,
@@ -28,7 +29,7 @@ from rag_eval.results_file import (
     results_json,
     snippet,
 )
-from rag_eval.runner import check_ranking, execute
+from rag_eval.cli import main
 
 REPO = Path(__file__).resolve().parents[1]
 OCEAN = REPO / "datasets" / "ocean_facts.yaml"

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from rag_eval._commands.runner import execute
+from rag_eval._data.config.schema import load_config
 from rag_eval.cli import main
-from rag_eval.config.schema import load_config
-from rag_eval.runner import execute
 
 REPO = Path(__file__).resolve().parents[1]
 

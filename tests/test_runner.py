@@ -21,10 +21,10 @@ import pytest
 import yaml
 from conftest import REPO
 
-from rag_eval.config.schema import load_config
-from rag_eval.dataset import load_yaml_query_set
-from rag_eval.errors import EvaluationError, RetrieverError
-from rag_eval.runner import RESULTS_SCHEMA_VERSION, execute, write_outputs
+from rag_eval._commands.runner import RESULTS_SCHEMA_VERSION, execute, write_outputs
+from rag_eval._core.errors import EvaluationError, RetrieverError
+from rag_eval._data.config.schema import load_config
+from rag_eval._data.datasets import load_yaml_query_set
 
 OCEAN = REPO / "datasets" / "ocean_facts.yaml"
 SEED = ["pacific-largest", "atlantic-separates", "sahara-hot-desert", "indian-third"]
@@ -138,7 +138,7 @@ def test_results_file_is_self_describing(ocean_run):
     assert retriever["params"] == {"k1": 1.2, "b": 0.75, "stemmer": "english", "stopwords": "english"}
     assert retriever["description"]["library"] == f"bm25s {metadata.version('bm25s')}"
     assert retriever["description"]["k1"] == 1.2 and retriever["description"]["method"] == "lucene"
-    assert retriever["description"]["class"] == "rag_eval.retrievers.bm25:BM25Retriever"
+    assert retriever["description"]["class"] == "rag_eval._retrievers.bm25:BM25Retriever"
     # Package versions.
     packages = doc["packages"]
     assert packages["python"] == platform.python_version()
@@ -149,7 +149,7 @@ def test_results_file_is_self_describing(ocean_run):
     assert doc["query_texts"]["q-largest-ocean"] == "Which ocean is the largest?"
     seed = json.loads((out / "seed-ranking.json").read_text())
     assert seed["dataset"]["fingerprint"] == doc["dataset"]["fingerprint"]
-    assert seed["retriever"]["description"] == {"class": "rag_eval.retrievers.static:StaticRetriever", "source": "inline", "queries": 1}
+    assert seed["retriever"]["description"] == {"class": "rag_eval._retrievers.static:StaticRetriever", "source": "inline", "queries": 1}
 
 
 def test_seed_ranking_values_by_hand(ocean_run):

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from rag_eval.config import load_config
-from rag_eval.retrievers import bm25 as bm25_module
-from rag_eval.retrievers.shared_children import SharedChild, shared, sharing
-from rag_eval.runner import execute
+from rag_eval._commands.runner import execute
+from rag_eval._data.config import load_config
+from rag_eval._retrievers import bm25 as bm25_module
+from rag_eval._retrievers.shared_children import SharedChild, shared, sharing
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -121,8 +121,8 @@ def test_only_builtins_inside_a_run_are_shared() -> None:
 
 
 def test_a_hybrid_of_shared_children_keeps_its_ranking_cache_identity() -> None:
-    from rag_eval.retrievers import registry
-    from rag_eval.retrievers.ranking_cache import components
+    from rag_eval._retrievers import registry
+    from rag_eval._retrievers.ranking_cache import components
 
     params = {"retrievers": [{"adapter": "bm25", "params": {"k1": 1.2}}, {"adapter": "bm25"}]}
     alone = components(registry.build("hybrid", params))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rag_eval.evidence import span_grades
+from rag_eval._scoring.evidence import span_grades
 
 EVIDENCE = {"q1": [("d", 10, 20, 2), ("d", 40, 50, 1)], "q2": [("e", 0, 5, 3)]}
 SPANS = {

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from rag_eval.errors import RetrieverError
-from rag_eval.retrievers.static import StaticRetriever
+from rag_eval._core.errors import RetrieverError
+from rag_eval._retrievers.static import StaticRetriever
 
 ID_RULE = "ids are one line of text without tabs or control characters"
 
@@ -44,14 +44,14 @@ def test_folder_fifo_and_device_are_named(tmp_path):
 def test_unreadable_file(tmp_path, monkeypatch):
     path = tmp_path / "rankings.json"
     path.write_text('{"q1": ["a"]}')
-    monkeypatch.setattr("rag_eval.files.os.access", lambda p, mode: os.fspath(p) != os.fspath(path))
+    monkeypatch.setattr("rag_eval._core.files.os.access", lambda p, mode: os.fspath(p) != os.fspath(path))
     assert refused(path=str(path)) == f"static: {path}: permission denied; make the JSON ranking file readable"
 
 
 def test_json_over_the_size_limit(tmp_path, monkeypatch):
     path = tmp_path / "rankings.json"
     path.write_text('{"q1": ["a", "b", "c"]}')
-    monkeypatch.setattr("rag_eval.files.MAX_DOCUMENT_BYTES", 10)
+    monkeypatch.setattr("rag_eval._core.files.MAX_DOCUMENT_BYTES", 10)
     assert refused(path=str(path)).startswith(f"static: {path}: is 23 bytes, over the 10 bytes limit for a JSON ranking")
 
 

@@ -15,10 +15,10 @@ import math
 
 import pytest
 
-from rag_eval.errors import RetrieverError
-from rag_eval.retrievers import registry
-from rag_eval.retrievers.bm25 import BM25Retriever
-from rag_eval.retrievers.static import StaticRetriever
+from rag_eval._core.errors import RetrieverError
+from rag_eval._retrievers import registry
+from rag_eval._retrievers.bm25 import BM25Retriever
+from rag_eval._retrievers.static import StaticRetriever
 
 # ---- static -------------------------------------------------------------------------------------
 
@@ -241,7 +241,7 @@ def test_bm25_matches_bm25s_called_directly():
     import Stemmer
     from conftest import REPO
 
-    from rag_eval.dataset import load_yaml_query_set
+    from rag_eval._data.datasets import load_yaml_query_set
 
     dataset = load_yaml_query_set(REPO / "datasets" / "ocean_facts.yaml")
     doc_ids = list(dataset.corpus)

@@ -1,4 +1,4 @@
-"""Tests for rag_eval.stats against independently derived numbers.
+"""Tests for rag_eval._scoring.stats against independently derived numbers.
 
 Reference values come from scipy (ttest_rel / ttest_1samp, permutation_test,
 bootstrap), closed forms (Student t with 1 and 2 degrees of freedom, binomial
@@ -22,8 +22,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats as sps
 
-from rag_eval import stats
-from rag_eval.stats import (
+from rag_eval._scoring import stats
+from rag_eval._scoring.stats import (
     PairedComparison,
     bootstrap_ci,
     compare_paired,
@@ -426,7 +426,7 @@ def test_bootstrap_batches_do_not_change_the_draws(monkeypatch):
 def test_importing_stats_does_not_load_scipy():
     """The limits are read by the config schema and the CLI parser: importing them must stay cheap."""
     code = (
-        "import sys; from rag_eval.stats import MAX_RESAMPLES, MIN_RESAMPLES; import rag_eval.regression; "
+        "import sys; from rag_eval._scoring.stats import MAX_RESAMPLES, MIN_RESAMPLES; import rag_eval._compare.regression; "
         "print(MIN_RESAMPLES, MAX_RESAMPLES, 'scipy' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

@@ -10,13 +10,13 @@ import pytest
 import yaml
 from conftest import REPO
 
+from rag_eval._commands.validate import validate_config
+from rag_eval._core.errors import ConfigError
+from rag_eval._core.output_folder import MANIFEST
+from rag_eval._data.config.schema import RunConfig, load_config
+from rag_eval._data.config.sweep import value_text
+from rag_eval._run.results_file import load_results_file
 from rag_eval.cli import main
-from rag_eval.config.schema import RunConfig, load_config
-from rag_eval.config.sweep import value_text
-from rag_eval.errors import ConfigError
-from rag_eval.output_folder import MANIFEST
-from rag_eval.results_file import load_results_file
-from rag_eval.validate import validate_config
 
 OCEAN_FACTS = REPO / "datasets" / "ocean_facts.yaml"
 OCEAN_DOCUMENTS = REPO / "datasets" / "ocean_documents.yaml"
@@ -178,7 +178,7 @@ def test_chunker_values_generate_chunkers_shared_by_variants(tmp_path):
 
 
 def test_each_distinct_chunking_is_cut_once_in_a_run(tmp_path, monkeypatch):
-    import rag_eval.chunking as chunking
+    import rag_eval._models.chunking as chunking
 
     cuts: list[dict] = []
     build = chunking.build_chunker
@@ -203,7 +203,7 @@ def test_each_distinct_chunking_is_cut_once_in_a_run(tmp_path, monkeypatch):
 def test_two_grids_over_the_same_values_stay_apart_in_the_sensitivity_table(tmp_path):
     # Both templates vary size x overlap: a row keyed by "overlap=0" alone held one template's means and
     # silently dropped the other's (found on the chroma sweep, bm25 and dense over the same chunkings).
-    from rag_eval.results_file import load_results_file as load
+    from rag_eval._run.results_file import load_results_file as load
 
     config = load_config(write(tmp_path, chunked_config()))
     assert config.variant_templates["bm25-soft.size-80.overlap-0"] == "bm25-soft"

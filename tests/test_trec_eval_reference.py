@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from rag_eval import evaluate
-from rag_eval.engine import read_qrels, read_run
-from rag_eval.metrics.measures import parse_metrics
+from rag_eval._scoring.engine import read_qrels, read_run
+from rag_eval._scoring.metrics.measures import parse_metrics
 
 CUTS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
 TREC_MEASURES = (

@@ -13,10 +13,11 @@ import random
 import numpy as np
 import pytest
 
-from rag_eval import engine, trec
-from rag_eval.engine import reader
-from rag_eval.engine.packed_ids import PackedIds
-from rag_eval.errors import InputFormatError
+from rag_eval._core import trec
+from rag_eval._core.errors import InputFormatError
+from rag_eval._scoring import engine
+from rag_eval._scoring.engine import reader
+from rag_eval._scoring.engine.packed_ids import PackedIds
 
 
 def reference(path, value_index):
@@ -159,7 +160,7 @@ def test_packed_ids_round_trip_in_memory_proportional_to_the_ids():
 def test_results_survive_hash_collisions(tmp_path, monkeypatch):
     """Every match is confirmed on the ids, so even a hash that collides always is exact."""
     from rag_eval import evaluate
-    from rag_eval.engine import tables
+    from rag_eval._scoring.engine import tables
 
     rng = random.Random(5)
     qrels = {f"q{q}": {f"d{rng.randint(0, 40)}": rng.randint(0, 3) for _ in range(15)} for q in range(20)}
@@ -218,7 +219,7 @@ def test_files_joined_in_small_blocks_agree_with_the_dict_join(tmp_path, monkeyp
     """Large inputs are hashed and looked up a block at a time; forcing tiny blocks (and
     judged queries the run never answered) must give the same numbers as the dict join."""
     from rag_eval import evaluate
-    from rag_eval.engine import tables
+    from rag_eval._scoring.engine import tables
 
     rng = random.Random(block)
     qrels = {f"q{q}": {f"d{rng.randint(0, 60)}": rng.randint(0, 3) for _ in range(12)} for q in range(25)}

@@ -9,8 +9,8 @@ import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from rag_eval.retrievers import models  # noqa: E402
-from rag_eval.retrievers.truncation import model_max_length, truncation_report, truncation_warning  # noqa: E402
+from rag_eval._models import files as models  # noqa: E402
+from rag_eval._models.embeddings.truncation import model_max_length, truncation_report, truncation_warning  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -2,7 +2,7 @@
 
 The reference works on sets of (document, character) pairs and plain loops, written from
 the definitions in SEMANTICS.md ("Documents, chunks and evidence"), and shares no code
-with rag_eval.evidence: the end-to-end tests compare what `rag-eval run` wrote with it.
+with rag_eval._scoring.evidence: the end-to-end tests compare what `rag-eval run` wrote with it.
 """
 
 from __future__ import annotations

@@ -117,7 +117,7 @@ def assert_tables_well_formed(markdown: str) -> list[list[list[str]]]:
 
 
 def holm_by_hand(p_values: list[float]) -> list[float]:
-    """Holm-Bonferroni written out step by step (independent of rag_eval.stats.holm)."""
+    """Holm-Bonferroni written out step by step (independent of rag_eval._scoring.stats.holm)."""
     m = len(p_values)
     order = sorted(range(m), key=lambda i: p_values[i])
     adjusted = [math.nan] * m

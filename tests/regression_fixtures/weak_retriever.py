@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from rag_eval.retrievers.bm25 import BM25Retriever
+from rag_eval._retrievers.bm25 import BM25Retriever
 
 
 class ReversedBM25:

@@ -1,0 +1,124 @@
+"""``rag-eval validate``: every check that needs no retrieval, all problems at once."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import ValidationError
+
+from rag_eval._commands.runner import build_retriever, check_chunking_use, load_config_dataset
+from rag_eval._core.errors import ConfigError, RagEvalError
+from rag_eval._core.output_folder import check_output_folder, check_replaceable
+from rag_eval._core.yaml_loader import load_yaml
+from rag_eval._data.config.schema import DatasetSpec, load_config
+from rag_eval._data.datasets import load_dataset
+from rag_eval._models.chunking import check_chunker
+from rag_eval._models.chunking.tokenizers import tokenizer_file
+from rag_eval._run.inputs import check_outputs_are_not_inputs, planned_outputs
+
+if TYPE_CHECKING:
+    from rag_eval._data.config.schema import LoadedConfig
+
+
+def validate_config(path: str | Path) -> tuple[list[str], str]:
+    """Check the config, its dataset and its retrievers; return (problems, summary).
+
+    Retrievers are checked, never built: each adapter is resolved to a retriever
+    class (import strings are imported, which runs their import-time code) and its
+    parameters are validated against the class's ``Params`` model or constructor
+    signature; no constructor, ``index`` or ``search`` is called.
+    """
+
+    try:
+        config = load_config(path)
+    except RagEvalError as error:
+        return error.problems + _dataset_problems_of_invalid_config(Path(path)), ""
+    problems: list[str] = []
+    dataset = None
+    try:
+        dataset = load_config_dataset(config)
+    except RagEvalError as error:
+        problems += error.problems
+    for spec in config.model.retrievers:
+        try:
+            build_retriever(spec, config, instantiate=False)
+        except RagEvalError as error:
+            problems += error.problems
+    problems += _chunking_problems(config, dataset)
+    regression = config.model.regression
+    if regression is not None and not config.resolve(regression.baseline).is_file():
+        problems.append(f"{config.path}: regression.baseline: {config.resolve(regression.baseline)}: no such file")
+    problems += _output_problems(config)
+    if problems or dataset is None:
+        return problems, ""
+    what = "documents" if dataset.has_documents else "passages"
+    summary = (
+        f"{config.path}: OK: dataset {dataset.name} ({len(dataset.queries)} queries, {len(dataset.corpus)} {what}, "
+        f"fingerprint {dataset.fingerprint}), {len(config.model.retrievers)} retriever(s), "
+        + (f"{config.sweep_summary}, " if config.sweep_summary else "")
+        + f"metrics {', '.join(config.model.metrics)}"
+    )
+    return problems, summary
+
+
+def _chunking_problems(config: LoadedConfig, dataset: Any) -> list[str]:
+    """Each chunker's parameters (nothing is chunked, no custom chunker called) and their use with the dataset."""
+
+    problems: list[str] = []
+    for name, spec in config.model.chunking.items():
+        try:
+            check_chunker(name, spec, config.base)
+        except RagEvalError as error:
+            problems += [f"{config.path}: {problem}" for problem in error.problems]
+    tokenizer = config.model.evaluation.tokenizer
+    if tokenizer != "words":
+
+        try:
+            tokenizer_file(tokenizer, "evaluation.tokenizer")
+        except RagEvalError as error:
+            problems += [f"{config.path}: {problem}" for problem in error.problems]
+    if dataset is not None:
+        try:
+            check_chunking_use(config, dataset)
+        except RagEvalError as error:
+            problems += error.problems
+    return problems
+
+
+def _dataset_problems_of_invalid_config(path: Path) -> list[str]:
+    """The dataset's own problems when the rest of the config is invalid (all problems at once).
+
+    Nothing is added when the file cannot be read or its dataset section is itself
+    invalid: those problems are already in the config's list.
+    """
+
+
+    try:
+        raw = load_yaml(path)
+        spec = DatasetSpec.model_validate(raw["dataset"])
+        load_dataset(spec.model_dump(exclude_none=True), base=path.parent)
+    except RagEvalError as error:
+        return [] if isinstance(error, ConfigError) and str(error).startswith(f"{path}:") else error.problems
+    except (ValidationError, KeyError, TypeError):
+        return []
+    return []
+
+
+def _output_problems(config: LoadedConfig) -> list[str]:
+    """What `run` would refuse about its outputs, checked the same way without writing or locking anything:
+    the output folder itself, outputs that would replace an input, and files in the way that rag_eval did not write.
+    """
+
+    outputs = planned_outputs(config, comparison=config.model.regression is not None)
+    problems = []
+    for check in (
+        lambda: check_outputs_are_not_inputs(config, outputs),
+        lambda: check_output_folder(config.output_dir, config.path),
+        lambda: check_replaceable(config.output_dir, outputs) if config.output_dir.is_dir() else None,
+    ):
+        try:
+            check()
+        except RagEvalError as error:
+            problems += error.problems
+    return problems

@@ -1,0 +1,199 @@
+"""Opening the user's input files: one home for every check made before reading.
+
+Every reader of a user file (config, query set, corpus, qrels, run, results,
+cache) goes through :func:`check_input_file` or :func:`read_text`, so that a
+folder, a FIFO, a device, a symlink loop, an unreadable or oversized file gets
+the same one-line error naming the path, what it is and the fix, instead of a
+hang (a FIFO), a MemoryError (/dev/zero) or a traceback (PermissionError).
+
+A leading UTF-8 byte-order mark is never part of the content: Excel and some
+Windows tools write one, and it would otherwise become part of the first id.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import re
+import stat
+from pathlib import Path
+from typing import Any
+
+from rag_eval._core.errors import InputFormatError, RagEvalError
+
+BOM = b"\xef\xbb\xbf"
+
+MiB = 1 << 20
+# Whole-file formats are read into memory and parsed into Python objects (several
+# times their size): refuse past these sizes rather than fail with MemoryError.
+MAX_CONFIG_BYTES = 16 * MiB  # a run config
+MAX_DOCUMENT_BYTES = 512 * MiB  # a YAML or JSON query set, corpus, stored ranking or results file
+# Line formats (TREC, JSONL, TSV, CSV) are streamed and have no size limit.
+
+_KINDS = (
+    (stat.S_ISDIR, "a folder"),
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def describe_kind(mode: int) -> str | None:
+    """What a non-regular file is ("a folder", "a FIFO (named pipe)", ...); None for a regular file."""
+    for test, name in _KINDS:
+        if test(mode):
+            return name
+    return None if stat.S_ISREG(mode) else "not a regular file"
+
+
+def check_input_file(
+    path: str | os.PathLike[str],
+    what: str = "file",
+    max_bytes: int | None = None,
+    error: type[RagEvalError] = InputFormatError,
+) -> Path:
+    """Check that ``path`` is a readable regular file (under ``max_bytes``); return it as a Path.
+
+    Never opens a FIFO or device (which could block forever or never end); a
+    failure raises ``error`` with one line: ``PATH: is a FIFO (named pipe), expected a
+    results file``.
+    """
+    path = Path(path)
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        hint = "" if path.parent.exists() or str(path.parent) in ("", ".") else f" (folder {path.parent} does not exist)"
+        raise error(f"{path}: no such file{hint}; expected a {what}") from None
+    except OSError as failure:
+        raise error(f"{path}: cannot be opened ({_reason(failure)}); expected a {what}") from None
+    kind = describe_kind(info.st_mode)
+    if kind is not None:
+        raise error(f"{path}: is {kind}, expected a {what} (a regular file)")
+    if max_bytes is not None and info.st_size > max_bytes:
+        raise error(
+            f"{path}: is {_size(info.st_size)}, over the {_size(max_bytes)} limit for a {what}; "
+            "split it or use a line format (JSONL, TSV, TREC) that is streamed"
+        )
+    if not os.access(path, os.R_OK):
+        raise error(f"{path}: permission denied; make the {what} readable")
+    return path
+
+
+def read_bytes(
+    path: str | os.PathLike[str],
+    what: str = "file",
+    max_bytes: int | None = MAX_DOCUMENT_BYTES,
+    error: type[RagEvalError] = InputFormatError,
+) -> bytes:
+    """The bytes of a checked input file, a leading BOM removed."""
+    path = check_input_file(path, what, max_bytes, error)
+    try:
+        data = path.read_bytes()
+    except OSError as failure:  # a race with the checks above, or an I/O error
+        raise error(f"{path}: cannot be read ({_reason(failure)})") from None
+    return data.removeprefix(BOM)
+
+
+def read_text(
+    path: str | os.PathLike[str],
+    what: str = "file",
+    max_bytes: int | None = MAX_DOCUMENT_BYTES,
+    error: type[RagEvalError] = InputFormatError,
+) -> str:
+    """The UTF-8 text of a checked input file, a leading BOM removed.
+
+    Text that is not UTF-8 raises ``error`` naming the line and column of the first bad byte.
+    """
+    data = read_bytes(path, what, max_bytes, error)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as failure:
+        raise error(f"{Path(path)}: {not_utf8(data, failure)}") from None
+
+
+# json.loads recurses once per nesting level and gives out near Python's recursion limit
+# (about 1000); when it does, the first place nested deeper than this is named.
+JSON_NESTING_SHOWN = 500
+_JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+
+
+def parse_json(
+    text: str,
+    source: str | os.PathLike[str],
+    error: type[RagEvalError] = InputFormatError,
+    line: int | None = None,
+) -> Any:
+    """``json.loads(text)``, every failure one line: ``SOURCE: line L: invalid JSON: ... (column C)``.
+
+    Besides syntax errors this covers a document nested too deeply for Python's
+    stack (RecursionError, with the place it gets too deep) and an integer too long
+    to convert (ValueError). ``line``: ``text`` is that line of a JSON Lines file,
+    named ``SOURCE:LINE:`` as line formats are.
+    """
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as failure:
+        where = _json_place(source, line, failure.lineno)
+        raise error(f"{where}: invalid JSON: {failure.msg} (column {failure.colno})") from None
+    except RecursionError:
+        offset = _deeper_than(text, JSON_NESTING_SHOWN) or 0
+        text_line, column = _line_column(text, offset)
+        raise error(
+            f"{_json_place(source, line, text_line)}: invalid JSON: nested more than {JSON_NESTING_SHOWN} levels deep "
+            f"(column {column}); flatten the structure"
+        ) from None
+    except ValueError as failure:  # an integer of more than 4300 digits (sys.get_int_max_str_digits)
+        reason = " ".join(str(failure).split(";")[0].split())
+        where = f"{source}:{line}" if line is not None else str(source)
+        raise error(f"{where}: invalid JSON: a number is too long to read ({reason})") from None
+
+
+def _json_place(source: str | os.PathLike[str], line: int | None, text_line: int) -> str:
+    return f"{source}:{line + text_line - 1}" if line is not None else f"{source}: line {text_line}"
+
+
+def _deeper_than(text: str, limit: int) -> int | None:
+    """Offset of the first bracket nested more than ``limit`` deep, or None (strings skipped)."""
+    depth = 0
+    for token in _JSON_TOKEN.finditer(text):
+        kind = token.group()[0]
+        if kind in "[{":
+            depth += 1
+            if depth > limit:
+                return token.start()
+        elif kind in "]}":
+            depth -= 1
+    return None
+
+
+def _line_column(text: str, offset: int) -> tuple[int, int]:
+    line = text.count("\n", 0, offset) + 1
+    return line, offset - (text.rfind("\n", 0, offset) + 1) + 1
+
+
+def not_utf8(data: bytes, failure: UnicodeDecodeError) -> str:
+    """``line L, column C: not UTF-8 text (...)`` for a decoding failure in ``data``."""
+    line = data.count(b"\n", 0, failure.start) + 1
+    column = failure.start - (data.rfind(b"\n", 0, failure.start) + 1) + 1
+    return (
+        f"line {line}, column {column}: not UTF-8 text (byte 0x{data[failure.start]:02x}: {failure.reason}); "
+        "save the file as UTF-8"
+    )
+
+
+def _reason(failure: OSError) -> str:
+    if failure.errno == errno.ELOOP:
+        return "a symbolic link loop"
+    if failure.errno == errno.EACCES:
+        return "permission denied"
+    return failure.strerror or type(failure).__name__
+
+
+def _size(n: int) -> str:
+    if n >= 1 << 30:
+        return f"{n / (1 << 30):.1f} GiB"
+    if n >= MiB:
+        return f"{n / MiB:.1f} MiB"
+    return f"{n} bytes"

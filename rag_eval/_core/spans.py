@@ -1,0 +1,86 @@
+"""Spans of documents: evidence, chunks and their ids, in one place.
+
+A position in a document is a code-point offset (a Python ``str`` index), and a span
+is ``[start, end)`` with ``0 <= start < end <= len(document)`` (docs/semantics.md,
+"Documents, chunks and evidence"). A chunk id names its document and its position,
+``<doc id>#<start>-<end>``, so that the same span has the same id whether the
+harness chunked the document or a retriever returned the span itself, and so that
+ties between chunks break the same way everywhere (rag_eval._core.ranking, by id bytes).
+The id is read back from the right: a document id may itself hold ``#`` and ``-``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_POSITION = re.compile(r"#([0-9]+)-([0-9]+)\Z")
+
+
+@dataclass(frozen=True)
+class EvidenceSpan:
+    """A graded span of a document that answers a query (grade > 0)."""
+
+    doc: str
+    start: int
+    end: int
+    grade: float = 1.0
+
+    @property
+    def length(self) -> int:
+        """Characters (code points) in the span."""
+        return self.end - self.start
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A piece of a document: its offsets and exactly ``document[start:end]``."""
+
+    doc: str
+    start: int
+    end: int
+    text: str
+
+    @property
+    def id(self) -> str:
+        """``<doc>#<start>-<end>``: the chunk's document and position."""
+        return chunk_id(self.doc, self.start, self.end)
+
+    @property
+    def length(self) -> int:
+        """Characters (code points) in the chunk."""
+        return self.end - self.start
+
+
+def chunk_id(doc: str, start: int, end: int) -> str:
+    """The id of the span ``[start, end)`` of document ``doc``: ``<doc>#<start>-<end>``."""
+    return f"{doc}#{start}-{end}"
+
+
+def parse_chunk_id(value: str) -> tuple[str, int, int] | None:
+    """``(doc, start, end)`` of a chunk id written by :func:`chunk_id`, or None when it is not one."""
+    match = _POSITION.search(value)
+    if match is None or match.start() == 0:
+        return None
+    start, end = int(match.group(1)), int(match.group(2))
+    if end <= start:
+        return None
+    return value[: match.start()], start, end
+
+
+def span_problem(start: object, end: object, length: int) -> str | None:
+    """Why ``[start, end)`` is not a span of a document of ``length`` characters, or None.
+
+    Offsets are ints (not bools, not floats: 3.0 is refused rather than guessed).
+    """
+    for name, value in (("start", start), ("end", end)):
+        if isinstance(value, bool) or not isinstance(value, int):
+            return f"{name} {value!r} is not an integer offset"
+    assert isinstance(start, int) and isinstance(end, int)
+    if start < 0:
+        return f"start {start} is negative; offsets count characters from 0"
+    if end <= start:
+        return f"end {end} is not after start {start}; a span is [start, end) with end > start"
+    if end > length:
+        return f"end {end} is past the end of the document ({length:,} characters)"
+    return None

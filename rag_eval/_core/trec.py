@@ -1,0 +1,32 @@
+"""TREC run text (``qid Q0 doc_id rank score tag``) and qrels text (``qid 0 doc_id grade``).
+
+Reading TREC (and BEIR) files is the evaluation engine's job (rag_eval._scoring.engine):
+the reader turns a file into columns for the join. Formatting a run needs none of
+that, so it lives here, on its own, for the runner's ``.run`` files.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from rag_eval._core.ranking import ranked
+
+
+def format_run(run: Mapping[str, Mapping[str, float]], tag: str = "rag_eval") -> str:
+    """``{qid: {doc_id: score}}`` as TREC run text, each query ranked by rag_eval._core.ranking."""
+    lines = []
+    for qid in sorted(run):
+        for rank, (doc, score) in enumerate(ranked(run[qid]), start=1):
+            lines.append(f"{qid}\tQ0\t{doc}\t{rank}\t{score!r}\t{tag}\n")
+    return "".join(lines)
+
+
+def format_qrels(judgements: Mapping[str, Mapping[str, float]]) -> str:
+    """``{qid: {doc_id: grade}}`` as TREC qrels text, sorted; integral grades written as integers (trec_eval's form)."""
+    lines = []
+    for qid in sorted(judgements):
+        for doc in sorted(judgements[qid]):
+            grade = float(judgements[qid][doc])
+            shown = str(int(grade)) if grade.is_integer() else repr(grade)
+            lines.append(f"{qid}\t0\t{doc}\t{shown}\n")
+    return "".join(lines)

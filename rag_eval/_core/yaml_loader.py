@@ -1,0 +1,232 @@
+"""Read YAML purely (safe_load) and safely: bounded size, nesting and alias expansion.
+
+Every YAML file a run reads (the config, a query set, a YAML corpus) goes through
+:func:`load_yaml`, so each gets the same one-line errors: the file checks of
+:mod:`rag_eval.files` (a folder, a FIFO, /dev/zero, an unreadable or oversized
+file, text that is not UTF-8), syntax errors with line and column, a key repeated
+in one mapping, and the two ways a tiny YAML file can explode:
+
+- an alias bomb ("billion laughs"): aliases that refer to anchors holding aliases
+  multiply. PyYAML builds them as shared objects, so the load itself is cheap, but
+  whatever walks the result afterwards (validation, writing params to a results
+  file) expands them: a 495-byte config once produced a 407 MB results file. The
+  nodes that aliases add when expanded are counted while the document is composed
+  and refused past :data:`MAX_ALIAS_NODES`; an alias inside its own anchor (a
+  recursive structure, which no reader can expand) is refused too.
+- deep nesting: 20,000 nested brackets overflow Python's stack in the composer.
+  Nesting, counted through aliases, is refused past :data:`MAX_NESTING` levels.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, NoReturn
+
+import yaml
+from yaml.events import AliasEvent, CollectionStartEvent
+from yaml.nodes import CollectionNode, MappingNode, Node
+
+from rag_eval._core.errors import ConfigError, RagEvalError
+from rag_eval._core.files import MAX_CONFIG_BYTES, read_text
+
+# Nodes (scalars, sequences, mappings, keys included) that aliases may add to one document
+# when expanded. Anchors for shared parameters add tens; an alias bomb adds billions.
+MAX_ALIAS_NODES = 100_000
+# Nesting levels of one document. Configs and query sets nest fewer than ten; Python's
+# stack (and every recursive reader of the result) gives out at a few hundred.
+MAX_NESTING = 100
+
+# A number with an exponent that YAML 1.1 (PyYAML) reads as text: its floats need a dot and a
+# signed exponent, so 1e3 and 1.0e308 are strings while 1.0e+3 is a float.
+_EXPONENT_NUMBER = re.compile(r"[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)[eE][-+]?[0-9]+", re.ASCII)
+
+
+class NumberAsText(str):
+    """An unquoted scalar such as ``1e3`` that YAML 1.1 read as text although it reads as a number.
+
+    It is an ordinary ``str`` everywhere (``1e3`` may be an id); only messages look at the
+    type, to say why a number field got text and how to write the number (:meth:`advice`).
+    """
+
+    __slots__ = ()
+
+    def advice(self) -> str:
+        """Why YAML read this as text, and the same number written so that YAML reads a number."""
+        mantissa, _, exponent = self.lower().partition("e")
+        if "." not in mantissa:
+            mantissa += ".0"
+        if exponent[:1] not in "+-":
+            exponent = "+" + exponent
+        forms = [f"{mantissa}e{exponent}"]
+        value = float(self)
+        if value.is_integer() and abs(value) < 1e16:  # whole and exact: plain digits read best
+            forms.insert(0, str(int(value)))
+        return (
+            f"YAML reads {self} as text, not as a number: in YAML 1.1 a number with an exponent needs a dot "
+            f"and a sign in the exponent; write {' or '.join(forms)}"
+        )
+
+
+def load_yaml(
+    path: str | Path,
+    what: str = "YAML file",
+    max_bytes: int | None = MAX_CONFIG_BYTES,
+    error: type[RagEvalError] = ConfigError,
+) -> Any:
+    """Parse one YAML file; every problem raises ``error`` as one line naming the file and place.
+
+    ``what`` names the file in messages ("no such file; expected a query set"),
+    ``max_bytes`` bounds its size. A key repeated in one mapping is an error:
+    plain ``safe_load`` would keep the last value silently (a query judging the
+    same passage twice, two ``metrics:`` keys in a config).
+    """
+    path = Path(path)
+    return parse_yaml(read_text(path, what, max_bytes, error), path, error)
+
+
+def parse_yaml(text: str, source: str | Path, error: type[RagEvalError] = ConfigError) -> Any:
+    """Parse YAML ``text`` read from ``source`` (named in errors) with the limits of this module."""
+
+    try:
+        return yaml.load(text, Loader=_safe_loader())  # a SafeLoader: no arbitrary objects
+    except yaml.MarkedYAMLError as failure:
+        mark = failure.problem_mark or failure.context_mark
+        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "somewhere"
+        problem = " ".join((failure.problem or failure.context or "invalid YAML").split())
+        raise error(f"{source}: {where}: invalid YAML: {problem}") from None
+    except yaml.YAMLError as failure:
+        raise error(f"{source}: invalid YAML: {' '.join(str(failure).split())}") from None
+    except RecursionError:  # a path the nesting limit does not cover; never a traceback
+        raise error(f"{source}: invalid YAML: nested too deeply; at most {MAX_NESTING} levels") from None
+
+
+@lru_cache(maxsize=1)
+def _safe_loader() -> type:
+
+    def _refuse(problem: str, mark: Any) -> NoReturn:
+        raise yaml.composer.ComposerError(None, None, problem, mark)
+
+    class SafeBoundedLoader(yaml.SafeLoader):
+        """SafeLoader refusing repeated keys, alias bombs, recursive aliases and deep nesting."""
+
+        def __init__(self, stream: Any) -> None:
+            super().__init__(stream)
+            self._depth = 0
+            self._alias_nodes = 0
+            # Expanded (size, depth) of each aliased node, by id: each anchor is measured once.
+            self._measured: dict[int, tuple[int, int]] = {}
+
+        def compose_node(self, parent: Node | None, index: Any) -> Node | None:
+            event = self.peek_event()
+            if isinstance(event, AliasEvent):
+                node = super().compose_node(parent, index)  # raises for an undefined alias
+                if node is not None:
+                    self._check_alias(event, node)
+                return node
+            self._depth += 1
+            try:
+                if self._depth > MAX_NESTING and isinstance(event, CollectionStartEvent):
+                    _refuse(
+                        f"nested more than {MAX_NESTING} levels deep; flatten the structure",
+                        event.start_mark,
+                    )
+                return super().compose_node(parent, index)
+            finally:
+                self._depth -= 1
+
+        def _check_alias(self, event: AliasEvent, node: Node) -> None:
+            if isinstance(node, CollectionNode) and node.end_mark is None:
+                # The anchored collection is still open: the alias is inside it.
+                _refuse(
+                    f"alias *{event.anchor} refers to a collection that contains it "
+                    "(a recursive structure); write the data out without the cycle", event.start_mark,
+                )
+            size, depth = self._measure(node)
+            self._alias_nodes += size
+            if self._alias_nodes > MAX_ALIAS_NODES:
+                _refuse(
+                    f"alias *{event.anchor} expands the document's aliases past {MAX_ALIAS_NODES:,} "
+                    "nodes (an alias bomb?); write the repeated parts out or repeat less", event.start_mark,
+                )
+            if self._depth + depth > MAX_NESTING:
+                _refuse(
+                    f"alias *{event.anchor} nests the document more than {MAX_NESTING} levels deep; "
+                    "flatten the structure", event.start_mark,
+                )
+
+        def _measure(self, node: Node) -> tuple[int, int]:
+            """(nodes, levels) of ``node`` with every alias inside it expanded."""
+            known = self._measured.get(id(node))
+            if known is not None:
+                return known
+            size, depth = 1, 0
+            if isinstance(node, MappingNode):
+                children = [child for pair in node.value for child in pair]
+            elif isinstance(node, CollectionNode):
+                children = list(node.value)
+            else:
+                children = []
+            for child in children:
+                child_size, child_depth = self._measure(child)
+                size += child_size
+                depth = max(depth, child_depth)
+                if size > MAX_ALIAS_NODES:
+                    break  # already too many: the caller refuses it
+            result = (size, depth + 1 if children or isinstance(node, CollectionNode) else depth)
+            self._measured[id(node)] = result
+            return result
+
+    def construct_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode, deep: bool = False) -> Any:
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue  # keys merged in with << may be overridden, as YAML allows
+            key = loader.construct_object(key_node, deep=deep)
+            try:
+                first = seen.get(key)
+            except TypeError:
+                continue  # an unhashable key: SafeLoader reports it
+            if first is not None:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"key {_short(key)} appears twice in one mapping (first on line {first + 1})",
+                    key_node.start_mark,
+                )
+            seen[key] = key_node.start_mark.line
+        return yaml.SafeLoader.construct_mapping(loader, node, deep=deep)
+
+    def located(construct: Any, kind: str) -> Any:
+        # int('1' * 5000) and date(2024, 2, 30) raise ValueError without a place: give them the node's.
+        def construct_scalar(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> Any:
+            try:
+                return construct(loader, node)
+            except ValueError as failure:
+                reason = " ".join(str(failure).split(";")[0].split())
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"cannot read {_short(node.value)} as {kind} ({reason}); "
+                    "quote it to keep it as text", node.start_mark,
+                ) from None
+
+        return construct_scalar
+
+    def construct_str(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> Any:
+        value = yaml.SafeLoader.construct_yaml_str(loader, node)
+        # style None: written without quotes. A quoted '1e3' is text on purpose.
+        if node.style is None and _EXPONENT_NUMBER.fullmatch(value):
+            return NumberAsText(value)
+        return value
+
+    SafeBoundedLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, construct_mapping)
+    SafeBoundedLoader.add_constructor("tag:yaml.org,2002:str", construct_str)
+    for tag, construct, kind in (
+        ("tag:yaml.org,2002:int", yaml.SafeLoader.construct_yaml_int, "an integer"),
+        ("tag:yaml.org,2002:timestamp", yaml.SafeLoader.construct_yaml_timestamp, "a date"),
+    ):
+        SafeBoundedLoader.add_constructor(tag, located(construct, kind))
+    return SafeBoundedLoader
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."

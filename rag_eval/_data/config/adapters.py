@@ -1,0 +1,60 @@
+"""The names a config may give as a retriever's ``adapter``: built-ins, plug-ins and import strings.
+
+Checking a name imports nothing: built-in names map to lazy ``"module:Class"`` strings, and
+an import string is checked for its form only. :mod:`rag_eval._retrievers.registry` resolves
+and builds them.
+"""
+
+from __future__ import annotations
+
+import difflib
+from importlib.metadata import entry_points
+from typing import Any
+
+from rag_eval._core.errors import RetrieverError
+
+ENTRY_POINT_GROUP = "rag_eval.retrievers"
+
+
+BUILTIN: dict[str, str] = {
+    "static": "rag_eval._retrievers.static:StaticRetriever",
+    "bm25": "rag_eval._retrievers.bm25:BM25Retriever",
+    "dense": "rag_eval._retrievers.dense:DenseRetriever",
+    "cross_encoder": "rag_eval._retrievers.cross_encoder:CrossEncoderReranker",
+    "hybrid": "rag_eval._retrievers.hybrid:HybridRetriever",
+}
+
+
+def plugin_names() -> dict[str, Any]:
+    """Entry points of installed plug-ins, by name (read afresh on every call)."""
+    return {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
+
+
+def known_names() -> list[str]:
+    """Every name a config may use as an adapter (built-ins and plug-ins)."""
+    return sorted(set(BUILTIN) | set(plugin_names()))
+
+
+def is_import_string(name: str) -> bool:
+    """``package.module:Class`` form."""
+    return ":" in name
+
+
+def check_adapter_name(name: str) -> None:
+    """Raise a RetrieverError with a hint when ``name`` is not a known adapter.
+
+    Import strings are not imported here (loading a config stays cheap and safe);
+    they are resolved when the retriever is checked or built.
+    """
+    if is_import_string(name):
+        module, _, attr = name.partition(":")
+        if not module or not attr:
+            raise RetrieverError(f"adapter {name!r} is not of the form 'package.module:Class'")
+        return
+    if name in BUILTIN or name in plugin_names():
+        return
+    guesses = difflib.get_close_matches(name, known_names(), n=1)
+    hint = f"did you mean {guesses[0]!r}? " if guesses else ""
+    raise RetrieverError(
+        f"unknown adapter {name!r}; {hint}known: {', '.join(known_names())}, or an import string 'package.module:Class'"
+    )

@@ -1,0 +1,140 @@
+"""Query sets, graded judgements and corpora, from the formats they come in.
+
+Formats: rag_eval's own YAML query set (corpus inline or in a YAML, JSON, JSONL,
+CSV or TSV file; or documents inline, in a JSONL file or a folder, with evidence
+spans), a BEIR folder (corpus.jsonl, queries.jsonl, qrels/<split>.tsv), TREC qrels
+with a queries file and a corpus file, the Cranfield collection, and the layout of
+Chroma's chunking evaluation (corpora/*.md and questions.csv with evidence offsets).
+A ``grade_map`` turns collection codes into gains (Cranfield: code 1 is best).
+
+Loading checks everything and collects every problem before raising, so that
+``rag-eval validate`` can list them all: duplicate ids, ids that are not text or
+hold control characters, judgements of documents missing from the corpus, grades
+that are not finite numbers, empty query texts, no judgements. Every file is read
+through :mod:`rag_eval.files` (regular file, size limit, BOM, UTF-8 with a place).
+
+Modules: ``model`` (Dataset, Query, Problems), ``values`` (the id and grade rules),
+``lines`` (streaming line formats), ``corpus`` (corpus and queries files),
+``query_set`` (the YAML query set's pydantic model), ``collections`` (BEIR, TREC,
+Cranfield), ``documents`` (documents from a JSONL file or a folder), ``evidence``
+(evidence spans: checks, quotes, document grades), ``chroma`` (Chroma's layout).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from rag_eval._core.errors import DatasetError
+from rag_eval._data.datasets.chroma import is_chroma_folder, load_chroma
+from rag_eval._data.datasets.collections import CRANFIELD_GRADE_MAP, load_beir, load_cranfield, load_trec
+from rag_eval._data.datasets.corpus import load_corpus_file, load_queries_file, resolve_path
+from rag_eval._data.datasets.model import Dataset, Problems, Query
+from rag_eval._data.datasets.query_set import QuerySetFile, load_yaml_query_set
+from rag_eval._data.datasets.values import grade_from_value
+
+FORMATS = ("yaml", "beir", "trec", "cranfield", "chroma")
+
+
+def load_dataset(spec: Mapping[str, Any], base: Path | None = None, stream_corpus: bool = False) -> Dataset:
+    """Load a dataset described by a config's ``dataset`` section.
+
+    ``spec`` keys: ``format`` (yaml | beir | trec | cranfield | chroma, inferred when
+    absent), ``path``, and per format ``split``, ``qrels``, ``queries``,
+    ``corpus``, ``grade_map``, ``name``. Relative paths resolve against ``base``.
+    ``stream_corpus``: a BEIR or TREC corpus in JSON Lines stays on disk, only its ids and
+    offsets in memory (what the Ray engine runs with); other formats are read as always.
+    """
+    base = base or Path.cwd()
+    fmt = spec.get("format") or _infer_format(spec, base)
+    grade_map = _grade_map(spec.get("grade_map"))
+    if fmt == "yaml":
+        dataset = load_yaml_query_set(resolve_path(spec["path"], base), grade_map=grade_map)
+    elif fmt == "beir":
+        dataset = load_beir(
+            resolve_path(spec["path"], base), split=spec.get("split", "test"), grade_map=grade_map,
+            stream_corpus=stream_corpus,
+        )
+    elif fmt == "trec":
+        dataset = load_trec(
+            qrels=resolve_path(spec["qrels"], base),
+            queries=resolve_path(spec["queries"], base),
+            corpus=resolve_path(spec["corpus"], base),
+            grade_map=grade_map,
+            stream_corpus=stream_corpus,
+        )
+    elif fmt == "cranfield":
+        dataset = load_cranfield(resolve_path(spec["path"], base), grade_map=grade_map)
+    elif fmt == "chroma":
+        dataset = load_chroma(resolve_path(spec["path"], base))
+    else:
+        raise DatasetError(f"dataset format {fmt!r} is unknown; use one of {', '.join(FORMATS)}")
+    if spec.get("as_documents"):
+        dataset = passages_as_documents(dataset)
+    if spec.get("name"):
+        dataset = dataclasses.replace(dataset, name=str(spec["name"]))
+    return dataset
+
+
+def passages_as_documents(dataset: Dataset) -> Dataset:
+    """A passage collection read as documents: each passage's text is a document that chunkers can cut.
+
+    Its judgements become document judgements (document metrics by MaxP, ``doc_ndcg@10``); there is
+    no evidence, so evidence metrics have nothing to score (the no_relevant policy applies). Titles stay
+    titles: each chunk is indexed with its document's title, as BEIR indexes passages.
+    """
+    if dataset.has_documents:
+        return dataset
+    documents = {doc: str(passage.get("text") or "") for doc, passage in dataset.corpus.items()}
+    judgements = {qid: dict(grades) for qid, grades in dataset.judgements.items()}
+    return dataclasses.replace(
+        dataset,
+        documents=documents,
+        document_judgements=judgements,
+        notes=(*dataset.notes, "passages read as documents (as_documents: true): chunkers cut each passage's text"),
+    )
+
+
+def _infer_format(spec: Mapping[str, Any], base: Path) -> str:
+    if "qrels" in spec:
+        return "trec"
+    path = resolve_path(spec.get("path", ""), base)
+    if path.is_dir():
+        if (path / "corpus.jsonl").exists():
+            return "beir"
+        if (path / "cranqrel").exists():
+            return "cranfield"
+        if is_chroma_folder(path):
+            return "chroma"
+    return "yaml"
+
+
+def _grade_map(raw: Any) -> dict[float, float] | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, Mapping):
+        raise DatasetError(f"grade_map must map numeric codes to numeric gains, got {raw!r}")
+    try:
+        return {grade_from_value(k): grade_from_value(v) for k, v in raw.items()}
+    except ValueError as failure:
+        raise DatasetError(f"grade_map must map numeric codes to numeric gains: {failure}") from None
+
+
+__all__ = [
+    "CRANFIELD_GRADE_MAP",
+    "FORMATS",
+    "Dataset",
+    "Problems",
+    "Query",
+    "QuerySetFile",
+    "load_beir",
+    "load_chroma",
+    "load_corpus_file",
+    "load_cranfield",
+    "load_dataset",
+    "load_queries_file",
+    "load_trec",
+    "load_yaml_query_set",
+]

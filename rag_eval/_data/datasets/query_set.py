@@ -1,0 +1,400 @@
+"""rag_eval's YAML query set: a pydantic model of the file, and its loader.
+
+The file is validated as strictly as a run config, with the same one-line
+messages (file, field path, problem, bad value, fix; see
+:mod:`rag_eval.config.messages`): unknown keys, wrong types, ids YAML read as
+dates or numbers, grades that are not finite numbers. Then the checks that
+span items: duplicate ids, judgements of passages the corpus lacks, a query
+set with no judgement at all. Every problem is collected before raising.
+
+A query set judges either a ``corpus`` of passages (by id) or ``documents``
+(long texts; a list of ``{id, text, title?}``, or the path of a .jsonl file or of
+a folder of .txt/.md files, see :mod:`rag_eval._data.datasets.documents`), never both.
+With documents, a query's ``judgements`` are document judgements and its
+``evidence`` lists spans ``{doc, start, end, grade?}`` or ``{doc, quote, grade?}``
+(grade > 0, default 1; offsets and quotes as :mod:`rag_eval._data.datasets.evidence`
+says). A ``grade_map`` applies to judgements, not to evidence grades.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    ValidationError,
+    field_validator,
+)
+
+from rag_eval._core.errors import DatasetError
+from rag_eval._core.files import MAX_DOCUMENT_BYTES
+from rag_eval._core.messages import field_path, validation_problems
+from rag_eval._core.spans import EvidenceSpan
+from rag_eval._core.yaml_loader import load_yaml
+from rag_eval._data.datasets.corpus import load_corpus_file, resolve_path
+from rag_eval._data.datasets.documents import load_documents
+from rag_eval._data.datasets.evidence import conflict_message, document_grades, evidence_span, unknown_document
+from rag_eval._data.datasets.model import Dataset, Problems, Query
+from rag_eval._data.datasets.values import evidence_grade_from_value, grade_from_value, id_from_value, mapped_grade
+
+Id = Annotated[str, BeforeValidator(id_from_value)]
+Grade = Annotated[float, BeforeValidator(grade_from_value)]
+EvidenceGrade = Annotated[float, BeforeValidator(evidence_grade_from_value)]
+
+# Ordering keys of problems, so that `rag-eval validate` lists them in the file's order.
+_TOP, _CORPUS, _QUERIES, _OVERALL = 0, 1, 2, 3
+_NEITHER = "a query set needs 'corpus' (passages judged by id) or 'documents' (long texts judged by document and evidence)"
+
+
+class _Strict(BaseModel):
+    # strict: a quoted "2" is not silently a grade, nor `yes` an id.
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+
+class PassageSpec(_Strict):
+    """A passage of an inline corpus."""
+
+    id: Id
+    text: str
+    title: str | None = None
+    metadata: dict[str, Any] | None = None
+
+
+class DocumentSpec(_Strict):
+    """A document given inline: its id, its full text and an optional title."""
+
+    id: Id
+    text: str
+    title: str | None = None
+
+
+class EvidenceSpec(_Strict):
+    """A span of a document that answers the query: ``{doc, start, end, grade?}`` or ``{doc, quote, grade?}``."""
+
+    doc: Id
+    # Offsets are checked by rag_eval._data.datasets.evidence (one wording for every format), not by type here.
+    start: Any = None
+    end: Any = None
+    quote: str | None = None
+    grade: EvidenceGrade = 1.0
+
+
+class QuerySpec(_Strict):
+    """A question, its tags, its graded judgements ``{doc_id: grade}`` and (with documents) its evidence spans."""
+
+    id: Id
+    text: str
+    # A list of tags ([billing, numeric]) or named ones ({topic: billing, kind: [numeric, short]}): the report
+    # shows each retriever's mean per tag value (rag_eval._compare.decision.segment_table).
+    tags: list[str] | dict[str, str | list[str]] = Field(default_factory=list)
+    judgements: dict[Id, Grade] = Field(default_factory=dict)
+    evidence: list[EvidenceSpec] = Field(default_factory=list)
+
+    @field_validator("text", mode="before")
+    @classmethod
+    def _has_text(cls, value: Any) -> Any:
+        if value is None or (isinstance(value, str) and not value.strip()):
+            raise ValueError("empty query text; give each query a 'text'")
+        return value
+
+    @field_validator("tags", "judgements", "evidence", mode="before")
+    @classmethod
+    def _null_is_empty(cls, value: Any, info: Any) -> Any:
+        # `judgements:` with nothing after it is YAML's null: no judgements yet.
+        if value is None:
+            return {} if info.field_name == "judgements" else []
+        return value
+
+
+def _tags(tags: list[str] | dict[str, str | list[str]]) -> tuple[str, ...]:
+    """Tags as strings; a named tag ``{topic: billing}`` becomes ``"topic:billing"`` (rag_eval._compare.decision.query_tags)."""
+    if isinstance(tags, list):
+        return tuple(tags)
+    return tuple(f"{key}:{value}" for key, values in tags.items() for value in ([values] if isinstance(values, str) else values))
+
+
+def _corpus_form(value: Any) -> str:
+    return "<file>" if isinstance(value, str) else "<passages>"
+
+
+class QuerySetFile(_Strict):
+    """A YAML query set: ``name``, ``description``, ``corpus`` or ``documents``, ``queries``."""
+
+    name: str | None = None
+    description: str | None = None
+    corpus: (
+        Annotated[
+            Annotated[str, Tag("<file>")] | Annotated[list[PassageSpec], Tag("<passages>")],
+            Discriminator(_corpus_form),
+            Field(description="a list of passages (id, text, title) or the path of a corpus file"),
+        ]
+        | None
+    ) = None
+    documents: (
+        Annotated[
+            Annotated[str, Tag("<file>")] | Annotated[list[DocumentSpec], Tag("<passages>")],
+            Discriminator(_corpus_form),
+            Field(description="a list of documents (id, text, title), or the path of a .jsonl file or of a folder "
+                              "of .txt/.md files"),
+        ]
+        | None
+    ) = None
+    queries: list[QuerySpec] = Field(min_length=1)
+
+
+def load_yaml_query_set(path: Path, grade_map: Mapping[float, float] | None = None) -> Dataset:
+    """A YAML query set: ``name``, ``description``, ``corpus`` (inline list or a file) or ``documents``, ``queries``."""
+
+    raw = load_yaml(path, "YAML query set", MAX_DOCUMENT_BYTES, DatasetError)
+    if not isinstance(raw, dict):
+        raise DatasetError(f"{path}: a query set is a mapping with keys name, description, corpus, queries")
+    problems = Problems()
+    try:
+        model: QuerySetFile | None = QuerySetFile.model_validate(raw)
+    except ValidationError as error:
+        model = None
+        for item, message in zip(error.errors(), validation_problems(path, error, raw, QuerySetFile)):
+            problems.add(message, _order(item["loc"]))
+    queries = list(enumerate(model.queries)) if model else _valid_items(raw.get("queries"), QuerySpec)
+    if raw.get("documents") is not None:
+        return _document_dataset(path, raw, model, queries, grade_map, problems)
+    if raw.get("corpus") is None:
+        problems.add(f"{path}: {_NEITHER}", (_TOP,))
+        problems.raise_if_any()
+    corpus, corpus_label = _corpus(path, raw, model, problems)
+    judgements = _collect(path, raw, queries, corpus, corpus_label, grade_map, problems)
+    for n, query in queries:
+        if query.evidence:
+            where = field_path(raw, ["queries", n, "evidence"])
+            problems.add(f"{path}: {where}: evidence spans need documents; give the query set 'documents' instead of "
+                         "'corpus' (passages have no offsets to point into)", (_QUERIES, n))
+    problems.raise_if_any()
+    return Dataset(*_names(path, model, queries), judgements, corpus, str(path), description=_description(model))
+
+
+def _names(path: Path, model: QuerySetFile | None, queries: list[tuple[int, QuerySpec]]) -> tuple[str, dict[str, Query]]:
+    """The dataset's name (the file's stem unless given) and its queries."""
+    name = (model.name if model else None) or path.stem
+    return name, {q.id: Query(q.id, q.text, _tags(q.tags)) for _, q in queries}
+
+
+def _description(model: QuerySetFile | None) -> str:
+    return ((model.description if model else None) or "").strip()
+
+
+def _document_dataset(
+    path: Path,
+    raw: dict[str, Any],
+    model: QuerySetFile | None,
+    queries: list[tuple[int, QuerySpec]],
+    grade_map: Mapping[float, float] | None,
+    problems: Problems,
+) -> Dataset:
+    """A query set with documents: document judgements and evidence, checked against the documents."""
+    if raw.get("corpus") is not None:
+        problems.add(
+            f"{path}: give either 'corpus' (passages judged by id) or 'documents' (long texts judged by document "
+            "and evidence), not both",
+            (_TOP,),
+        )
+        problems.raise_if_any()
+    notes: list[str] = []
+    documents, label = _documents(path, raw, model, problems, notes)
+    if not documents:
+        problems.raise_if_any()  # every judgement and span would name an unknown document: the cause is enough
+    texts = {doc: entry["text"] for doc, entry in documents.items()}
+    explicit = _collect(path, raw, queries, documents, label, grade_map, problems, kind="document")
+    evidence: dict[str, tuple[EvidenceSpan, ...]] = {}
+    positions: dict[tuple[str, str], list[int]] = {}  # (qid, doc) -> its evidence items, for messages
+    repeated = _duplicates(path, raw, "queries", "query", Problems())  # reported by _collect already
+    for n, query in queries:
+        if n in repeated:
+            continue
+        spans = []
+        for i, item in enumerate(query.evidence):
+            span, found = evidence_span(
+                item.doc, texts, label, start=item.start, end=item.end, quote=item.quote, grade=item.grade
+            )
+            where = field_path(raw, ["queries", n, "evidence", i])
+            problems.extend([f"{path}: {where}: {message}" for message in found], (_QUERIES, n))
+            if span is not None:
+                spans.append(span)
+                positions.setdefault((query.id, span.doc), []).append(i)
+        if spans:
+            evidence[query.id] = tuple(spans)
+    judgements, conflicts = document_grades(evidence, explicit)
+    index = {query.id: n for n, query in queries if n not in repeated}
+    for qid, doc, grade in conflicts:
+        where = field_path(raw, ["queries", index[qid], "judgements", doc])
+        problems.add(f"{path}: {where}: {conflict_message(doc, grade, positions[(qid, doc)])}", (_QUERIES, index[qid]))
+    problems.raise_if_any()
+    return Dataset(
+        *_names(path, model, queries), judgements, dict(documents), str(path), tuple(notes),
+        description=_description(model), documents=texts, evidence=evidence, document_judgements=explicit,
+    )
+
+
+def _documents(
+    path: Path, raw: dict[str, Any], model: QuerySetFile | None, problems: Problems, notes: list[str]
+) -> tuple[dict[str, dict[str, str]], str]:
+    """The documents (inline, or from a .jsonl file or a folder) and how messages name them; notes go to ``notes``."""
+
+    value = raw.get("documents")
+    if isinstance(value, str):
+        documents_path = resolve_path(value, path.parent)
+        found = Problems()
+        from_path = load_documents(documents_path, found, notes)
+        problems.merge(found, (_CORPUS,))
+        kind = "folder" if documents_path.is_dir() else "file"
+        return from_path, f"({kind} {documents_path})"
+    items = list(enumerate(model.documents)) if model and isinstance(model.documents, list) else (
+        _valid_items(value, DocumentSpec)
+    )
+    repeated = _duplicates(path, raw, "documents", "document", problems)
+    documents = {item.id: {"text": item.text, "title": item.title or ""} for n, item in items if n not in repeated}
+    if not documents and isinstance(value, list) and not value:
+        problems.add(f"{path}: documents: no documents; list them (id, text) or give a .jsonl file or a folder",
+                     (_CORPUS,))
+    return documents, f"of {path}"
+
+
+def _corpus(
+    path: Path, raw: dict[str, Any], model: QuerySetFile | None, problems: Problems
+) -> tuple[dict[str, dict[str, Any]], str]:
+    """The corpus (inline or from its file) and how messages name it."""
+
+    value = raw.get("corpus")
+    if isinstance(value, str):
+        corpus_path = resolve_path(value, path.parent)
+        found = Problems()
+        from_file = load_corpus_file(corpus_path, found)
+        problems.merge(found, (_CORPUS,))
+        if not from_file and not found.count:
+            problems.add(f"{corpus_path}: the corpus is empty", (_CORPUS,))
+        return from_file, str(corpus_path)
+    passages = list(enumerate(model.corpus)) if model and isinstance(model.corpus, list) else (
+        _valid_items(value, PassageSpec)
+    )
+    repeated = _duplicates(path, raw, "corpus", "passage", problems)
+    corpus: dict[str, dict[str, Any]] = {}
+    for n, passage in passages:
+        if n in repeated:
+            continue
+        corpus[passage.id] = {"text": passage.text, "title": passage.title or ""}
+        if passage.metadata:
+            corpus[passage.id]["metadata"] = passage.metadata
+    if not corpus and isinstance(value, list) and not value:
+        problems.add(f"{path}: corpus: the corpus is empty; list its passages or give a corpus file", (_CORPUS,))
+    return corpus, f"{path} (corpus)"
+
+
+def _collect(
+    path: Path,
+    raw: dict[str, Any],
+    queries: list[tuple[int, QuerySpec]],
+    corpus: Mapping[str, Any],
+    corpus_label: str,
+    grade_map: Mapping[float, float] | None,
+    problems: Problems,
+    kind: str = "passage",
+) -> dict[str, dict[str, float]]:
+    """Judgements by query, after the checks that span items (duplicates, the corpus, grade_map).
+
+    ``kind`` "document": the judgements are document judgements, checked against the documents.
+    """
+    judgements: dict[str, dict[str, float]] = {}
+    repeated = _duplicates(path, raw, "queries", "query", problems)
+    # Ids of passages that failed their own checks: judging them is not a second problem.
+    raw_corpus = raw.get("corpus" if kind == "passage" else "documents")
+    reported = {str(p.get("id")).strip() for p in raw_corpus if isinstance(p, dict)} if isinstance(raw_corpus, list) else set()
+    for n, query in queries:
+        if n in repeated:
+            continue
+        raw_judgements = raw["queries"][n].get("judgements") or {}
+        if len(raw_judgements) != len(query.judgements):
+            where = field_path(raw, ["queries", n, "judgements"])
+            problems.add(f"{path}: {where}: a passage is judged twice (written once as a number, once as text)",
+                         (_QUERIES, n))
+        graded: dict[str, float] = {}
+        for doc, grade in query.judgements.items():
+            where = field_path(raw, ["queries", n, "judgements", doc])
+            if corpus and doc not in corpus and doc not in reported:
+                if kind == "document":
+                    problems.add(f"{path}: {where}: {unknown_document(doc, corpus, corpus_label)}", (_QUERIES, n))
+                else:
+                    problems.add(f"{path}: {where}: passage {doc!r} is not in the corpus {corpus_label}", (_QUERIES, n))
+                continue
+            try:
+                graded[doc] = mapped_grade(grade, grade_map)
+            except ValueError as failure:
+                problems.add(f"{path}: {where}: {failure}", (_QUERIES, n))
+        if graded:
+            judgements[query.id] = graded
+    raw_queries = raw.get("queries") if isinstance(raw.get("queries"), list) else []
+    if kind == "passage" and raw_queries and not any(isinstance(q, dict) and q.get("judgements") for q in raw_queries):
+        problems.add(f"{path}: no query has any judgement; judge at least one passage per query", (_OVERALL,))
+    if kind == "document" and raw_queries and not any(
+        isinstance(q, dict) and (q.get("judgements") or q.get("evidence")) for q in raw_queries
+    ):
+        problems.add(f"{path}: no query has any judgement or evidence; give each query evidence spans or document "
+                     "judgements", (_OVERALL,))
+    return judgements
+
+
+def _duplicates(path: Path, raw: dict[str, Any], section: str, what: str, problems: Problems) -> set[int]:
+    """Positions in ``raw[section]`` whose id an earlier item has; each is reported once.
+
+    Read from the raw items, so that an item with another problem still counts.
+    """
+    items = raw.get(section)
+    if not isinstance(items, list):
+        return set()
+    first: dict[str, int] = {}
+    repeated = set()
+    for n, item in enumerate(items):
+        try:
+            item_id = id_from_value(item.get("id")) if isinstance(item, dict) else None
+        except ValueError:
+            continue  # reported by the schema
+        if item_id is None:
+            continue
+        if item_id in first:
+            where = field_path(raw, [section, n, "id"])
+            problems.add(
+                f"{path}: {where}: duplicate {what} id {item_id!r} (first at {section}[{first[item_id]}])",
+                (_QUERIES if section == "queries" else _CORPUS, n),
+            )
+            repeated.add(n)
+        else:
+            first[item_id] = n
+    return repeated
+
+
+Item = TypeVar("Item", bound=BaseModel)
+
+
+def _valid_items(values: Any, model: type[Item]) -> list[tuple[int, Item]]:
+    """The items of a list that validate on their own (the others' problems are already reported)."""
+    if not isinstance(values, list):
+        return []
+    valid = []
+    for n, value in enumerate(values):
+        try:
+            valid.append((n, model.model_validate(value)))
+        except ValidationError:
+            continue
+    return valid
+
+
+def _order(loc: tuple[Any, ...]) -> tuple[int, ...]:
+    """The ordering key of a schema problem at ``loc``: its section, then its item's index."""
+    section = {"corpus": _CORPUS, "documents": _CORPUS, "queries": _QUERIES}.get(str(loc[0]) if loc else "", _TOP)
+    index = next((part for part in loc[1:] if isinstance(part, int)), -1)
+    return (section, index)

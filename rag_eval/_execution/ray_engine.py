@@ -1,0 +1,478 @@
+"""The Ray engine: passage encoding as a Ray Data pipeline and exact search shard by shard on workers.
+
+What it changes is where the work runs, never a number:
+
+- :func:`encode_on_ray` streams the corpus (JSON Lines read in byte ranges by workers,
+  Parquet by row groups; the driver never holds the texts), encodes on a pool of actors
+  that each load the model once (GPU actors when the cluster has GPUs), and writes every
+  batch to the shared :class:`~rag_eval._models.embeddings.store.EmbeddingStore` as soon as it is
+  encoded. A worker killed mid-batch is restarted and its batch retried: the batch first
+  looks its texts up in the store, so what was written before the kill is not encoded again,
+  and a shard's name comes from its keys, so a rewritten batch is the same file. The driver
+  gets back only ``(doc_id, key)`` per passage, sorted by doc id: row ``i`` of the search.
+- :func:`search_on_ray` cuts the rows into contiguous shards; a task per shard reads its
+  vectors from the store and computes that shard's exact top k
+  (:func:`rag_eval._execution.sharded.search_shard`); the driver merges the lists with the
+  ranking rule (:func:`~rag_eval._execution.sharded.merge_top_k`). The result equals local
+  exact search bit for bit (see :mod:`rag_eval.execution.scores`).
+
+Ray is imported inside the functions: importing this module (for :class:`ExecutionSpec`)
+needs pydantic only. Workers import rag_eval, so it must be installed on every node.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import math
+import os
+import warnings
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+
+from rag_eval._core.errors import DatasetError, RagEvalError, RetrieverError
+from rag_eval._core.files import check_input_file
+from rag_eval._data.config.execution import ExecutionSpec
+from rag_eval._execution.corpus_stream import byte_ranges, passage_record, read_range
+from rag_eval._execution.sharded import merge_top_k, search_shard, shard_bounds
+from rag_eval._models.embeddings.store import EmbeddingCacheWarning, EmbeddingStore, PackedKeys, text_key
+
+# Rows per search shard when the spec does not say: about 1.5 GB of 384-d float32 vectors per worker.
+_ROWS_PER_SHARD = 1_000_000
+
+
+
+
+class Encoder(Protocol):
+    """What an encoder factory returns: float32 rows, one per text, in order."""
+
+    def encode(self, texts: list[str]) -> np.ndarray: ...
+
+
+class TokenCounting(Protocol):
+    """Counts each text's tokens for the truncation report (:class:`rag_eval._models.embeddings.truncation.TokenCounter`).
+
+    ``record`` takes counts an encoder made while tokenising anyway (an encoder's
+    ``last_token_lengths``, with the tokenizer that made them), so they are not made twice.
+    """
+
+    def lengths(self, texts: list[str]) -> np.ndarray | None: ...
+
+    def record(self, texts: list[str], lengths: np.ndarray, tokenizer_json: str | None) -> None: ...
+
+
+@dataclass
+class EncodedCorpus:
+    """The rows of a corpus encoded on Ray: doc ids sorted (row i), the store key of each row's text, counts.
+
+    ``counts``, as local encoding counts them: ``passages`` read; ``encoded`` distinct texts
+    encoded now; ``reused`` distinct texts the store held already; ``duplicates`` repeats of a
+    text in the corpus (encoded + reused + duplicates = passages; a text two batches encoded at
+    once counts once: same key, same shard content).
+    ``token_lengths``: each row's token count, counted by the workers, when a counter was given
+    and could count.
+    """
+
+    doc_ids: list[str]
+    keys: PackedKeys  # a sequence of hex keys, held as 32-byte digests
+    counts: dict[str, int] = field(default_factory=dict)
+    token_lengths: np.ndarray | None = None
+
+
+# ---------------------------------------------------------------------- the cluster
+
+
+def connect(spec: ExecutionSpec) -> bool:
+    """Start or join the Ray cluster ``spec.address`` names, unless Ray is running here already; True if started now."""
+    import ray
+
+    if ray.is_initialized():
+        return False
+    try:
+        # "local" starts a new local cluster even when RAY_ADDRESS names another one.
+        ray.init(address=spec.address, include_dashboard=False, logging_level=logging.WARNING)
+    except (ConnectionError, RuntimeError, ValueError) as failure:
+        hint = (
+            "start one with `ray start --head`, or use address: local"
+            if spec.address == "auto"
+            else ("check the address (ray://<head>:10001 for a remote cluster, <head>:6379 on a cluster node)")
+        )
+        raise RetrieverError(
+            f"execution.address {spec.address!r}: cannot reach a Ray cluster ({_first_line(failure)}); {hint}"
+        ) from None
+    return True
+
+
+@contextmanager
+def ray_session(spec: ExecutionSpec) -> Iterator[None]:
+    """Ray running for the duration of the block; shut down afterwards only if it was started here."""
+    import ray
+
+    started = connect(spec)
+    try:
+        yield
+    finally:
+        if started:
+            ray.shutdown()
+
+
+def actor_plan(spec: ExecutionSpec, resources: Mapping[str, float]) -> tuple[int, float]:
+    """``(actors, GPUs per actor)`` for the cluster's ``resources`` (``ray.cluster_resources()``)."""
+    gpus = float(resources.get("GPU", 0.0))
+    cpus = float(resources.get("CPU", 1.0))
+    per_actor = spec.num_gpus_per_actor if spec.num_gpus_per_actor is not None else (1.0 if gpus >= 1 else 0.0)
+    if per_actor > gpus:
+        raise RetrieverError(
+            f"execution.num_gpus_per_actor is {per_actor:g} but the Ray cluster has {gpus:g} GPUs; "
+            "set it to 0 (CPU actors) or add GPU nodes"
+        )
+    if spec.actors is not None:
+        actors = spec.actors
+    elif per_actor > 0:
+        actors = max(1, int(gpus // per_actor))
+    else:  # one CPU is left for the tasks that read the corpus
+        actors = max(1, int((cpus - 1) // spec.num_cpus_per_actor))
+    return actors, per_actor
+
+
+# ---------------------------------------------------------------------- encoding
+
+
+def encode_on_ray(
+    source: str | os.PathLike[str] | Iterable[tuple[str, str]],
+    encoder_factory: Callable[[], Encoder],
+    store: EmbeddingStore,
+    *,
+    spec: ExecutionSpec | None = None,
+    prefix: str = "",
+    count_tokens: TokenCounting | None = None,
+) -> EncodedCorpus:
+    """Encode every passage of ``source`` the store lacks, on Ray actors; return the rows in doc-id order.
+
+    ``source``: a BEIR ``corpus.jsonl`` (``_id``, ``title``, ``text``; ``.jsonl.gz`` too), a
+    Parquet file or folder with the same columns, or ``(doc_id, text)`` pairs (text already
+    title + text). The text encoded and keyed is ``prefix + title + " " + text``, exactly as
+    the dense retriever encodes it. ``encoder_factory`` is pickled to the actors and called
+    once in each (that is where the model loads); its ``encode(list[str])`` returns float32
+    rows. The store's folder must be shared by every node (it is how vectors travel back).
+    ``count_tokens`` (picklable, e.g. a :class:`rag_eval._models.embeddings.truncation.TokenCounter`)
+    counts each text's tokens on the workers, so that the driver never reads the texts to say
+    how many the encoder cuts; where the encoder counted them while tokenising (a GPU actor),
+    its counts are taken.
+    """
+    import ray
+
+    spec = spec or ExecutionSpec(engine="ray")
+    connect(spec)
+    actors, gpus = actor_plan(spec, ray.cluster_resources())
+    dataset = _passages(source, prefix, spec)
+    with warnings.catch_warnings():
+        # Ray 2.60 deprecates **ray_remote_args without a named replacement for max_restarts yet.
+        warnings.filterwarnings("ignore", message="`ray_remote_args` is deprecated")
+        encoded = _encode_stage(dataset, encoder_factory, store, spec, actors, gpus, count_tokens)
+    doc_ids: list[str] = []
+    keys: list[np.ndarray] = []  # raw digests: a driver over millions of rows holds 32 bytes a key, not a hex str
+    tokens: list[np.ndarray] = []
+    statuses: list[np.ndarray] = []
+    with _user_errors():
+        for batch in encoded.iter_batches(batch_format="numpy", batch_size=None):
+            doc_ids.extend(raw.decode("utf-8", "surrogatepass") for raw in batch["doc_id"].tolist())
+            keys.append(PackedKeys.from_hex(batch["key"].tolist()).digests)
+            tokens.append(batch["tokens"].astype(np.int64))
+            statuses.append(batch["status"].astype(np.int8))
+    order = sorted(range(len(doc_ids)), key=doc_ids.__getitem__)  # rows in doc-id order: the tie rule needs it
+    doc_ids = [doc_ids[i] for i in order]
+    rows = np.asarray(order, dtype=np.int64)
+    packed = PackedKeys(np.concatenate(keys)[rows] if keys else np.empty(0, dtype="S32"))
+    lengths = np.concatenate(tokens)[rows] if tokens else np.empty(0, dtype=np.int64)
+    token_lengths = lengths if len(lengths) and (lengths >= 0).all() else None  # -1: a worker could not count
+    for previous, current in itertools.pairwise(doc_ids):
+        if previous == current:
+            raise DatasetError(f"{_source_name(source)}: duplicate passage id {current!r}; ids must be unique")
+    # Counted over the corpus, as local encoding counts: a distinct text is encoded if some batch encoded
+    # it (two batches may have, at once), else reused; its other rows are duplicates. The batches' own
+    # lookups would call a text repeated in a later batch "reused", as if an earlier run had stored it.
+    status = np.concatenate(statuses) if statuses else np.empty(0, dtype=np.int8)
+    digests = np.concatenate(keys) if keys else np.empty(0, dtype="S32")
+    distinct = len(np.unique(digests))
+    encoded_now = len(np.unique(digests[status == 2]))
+    counts = {
+        "passages": len(doc_ids),
+        "encoded": encoded_now,
+        "reused": distinct - encoded_now,
+        "duplicates": len(doc_ids) - distinct,
+    }
+    return EncodedCorpus(doc_ids, packed, counts, token_lengths)
+
+
+def _encode_stage(
+    dataset: Any,
+    encoder_factory: Callable[[], Encoder],
+    store: EmbeddingStore,
+    spec: ExecutionSpec,
+    actors: int,
+    gpus: float,
+    count_tokens: TokenCounting | None = None,
+) -> Any:
+    """The actor stage: ``actors`` encoders, each built once, writing to ``store``; retried a bounded number of times."""
+    import ray.data
+
+    return dataset.map_batches(
+        _EncodeBatches,
+        fn_constructor_args=(encoder_factory, str(store.root), store.namespace, count_tokens),
+        batch_size=spec.batch_size,
+        batch_format="numpy",
+        compute=ray.data.ActorPoolStrategy(size=actors),
+        num_cpus=spec.num_cpus_per_actor,
+        num_gpus=gpus,
+        # Ray Data's default is to restart dead actors forever; an encoder that always dies must fail the run.
+        max_restarts=spec.max_retries,
+        max_task_retries=spec.max_retries,
+    )
+
+
+class _EncodeBatches:
+    """A Ray Data actor: the encoder is built once, then each batch is looked up, encoded where missing and stored."""
+
+    def __init__(
+        self,
+        encoder_factory: Callable[[], Encoder],
+        root: str,
+        namespace: str,
+        count_tokens: TokenCounting | None = None,
+    ) -> None:
+        self.encoder = encoder_factory()
+        self.store = EmbeddingStore(root, namespace)
+        self.count_tokens = count_tokens
+
+    def __call__(self, batch: dict[str, np.ndarray]) -> Any:
+        pa = _arrow()
+        texts = [raw.decode("utf-8", "surrogatepass") for raw in batch["text"].tolist()]
+        keys = [text_key(text) for text in texts]
+        first: dict[str, int] = {}
+        for position, key in enumerate(keys):
+            first.setdefault(key, position)
+        distinct = list(first)
+        _, found = self.store.get(distinct)
+        status = np.zeros(len(keys), dtype=np.int8)  # 0: repeat within the batch, 1: found in the store, 2: encoded
+        missing = []
+        for key, hit in zip(distinct, found.tolist()):
+            status[first[key]] = 1 if hit else 2
+            if not hit:
+                missing.append(key)
+        if missing:
+            fresh = [texts[first[key]] for key in missing]
+            vectors = np.asarray(self.encoder.encode(fresh), dtype=np.float32)
+            if vectors.ndim != 2 or vectors.shape[0] != len(missing):
+                raise RetrieverError(f"the encoder returned shape {vectors.shape} for {len(missing)} texts")
+            self._put(missing, vectors)
+            counted = getattr(self.encoder, "last_token_lengths", None)
+            if self.count_tokens is not None and counted is not None and len(counted) == len(fresh):
+                self.count_tokens.record(fresh, counted, self.encoder.counting_tokenizer())  # type: ignore[attr-defined]
+        lengths = self.count_tokens.lengths(texts) if self.count_tokens is not None else None
+        return pa.table(
+            {
+                "doc_id": pa.array(batch["doc_id"].tolist(), type=pa.binary()),
+                "key": pa.array(keys, type=pa.string()),
+                "status": pa.array(status, type=pa.int8()),
+                "tokens": pa.array(np.full(len(keys), -1) if lengths is None else lengths, type=pa.int64()),
+            }
+        )
+
+    def _put(self, keys: list[str], vectors: np.ndarray) -> None:
+        # Locally a failed cache write only costs a re-encode later; here the store is how the
+        # vectors reach the search, so a shard that could not be written fails the run.
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", EmbeddingCacheWarning)
+            self.store.put(keys, vectors)
+        for warning in caught:
+            if issubclass(warning.category, EmbeddingCacheWarning):
+                raise RetrieverError(
+                    f"{warning.message} (the Ray engine needs a writable cache folder shared by all nodes)"
+                )
+
+
+def _passages(source: str | os.PathLike[str] | Iterable[tuple[str, str]], prefix: str, spec: ExecutionSpec) -> Any:
+    """A Ray dataset of ``{doc_id, text}`` (both binary: UTF-8 with surrogatepass), streamed from ``source``."""
+    import ray.data
+
+    if not isinstance(source, (str, os.PathLike)):
+        pairs = [(str(doc_id), prefix + text) for doc_id, text in source]
+        return ray.data.from_items([{"doc_id": _utf8(d), "text": _utf8(t)} for d, t in pairs])
+    path = Path(source)
+    if not path.exists():
+        raise DatasetError(f"{path}: no such corpus file or folder")
+    if path.is_dir() or path.suffix == ".parquet":
+        dataset = ray.data.read_parquet(str(path))
+        return dataset.map_batches(
+            _as_udf(_parquet_rows), fn_kwargs={"source": str(path), "prefix": prefix}, batch_format="pyarrow"
+        )
+
+    check_input_file(path, "corpus file", None, DatasetError)
+    ranges = byte_ranges(path)
+    pieces = ray.data.from_items(
+        [{"start": start, "stop": stop} for start, stop in ranges], override_num_blocks=len(ranges)
+    )
+    return pieces.map_batches(
+        _as_udf(_read_ranges),
+        fn_kwargs={"path": str(path), "prefix": prefix, "batch": spec.batch_size},
+        batch_size=1,
+        batch_format="numpy",
+    )
+
+
+def _read_ranges(ranges: dict[str, np.ndarray], *, path: str, prefix: str, batch: int) -> Iterator[Any]:
+    """Ray Data UDF: the passages of each byte range, ``batch`` at a time (a generator: streamed)."""
+    pa = _arrow()
+
+    for start, stop in zip(ranges["start"].tolist(), ranges["stop"].tolist()):
+        for doc_ids, texts in read_range(path, start, stop, prefix, batch):
+            yield pa.table(
+                {"doc_id": pa.array(map(_utf8, doc_ids), pa.binary()), "text": pa.array(map(_utf8, texts), pa.binary())}
+            )
+
+
+def _parquet_rows(table: Any, *, source: str, prefix: str) -> Any:
+    """Ray Data UDF: Parquet rows (``_id`` or ``id``, ``title``, ``text``) to ``{doc_id, text}`` as the loader reads them."""
+    pa = _arrow()
+
+    names = set(table.column_names)
+    id_column = "_id" if "_id" in names else "id"
+    if id_column not in names or "text" not in names:
+        raise DatasetError(f"{source}: a Parquet corpus needs columns _id (or id) and text (title optional)")
+    ids = table.column(id_column).to_pylist()
+    texts = table.column("text").to_pylist()
+    titles = table.column("title").to_pylist() if "title" in names else [None] * len(ids)
+    doc_ids, encoded = [], []
+    for raw_id, title, text in zip(ids, titles, texts):
+        doc_id, joined = passage_record(
+            {"_id": raw_id, "title": title, "text": text}, f"{source}: row with id {raw_id!r}"
+        )
+        doc_ids.append(_utf8(doc_id))
+        encoded.append(_utf8(prefix + joined))
+    return pa.table({"doc_id": pa.array(doc_ids, pa.binary()), "text": pa.array(encoded, pa.binary())})
+
+
+# ---------------------------------------------------------------------- search
+
+
+def search_on_ray(
+    store: EmbeddingStore,
+    keys: Sequence[str],
+    queries: np.ndarray,
+    k: int,
+    *,
+    spec: ExecutionSpec | None = None,
+    block_size: int = 65536,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Exact top ``k`` rows per query, rows = ``keys`` in order (doc-id order), searched shard by shard on Ray.
+
+    Returns ``(rows int64, scores float32)``, each row sorted by score descending then row
+    descending: the same arrays as :func:`rag_eval._retrievers.dense.top_k_blockwise` over the
+    stacked vectors. Each shard task reads only its rows' vectors from the store.
+    """
+    import ray
+
+    spec = spec or ExecutionSpec(engine="ray")
+    queries = np.ascontiguousarray(queries, dtype=np.float32)
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise RetrieverError(f"top_k must be an integer >= 1, got {k!r}")
+    if not len(keys):
+        return np.empty((len(queries), 0), dtype=np.int64), np.empty((len(queries), 0), dtype=np.float32)
+    connect(spec)
+    cpus = int(ray.cluster_resources().get("CPU", 1))
+    shards = spec.shards or max(cpus, math.ceil(len(keys) / _ROWS_PER_SHARD))
+    shared_queries = ray.put(queries)
+    task = ray.remote(_search_task).options(num_cpus=1, max_retries=spec.max_retries)
+    refs = [
+        task.remote(str(store.root), store.namespace, _shard_keys(keys, start, stop), start, shared_queries, k, block_size)
+        for start, stop in shard_bounds(len(keys), shards)
+    ]
+    with _user_errors():
+        parts = ray.get(refs)
+    return merge_top_k(parts, k)
+
+
+def _shard_keys(keys: Sequence[str], start: int, stop: int) -> Sequence[str]:
+    """The keys of rows ``start..stop`` as a task receives them (packed digests travel at 32 bytes a key)."""
+    return keys[start:stop] if isinstance(keys, PackedKeys) else list(keys[start:stop])
+
+
+def _search_task(
+    root: str, namespace: str, keys: Sequence[str], first_row: int, queries: np.ndarray, k: int, block_size: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """One shard: its vectors from the store, its exact top k with global row numbers."""
+    store = EmbeddingStore(root, namespace)
+    vectors, found = store.get(keys)
+    if not found.all():
+        missing = np.flatnonzero(~found)
+        raise RetrieverError(
+            f"embedding store {store.directory}: {len(missing)} of rows {first_row}..{first_row + len(keys) - 1} "
+            f"have no embedding (first: row {first_row + int(missing[0])}, key {keys[missing[0]]}); encode the corpus "
+            "first (encode_on_ray) and give every node the same cache folder"
+        )
+    return search_shard(queries, vectors, first_row, k, block_size)
+
+
+# ---------------------------------------------------------------------- helpers
+
+
+@contextmanager
+def _user_errors() -> Iterator[None]:
+    """Re-raise a RagEvalError raised on a worker as itself (one line for the CLI), not wrapped in Ray's errors.
+
+    Ray wraps a task's exception in a RayTaskError that is also an instance of the original
+    class, with the worker's traceback in its message: unwrap it rather than pass it on.
+    """
+    try:
+        yield
+    except Exception as failure:
+        cause = _rag_eval_cause(failure)
+        if cause is None or cause is failure:
+            raise
+        raise type(cause)(str(cause)) from None
+
+
+def _rag_eval_cause(failure: BaseException) -> RagEvalError | None:
+    """The original RagEvalError behind ``failure`` (Ray's ``cause``, then ``__cause__`` / ``__context__``)."""
+    seen: set[int] = set()
+    todo: list[BaseException | None] = [failure]
+    while todo:
+        current = todo.pop(0)
+        if current is None or id(current) in seen:
+            continue
+        seen.add(id(current))
+        wrapped = getattr(current, "cause", None)
+        if isinstance(current, RagEvalError) and not isinstance(wrapped, BaseException):
+            return current  # not Ray's wrapper (which is also an instance of the class it wraps)
+        todo.extend([wrapped if isinstance(wrapped, BaseException) else None, current.__cause__, current.__context__])
+    return None
+
+
+def _arrow() -> Any:
+    """pyarrow (installed with ray[data]), imported only on workers and when used."""
+    import pyarrow  # type: ignore[import-untyped]
+
+    return pyarrow
+
+
+def _as_udf(function: Callable[..., Any]) -> Any:
+    """A keyword-taking UDF as map_batches accepts it (its stubs allow only one-argument callables)."""
+    return function
+
+
+def _utf8(text: str) -> bytes:
+    return text.encode("utf-8", "surrogatepass")
+
+
+def _first_line(failure: BaseException) -> str:
+    return (str(failure).strip().splitlines() or [type(failure).__name__])[0]
+
+
+def _source_name(source: Any) -> str:
+    return str(source) if isinstance(source, (str, os.PathLike)) else "passages"

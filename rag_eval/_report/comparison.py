@@ -1,0 +1,228 @@
+"""The comparison report: a Verdict in, markdown out (pure).
+
+Verdict first (one row per gate), then wins / ties / losses, the queries that
+moved most, and for the worst regressions the two rankings side by side with
+grades, marking relevant passages the candidate lost from or gained in the top k.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from rag_eval._compare.regression import GateResult, Verdict
+from rag_eval._report.format import code_span, escape_cell, escape_inline, fmt, fmt_grade, fmt_p, signed
+from rag_eval._run.documents import chunking_text
+from rag_eval._scoring.metrics.measures import parse_metric
+
+MOVERS = 10
+SIDE_BY_SIDE = 3
+
+
+def render_verdict_summary(verdict: Verdict) -> str:
+    """The verdict table alone: for a CI job summary."""
+    status = "✅ PASS" if verdict.passed else "❌ FAIL"
+    lines = [
+        f"### rag-eval regression check: {status}",
+        "",
+        (
+            f"Baseline {code_span(verdict.baseline.label)} ({code_span(verdict.baseline.path)}) vs candidate "
+            f"{code_span(verdict.candidate.label)} ({code_span(verdict.candidate.path)})."
+        ),
+        "",
+    ]
+    if verdict.baseline.chunking is not None or verdict.candidate.chunking is not None:
+        lines += [
+            f"Chunking: baseline {escape_inline(chunking_text(verdict.baseline.chunking))}; "
+            f"candidate {escape_inline(chunking_text(verdict.candidate.chunking))}.",
+            "",
+        ]
+    lines += _verdict_table(verdict.gates, verdict.confidence)
+    if verdict.failed:
+        lines += ["", "Failed gates:", ""] + [f"- {escape_cell(line)}" for line in verdict.failure_lines()]
+    return "\n".join(lines) + "\n"
+
+
+def render_comparison(verdict: Verdict, passages: Mapping[str, Mapping[str, str]] | None = None) -> str:
+    """The full comparison report (``passages``: optional corpus for passage texts)."""
+    lines = [f"# Regression check: {'✅ PASS' if verdict.passed else '❌ FAIL'}", ""]
+    lines += render_verdict_summary(verdict).splitlines()[2:]
+    lines += ["", _stats_note(verdict.confidence), ""]
+    if verdict.baseline.results.options.get("aggregation") == "micro":
+        lines += [
+            (
+                "Aggregation is micro: Baseline and Candidate are the dataset values (Σ DCG / Σ IDCG for nDCG), "
+                "while Δ, its CI, the tests and the gates use the per-query values, so Δ need not equal their "
+                "difference."
+            ),
+            "",
+        ]
+    lines += _win_tie_loss(verdict)
+    for result in verdict.gates:
+        lines += _movers(verdict, result)
+        lines += _side_by_side(verdict, result, passages or {})
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _verdict_table(gates: Sequence[GateResult], confidence: float) -> list[str]:
+    level = f"{confidence * 100:g}% CI"
+    lines = [
+        f"| Metric | Baseline | Candidate | Δ (mean) | {level} | p (permutation) | p (t-test) | Gate | Result |",
+        "|---|---:|---:|---:|---|---:|---:|---|---|",
+    ]
+    for g in gates:
+        p_perm = fmt_p(g.p_permutation)
+        if g.p_adjusted is not None:
+            p_perm += f" (Holm {fmt_p(g.p_adjusted)})"
+        lines.append(
+            f"| {g.gate.metric} | {fmt(g.baseline)} | {fmt(g.candidate)} | {signed(g.mean_delta)} | "
+            f"[{signed(g.ci_low)}, {signed(g.ci_high)}] | {p_perm} | {fmt_p(g.p_t_test)} | "
+            f"{escape_cell(g.gate.describe())} | {'✅ pass' if g.passed else '❌ fail'} |"
+        )
+    return lines
+
+
+def _stats_note(confidence: float) -> str:
+    return (
+        f"Δ = candidate − baseline, over queries paired by id. {confidence * 100:g}% CI: percentile bootstrap of the "
+        "mean Δ (seeded; the plain percentile interval, not BCa). p (permutation): paired randomisation test, "
+        "two-sided, exact up to 16 queries; Holm-corrected when several gates ask for significance. A gate with "
+        "alpha counts a drop as significant only when p < alpha (p = alpha is not). "
+        "p (t-test): paired t-test, for reference."
+    )
+
+
+def _win_tie_loss(verdict: Verdict) -> list[str]:
+    lines = [
+        "## Wins, ties and losses per query",
+        "",
+        "| Metric | Queries | Improved | Unchanged | Regressed |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for g in verdict.gates:
+        lines.append(f"| {g.gate.metric} | {g.n} | {g.wins} | {g.ties} | {g.losses} |")
+    return lines + [""]
+
+
+def _ordered_moves(verdict: Verdict, metric: str) -> list[tuple[str, float]]:
+    sign = 1.0 if parse_metric(metric).higher_is_better else -1.0
+    moves = [(q, sign * d) for q, d in verdict.deltas.get(metric, {}).items() if abs(d) > 1e-12]
+    return sorted(moves, key=lambda item: (item[1], item[0]))
+
+
+def _movers(verdict: Verdict, result: GateResult) -> list[str]:
+    metric = result.gate.metric
+    moves = _ordered_moves(verdict, metric)
+    texts = verdict.candidate.query_texts or verdict.baseline.query_texts
+    all_regressed = [m for m in moves if m[1] < 0]
+    all_improved = [m for m in reversed(moves) if m[1] > 0]
+    totals = {"Regressed": len(all_regressed), "Improved": len(all_improved)}
+    regressed, improved = all_regressed[:MOVERS], all_improved[:MOVERS]
+    b_index = {q: i for i, q in enumerate(verdict.baseline.results.query_ids)}
+    c_index = {q: i for i, q in enumerate(verdict.candidate.results.query_ids)}
+    lines = [f"## {metric}: queries that moved most", ""]
+    for title, rows in (("Regressed", regressed), ("Improved", improved)):
+        shown = f"{len(rows)} of {totals[title]} shown" if totals[title] > len(rows) else f"{len(rows)} shown"
+        lines += [f"**{title}** ({shown})", ""]
+        if not rows:
+            lines += ["None.", ""]
+            continue
+        lines += ["| Query | Text | Baseline | Candidate | Δ |", "|---|---|---:|---:|---:|"]
+        for qid, _ in rows:
+            b = verdict.baseline.results.values[metric][b_index[qid]]
+            c = verdict.candidate.results.values[metric][c_index[qid]]
+            text = escape_cell(_shorten(texts.get(qid, ""), 90))
+            lines.append(f"| {escape_cell(qid)} | {text} | {fmt(b)} | {fmt(c)} | {signed(c - b)} |")
+        lines.append("")
+    return lines
+
+
+def _side_by_side(verdict: Verdict, result: GateResult, passages: Mapping[str, Mapping[str, str]]) -> list[str]:
+    metric = result.gate.metric
+    k = parse_metric(metric).k or 10
+    worst = [m for m in _ordered_moves(verdict, metric) if m[1] < 0][:SIDE_BY_SIDE]
+    if not worst:
+        return []
+    base_rankings, cand_rankings = verdict.baseline.rankings, verdict.candidate.rankings
+    texts = verdict.candidate.query_texts or verdict.baseline.query_texts
+    lines = [f"## {metric}: worst regressions side by side (top {k})", ""]
+    if not base_rankings or not cand_rankings:
+        return lines + ["The results files hold no rankings; rerun with `rag-eval run` to see them.", ""]
+    is_relevant = _relevance_rule(metric, verdict.baseline.results.options)
+    for qid, _ in worst:
+        base = base_rankings.get(qid, [])[:k]
+        cand = cand_rankings.get(qid, [])[:k]
+        base_relevant = {doc for doc, _, grade in base if is_relevant(grade)}
+        cand_relevant = {doc for doc, _, grade in cand if is_relevant(grade)}
+        lines += [
+            f"### {escape_cell(qid)}: “{escape_cell(texts.get(qid, ''))}”",
+            "",
+            "| Rank | Baseline | Grade | Candidate | Grade |",
+            "|---:|---|---:|---|---:|",
+        ]
+        for rank in range(max(len(base), len(cand))):
+            left = _cell(base[rank] if rank < len(base) else None, cand_relevant, "lost", passages, is_relevant)
+            right = _cell(cand[rank] if rank < len(cand) else None, base_relevant, "gained", passages, is_relevant)
+            lines.append(f"| {rank + 1} | {left} |{right} |")
+        lost = sorted(base_relevant - cand_relevant)
+        gained = sorted(cand_relevant - base_relevant)
+        if _different_chunkings(verdict):  # chunk ids of two chunkings never match: "lost" would mean nothing
+            lines += ["", "The two sides read different chunkings: their chunks are not matched one to one.", ""]
+            continue
+        lines += [
+            "",
+            (
+                f"Relevant passages lost from the top {k}: {', '.join(code_span(d) for d in lost) or 'none'}. "
+                f"Gained: {', '.join(code_span(d) for d in gained) or 'none'}."
+            ),
+            "",
+        ]
+    return lines
+
+
+def _different_chunkings(verdict: Verdict) -> bool:
+    base, cand = verdict.baseline.chunking, verdict.candidate.chunking
+    if base is None and cand is None:
+        return False
+    return base is None or cand is None or base.get("fingerprint") is None or base.get("fingerprint") != cand.get(
+        "fingerprint"
+    )
+
+
+def _relevance_rule(metric: str, options: Mapping[str, Any]) -> Callable[[float | None], bool]:
+    """What "relevant" means for ``metric``, as its kernel counts it.
+
+    Graded metrics (nDCG, DCG) gain from every grade > 0; binary metrics (recall,
+    precision, MRR, ...) count grades at or above the relevance threshold.
+    """
+    if parse_metric(metric).is_graded:
+        return lambda grade: grade is not None and grade > 0
+    threshold = float(options.get("relevance_threshold", 1.0))
+    return lambda grade: grade is not None and grade >= threshold
+
+
+def _cell(
+    entry: Sequence[Any] | None,
+    other_relevant: set[str],
+    change: str,
+    passages: Mapping[str, Mapping[str, str]],
+    is_relevant=lambda grade: grade is not None and grade > 0,
+) -> str:
+    if entry is None:
+        return " | "
+    doc, _, grade = entry
+    text = passages.get(doc, {}).get("text", "")
+    label = code_span(doc, in_table=True) + (f" {escape_cell(_shorten(text, 60))}" if text else "")
+    if is_relevant(grade) and doc not in other_relevant:
+        label = f"**{label}** ({change})"
+    grade_text = "unjudged" if grade is None else fmt_grade(grade)
+    return f" {label} | {grade_text} "
+
+
+
+
+
+
+def _shorten(text: str, limit: int) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"

@@ -1,0 +1,211 @@
+"""``hybrid``: fuse the rankings of two or more retrievers.
+
+YAML parameters::
+
+    adapter: hybrid
+    params:
+      retrievers:                 # two or more retriever specs
+        - {adapter: bm25, params: {}, weight: 1.0}
+        - {adapter: dense, params: {model: all-MiniLM-L6-v2}}
+      method: rrf                 # rrf | weighted
+      k: 60                       # rrf constant
+      normalization: minmax       # minmax | zscore (method: weighted only)
+      candidates: null            # depth asked of each retriever (default max(top_k, 100))
+      cache_dir: null             # handed to children that take one and set none
+
+Ranks. Each child's list for a query is ranked by score descending, ties broken
+by doc id descending: the order trec_eval evaluates, so rank 1 here is rank 1 there.
+
+``rrf`` (reciprocal rank fusion, Cormack et al. 2009)::
+
+    score(d) = sum_i  weight_i / (k + rank_i(d))
+
+summed over the children that returned ``d`` (rank is 1-based); a child that did
+not return ``d`` adds nothing. Weights default to 1, giving plain RRF.
+
+``weighted``: each child's scores for a query are normalised, then
+``score(d) = sum_i weight_i * norm_i(d)`` (weights default to 1, not rescaled).
+
+- ``minmax``: ``(s - min) / (max - min)`` over the child's list for that query;
+  when every score in the list is equal (including a one-document list) each gets 1.0,
+  since the child still put those documents first.
+- ``zscore``: ``(s - mean) / std`` with the population std (ddof=0); an all-equal
+  list gives 0.0 for every document.
+
+A document that a child did not return gets that child's *lowest* normalised score
+for the query: 0 under minmax, the list's minimum z-score under zscore (0 when the
+list is empty). The choice keeps one property: being absent from a child's list is
+never better than being in it (a plain 0 under zscore would rank an absent
+document above every below-average one the child did return).
+
+Fused ties are broken by doc id descending, as trec_eval would.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from rag_eval._core import ranking
+from rag_eval._core.errors import RetrieverError
+from rag_eval._models import files as _models
+from rag_eval._retrievers.base import Corpus, Queries, Ranking, describe
+from rag_eval._retrievers.children import RetrieverRef, build_child
+from rag_eval._retrievers.params import AdapterParams, Folder, check_params
+
+ADAPTER = "hybrid"
+
+
+class HybridChild(RetrieverRef):
+    """One fused retriever: a retriever spec and its weight."""
+
+    weight: float = Field(1.0, ge=0, allow_inf_nan=False, description="its share of the fused score")
+
+
+class HybridParams(AdapterParams):
+    """Parameters of ``adapter: hybrid`` (see the module docstring)."""
+
+    retrievers: list[HybridChild] = Field(
+        description="two or more retriever specs {adapter: ..., params: ..., weight: ...}"
+    )
+    method: Literal["rrf", "weighted"] = Field("rrf", description="reciprocal rank fusion or a weighted score sum")
+    k: float = Field(60, ge=0, allow_inf_nan=False, description="the rrf constant")
+    normalization: Literal["minmax", "zscore"] = Field("minmax", description="score normalisation (weighted only)")
+    candidates: int | None = Field(None, ge=1, description="depth asked of each retriever (default max(top_k, 100))")
+    cache_dir: Folder | None = Field(None, description="handed to children that take one and set none")
+
+    @field_validator("retrievers")
+    @classmethod
+    def _two_or_more(cls, value: list[HybridChild]) -> list[HybridChild]:
+        if len(value) < 2:
+            raise ValueError(f"must list two or more retrievers to fuse, got {len(value)}")
+        return value
+
+    @model_validator(mode="after")
+    def _some_weight(self) -> HybridParams:
+        if not any(child.weight for child in self.retrievers):
+            raise ValueError("every weight is 0; give at least one retriever a positive weight")
+        return self
+
+
+def rrf_scores(lists: Sequence[Mapping[str, float]], weights: Sequence[float], k: float) -> dict[str, float]:
+    """Weighted reciprocal rank fusion of one query's lists (see the module docstring)."""
+    fused: dict[str, float] = {}
+    for scores, weight in zip(lists, weights):
+        for rank, (doc, _) in enumerate(ranking.ranked(scores), start=1):
+            fused[doc] = fused.get(doc, 0.0) + weight / (k + rank)
+    return fused
+
+
+def normalize(scores: Mapping[str, float], method: str) -> tuple[dict[str, float], float]:
+    """``(normalised scores, value for absent documents)`` of one child's list for one query."""
+    if not scores:
+        return {}, 0.0
+    values = [float(s) for s in scores.values()]
+    if method == "minmax":
+        low, high = min(values), max(values)
+        if high == low:
+            return {doc: 1.0 for doc in scores}, 0.0
+        span = high - low
+        return {doc: (float(s) - low) / span for doc, s in scores.items()}, 0.0
+    if method == "zscore":
+        mean = math.fsum(values) / len(values)
+        std = math.sqrt(math.fsum((v - mean) ** 2 for v in values) / len(values))
+        if std == 0.0:
+            return {doc: 0.0 for doc in scores}, 0.0
+        normed = {doc: (float(s) - mean) / std for doc, s in scores.items()}
+        return normed, min(normed.values())
+    raise ValueError(f"unknown normalization {method!r}")
+
+
+def weighted_scores(
+    lists: Sequence[Mapping[str, float]], weights: Sequence[float], normalization: str
+) -> dict[str, float]:
+    """Weighted sum of normalised scores of one query's lists (see the module docstring)."""
+    normalised = [normalize(scores, normalization) for scores in lists]
+    docs: dict[str, None] = {}
+    for scores in lists:
+        docs.update(dict.fromkeys(scores))
+    return {
+        doc: math.fsum(weight * normed.get(doc, floor) for (normed, floor), weight in zip(normalised, weights))
+        for doc in docs
+    }
+
+
+class HybridRetriever:
+    """Runs each child retriever and fuses their rankings per query."""
+
+    Params = HybridParams
+    #: Parameters the runner resolves against the config file's folder when relative.
+    PATH_PARAMS = ("cache_dir",)
+
+    def __init__(self, **params: Any) -> None:
+        settings = check_params(HybridParams, params, ADAPTER)
+        self.method = settings.method
+        self.k = float(settings.k)
+        self.normalization = settings.normalization
+        self.candidates = settings.candidates
+        self.cache_dir = _models.folder(settings.cache_dir)
+        self.specs = [{"adapter": child.adapter, "params": dict(child.params)} for child in settings.retrievers]
+        self.weights = [float(child.weight) for child in settings.retrievers]
+        self.children = [
+            build_child(child, f"{ADAPTER}: retrievers[{position}]", self.cache_dir)
+            for position, child in enumerate(settings.retrievers)
+        ]
+
+    def depth(self, top_k: int) -> int:
+        """How many results to ask of each child: ``candidates``, never fewer than ``top_k``."""
+        return max(top_k, self.candidates if self.candidates is not None else 100)
+
+    def index(self, corpus: Corpus) -> None:
+        """Index every child on the same corpus."""
+        for child in self.children:
+            child.index(corpus)
+
+    def search(self, queries: Queries, top_k: int) -> Ranking:
+        """Fused top ``top_k`` per query (ties at the cut-off keep the greater doc ids)."""
+        if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
+            raise RetrieverError(f"{ADAPTER}: top_k must be an integer >= 1, got {top_k!r}")
+        depth = self.depth(top_k)
+        runs = []
+        for position, child in enumerate(self.children):
+            run = child.search(queries, depth)
+            if not isinstance(run, Mapping):
+                raise RetrieverError(
+                    f"{ADAPTER}: retrievers[{position}] returned {type(run).__name__}, not {{qid: {{doc: score}}}}"
+                )
+            runs.append(run)
+        results: Ranking = {}
+        for qid in queries:
+            # A child may return more than asked: only its top `depth` take part.
+            lists = [ranking.top_k(run.get(qid) or {}, depth) for run in runs]
+            if self.method == "rrf":
+                fused = rrf_scores(lists, self.weights, self.k)
+            else:
+                fused = weighted_scores(lists, self.weights, self.normalization)
+            results[qid] = ranking.top_k(fused, top_k)
+        return results
+
+    def describe(self) -> dict[str, Any]:
+        """Fusion settings and each child's own description."""
+        children = [describe(child) for child in self.children]
+        caches = [f"{spec['adapter']} {d['cache']}" for spec, d in zip(self.specs, children) if d.get("cache")]
+        fusion = f"rrf (k={self.k:g})" if self.method == "rrf" else f"weighted {self.normalization}"
+        return {
+            "adapter": ADAPTER,
+            "method": fusion,
+            **({"cache": ", ".join(caches)} if caches else {}),
+            "parameters": {
+                "method": self.method,
+                "k": self.k,
+                "normalization": self.normalization,
+                "candidates": self.candidates,
+            },
+            "retrievers": [
+                {"adapter": spec["adapter"], "weight": weight, "description": child_description}
+                for spec, weight, child_description in zip(self.specs, self.weights, children)
+            ],
+        }
