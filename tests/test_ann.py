@@ -13,7 +13,9 @@ import pytest
 from pydantic import ValidationError
 
 from rag_eval._core.errors import RetrieverError
-from rag_eval._retrievers.ann import IndexCacheWarning, IndexSpec, build_searcher
+from rag_eval._retrievers.ann import build_searcher
+from rag_eval._retrievers.index_cache import IndexCacheWarning
+from rag_eval._retrievers.index_spec import IndexSpec
 from rag_eval._retrievers.params import AdapterParams, check_params
 
 FAISS_REASON = "faiss-cpu is not installed (pip install rag-eval[ann])"

@@ -10,8 +10,8 @@ import pytest
 
 pytest.importorskip("faiss", reason="FAISS is not installed (pip install rag-eval[ann])")
 
-from rag_eval._commands.runner import execute  # noqa: E402
 from rag_eval._data.config import load_config  # noqa: E402
+from rag_eval._run.execute import execute  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -27,9 +27,10 @@ pytest.importorskip("onnx")
 
 from _models import copy_model, tiny_bi_encoder, tiny_cross_encoder  # noqa: E402
 
-from rag_eval._models.embeddings import backends, export  # noqa: E402
-from rag_eval._models.embeddings.backends import EncoderOptions, load_encoder, load_scorer  # noqa: E402
+from rag_eval._models.embeddings import export, threads, torch_backend  # noqa: E402
 from rag_eval._models.embeddings.export import ExportCacheWarning  # noqa: E402
+from rag_eval._models.embeddings.loading import load_encoder, load_scorer  # noqa: E402
+from rag_eval._models.embeddings.options import EncoderOptions, cache_options, options_error  # noqa: E402
 from rag_eval._models.files import ResolvedModel, bundled_minilm_path  # noqa: E402
 
 LONG = " ".join(f"Sentence {i} about coral reefs, tides and the deep ocean floor." for i in range(60))  # > 256 tokens
@@ -155,11 +156,11 @@ def test_length_sorting_restores_order() -> None:
 
 
 def test_threads_default_to_the_cpus_of_this_process(monkeypatch: pytest.MonkeyPatch) -> None:
-    assert backends.available_cpus() <= len(os.sched_getaffinity(0))
-    monkeypatch.setattr(backends, "available_cpus", lambda: 6)
-    assert backends.thread_plan(EncoderOptions()) == (6, 6)
-    assert backends.thread_plan(EncoderOptions(backend="onnx", threads=4, streams=2)) == (4, 2)
-    assert backends.thread_plan(EncoderOptions(backend="onnx", threads=2, streams=8)) == (2, 2)  # never more streams than threads
+    assert threads.available_cpus() <= len(os.sched_getaffinity(0))
+    monkeypatch.setattr(threads, "available_cpus", lambda: 6)
+    assert threads.thread_plan(EncoderOptions()) == (6, 6)
+    assert threads.thread_plan(EncoderOptions(backend="onnx", threads=4, streams=2)) == (4, 2)
+    assert threads.thread_plan(EncoderOptions(backend="onnx", threads=2, streams=8)) == (2, 2)  # never more streams than threads
 
 
 def test_cls_pooling_and_unsupported_modules(tmp_path: Path) -> None:
@@ -298,29 +299,29 @@ def test_unwritable_export_dir_exports_to_a_temporary_folder(tmp_path: Path) -> 
 def test_bad_options_are_one_line(options: dict, message: str) -> None:
     with pytest.raises(ValidationError) as caught:
         EncoderOptions(**options)
-    text = backends.options_error(caught.value)
+    text = options_error(caught.value)
     assert message in text and "\n" not in text
 
 
 def test_cache_options_hold_what_changes_the_numbers() -> None:
-    torch_keys = backends.cache_options(EncoderOptions())
+    torch_keys = cache_options(EncoderOptions())
     assert torch_keys == {}  # the default: the keys of caches written before backends existed stay valid
-    assert backends.cache_options(EncoderOptions(precision="fp16")) == {
+    assert cache_options(EncoderOptions(precision="fp16")) == {
         "backend": "torch", "quantize": "none", "precision": "fp16"
     }
     import onnxruntime
 
-    assert backends.cache_options(EncoderOptions(backend="onnx", quantize="int8")) == {
+    assert cache_options(EncoderOptions(backend="onnx", quantize="int8")) == {
         "backend": "onnx",
         "quantize": "int8",
         "precision": "fp32",
         "export_format": export.EXPORT_FORMAT,
         "onnxruntime": onnxruntime.__version__,  # int8 kernels and fusions change between releases
     }
-    assert "onnxruntime" not in backends.cache_options(EncoderOptions(backend="onnx"))
-    assert backends.cache_options(EncoderOptions(threads=7)) == torch_keys  # speed only
-    onnx = backends.cache_options(EncoderOptions(backend="onnx"))
-    assert backends.cache_options(EncoderOptions(backend="onnx", threads=7, streams=3)) == onnx
+    assert "onnxruntime" not in cache_options(EncoderOptions(backend="onnx"))
+    assert cache_options(EncoderOptions(threads=7)) == torch_keys  # speed only
+    onnx = cache_options(EncoderOptions(backend="onnx"))
+    assert cache_options(EncoderOptions(backend="onnx", threads=7, streams=3)) == onnx
 
 
 def test_fp16_on_cpu_and_onnx_on_gpu_are_refused() -> None:
@@ -333,7 +334,7 @@ def test_fp16_on_cpu_and_onnx_on_gpu_are_refused() -> None:
 
 def test_importing_backends_loads_no_framework() -> None:
     code = (
-        "import sys, rag_eval, rag_eval._models.embeddings.backends\n"
+        "import sys, rag_eval, rag_eval._models.embeddings.loading, rag_eval._models.embeddings.graph_session\n"
         "print(sorted(m for m in ('torch', 'onnxruntime', 'openvino', 'transformers') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -478,7 +479,7 @@ def test_the_dense_truncation_report_takes_the_pipelines_counts_without_tokenisi
     for way in ("encode()", "pipeline"):
         if way == "pipeline":  # the CUDA path, run here on the CPU
             monkeypatch.setattr(
-                backends.TorchEncoder, "_encode_once",
+                torch_backend.TorchEncoder, "_encode_once",
                 lambda self, texts, batch_size, normalize, show: (
                     self.pipeline_ready() and self._encode_pipelined(list(texts), batch_size, normalize, show)
                 ),
@@ -502,7 +503,7 @@ def test_counts_from_a_tokenizer_transformers_set_up_otherwise_are_not_kept(tmp_
     # differ from tokenizer.json's on accented texts only, so a sample of plain texts would not tell.
     from transformers import AutoTokenizer
 
-    from rag_eval._models.embeddings.backends import untruncated_lengths
+    from rag_eval._models.embeddings.torch_backend import untruncated_lengths
     from rag_eval._models.embeddings.truncation import TokenCounter
 
     folder = tmp_path / "model"

@@ -235,7 +235,7 @@ def test_summarize_chunks_hand_computed():
         ({"method": "recursive", "size": 10, "overlap": -1},
          "chunking.t.overlap: must be greater than or equal to 0, got -1"),
         ({"method": "recursive", "sise": 10},
-         "chunking.t.size: required (the largest chunk, in `unit`s) (and 1 more)"),
+         "chunking.t.size: required field is missing (the largest chunk, in `unit`s) (and 1 more)"),
         ({"method": "fixed", "size": 10, "overlapp": 2},
          "chunking.t.overlapp: unknown key; did you mean 'overlap'? "
          "method 'fixed' takes: method, tokenizer, size, overlap, unit"),

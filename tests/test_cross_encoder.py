@@ -143,7 +143,7 @@ def test_describe_and_cache_dir_pass_through(tiny_ce, tmp_path):
         ({"model": None}, "params.model: must be a valid string, got None"),
         ({"first_stage": None}, "params.first_stage: must be a mapping {adapter: ..., params: {...}}, got None"),
         ({"first_stage": "bm25"}, "params.first_stage: must be a mapping {adapter: ..., params: {...}}, got 'bm25'"),
-        ({"first_stage": {"params": {}}}, "params.first_stage.adapter: required parameter is missing"),
+        ({"first_stage": {"params": {}}}, "params.first_stage.adapter: required field is missing"),
         (
             {"first_stage": {"adapter": "bm25", "parms": {}}},
             "params.first_stage.parms: unknown key; did you mean 'params'?",
@@ -172,11 +172,11 @@ def test_model_and_first_stage_are_required():
         registry.check("cross_encoder", {})
     assert caught.value.problems == [
         (
-            "params.model: required parameter is missing (a cross-encoder name such as "
+            "params.model: required field is missing (a cross-encoder name such as "
             "cross-encoder/ms-marco-MiniLM-L6-v2, or a local folder)"
         ),
         (
-            "params.first_stage: required parameter is missing (the retriever whose results are re-ranked, "
+            "params.first_stage: required field is missing (the retriever whose results are re-ranked, "
             "e.g. first_stage: {adapter: bm25, params: {}})"
         ),
     ]

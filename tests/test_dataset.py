@@ -912,7 +912,7 @@ def test_query_set_schema_unknown_keys_with_hint(tmp_path):
 
 def test_query_set_corpus_of_the_wrong_kind(tmp_path):
     path = write_yaml(tmp_path / "set.yaml", {"corpus": {"p1": "a"}, "queries": QUERIES})
-    assert problems_of_call(load_yaml_query_set, path) == [f"{path}: corpus: Input should be a valid list"]
+    assert problems_of_call(load_yaml_query_set, path) == [f"{path}: corpus: Input should be a valid list (got dict)"]
 
 
 def test_a_judged_id_with_a_newline_keeps_the_message_on_one_line(tmp_path):

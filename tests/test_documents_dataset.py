@@ -247,7 +247,7 @@ def test_every_span_problem_is_reported_with_its_place(tmp_path):
     assert problems_of(excinfo) == expected_problems(path)
     assert str(excinfo.value) == (
         f"{path}: documents[2](notes.txt).id: duplicate document id 'notes.txt' (first at documents[1]) "
-        "(and 18 more problems; `rag-eval validate` lists all)"
+        "(and 18 more; `rag-eval validate` lists all)"
     )
 
 

@@ -12,14 +12,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rag_eval._models.embeddings.store import (
-    EmbeddingCacheWarning,
-    EmbeddingStore,
-    PackedKeys,
-    encode_missing,
-    namespace_key,
-    text_key,
-)
+from rag_eval._models.embeddings.incremental import encode_missing
+from rag_eval._models.embeddings.keys import PackedKeys
+from rag_eval._models.embeddings.store import EmbeddingCacheWarning, EmbeddingStore, namespace_key, text_key
 
 TEXTS = [f"passage number {i} about the ocean" for i in range(10)]
 # magic (8) + length (4) + the header JSON (~120 bytes with its sha256), padded to a multiple of 64

@@ -196,7 +196,7 @@ def test_shard_bounds_cover_every_row_once():
 
 def test_importing_rag_eval_and_the_engines_does_not_import_ray():
     code = (
-        "import sys, rag_eval, rag_eval._execution.sharded, rag_eval._execution.ray_engine\n"
+        "import sys, rag_eval, rag_eval._execution.sharded, rag_eval._execution.ray_engine, rag_eval._execution.ray_cluster\n"
         "heavy = sorted(m for m in ('ray', 'torch', 'pandas', 'pyarrow') if m in sys.modules)\n"
         "print(heavy)\n"
     )

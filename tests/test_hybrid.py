@@ -168,7 +168,7 @@ def test_three_children_with_the_tiny_dense_model_and_a_plugin(tmp_path):
         ({"normalization": "l2"}, "params.normalization: must be 'minmax' or 'zscore', got 'l2'"),
         ({"k": -1}, "params.k: must be greater than or equal to 0, got -1"),
         ({"candidates": 0}, "params.candidates: must be greater than or equal to 1, got 0"),
-        ({"retrievers": [fixed(A), {"params": {}}]}, "params.retrievers[1].adapter: required parameter is missing"),
+        ({"retrievers": [fixed(A), {"params": {}}]}, "params.retrievers[1].adapter: required field is missing"),
         (
             {"retrievers": [fixed(A), {**fixed(B), "wieght": 2}]},
             "params.retrievers[1].wieght: unknown key; did you mean 'weight'? allowed: adapter, params, weight",

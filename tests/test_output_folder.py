@@ -20,7 +20,7 @@ import pytest
 import yaml
 from conftest import REPO
 
-from rag_eval._core import output_folder
+from rag_eval._core import folder_renames, output_folder
 from rag_eval._core.atomic import atomic_write_bytes
 from rag_eval._core.errors import RagEvalError
 from rag_eval._core.output_folder import MANIFEST, replace_output_set
@@ -150,7 +150,7 @@ def _write_killed(folder: Path, files: dict[str, bytes], at: int, exchange: bool
         try:
             output_folder._checkpoint = _killer(at)
             if not exchange:
-                output_folder._renameat2 = lambda: None
+                folder_renames.renameat2 = lambda: None
             replace_output_set(folder, files)
         except BaseException:  # noqa: BLE001 - whatever happens, the child must not return into pytest
             code = 3
@@ -165,7 +165,7 @@ def _steps(folder: Path, files: dict[str, bytes], monkeypatch, exchange: bool) -
     with monkeypatch.context() as patch:
         patch.setattr(output_folder, "_checkpoint", names.append)
         if not exchange:
-            patch.setattr(output_folder, "_renameat2", lambda: None)
+            patch.setattr(folder_renames, "renameat2", lambda: None)
         replace_output_set(folder, files)
     return names
 
@@ -193,7 +193,7 @@ NESTED_AFTER = {"manifest staged", "exchanged", "old one.json removed", "old set
 
 @pytest.mark.parametrize("exchange", [True, False], ids=["renameat2-exchange", "two-renames"])
 def test_a_kill_at_any_step_leaves_the_old_or_the_new_set(tmp_path, monkeypatch, exchange):
-    if exchange and output_folder._renameat2() is None:
+    if exchange and folder_renames.renameat2() is None:
         pytest.skip("renameat2 is not available here")
     # fsync matters for a power cut, not for a killed process (the page cache outlives it): skipped for speed.
     monkeypatch.setattr(os, "fsync", lambda fd: None)

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from rag_eval._commands.runner import execute
 from rag_eval._data.config import load_config
 from rag_eval._retrievers import bm25 as bm25_module
 from rag_eval._retrievers.shared_children import SharedChild, shared, sharing
+from rag_eval._run.execute import execute
 
 ROOT = Path(__file__).resolve().parents[1]
 

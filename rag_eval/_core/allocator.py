@@ -26,7 +26,6 @@ def keep_freed_memory() -> bool:
     if not sys.platform.startswith("linux"):
         return False
     try:
-
         libc = ctypes.CDLL("libc.so.6")
         return bool(libc.mallopt(_M_TRIM_THRESHOLD, _KEEP_FREED_BYTES)) and bool(
             libc.mallopt(_M_MMAP_THRESHOLD, _MAP_FRESH_FROM_BYTES)

@@ -1,32 +1,45 @@
 """The toolkit of every message rag_eval prints: one home for each small rule of wording.
 
 - :func:`first_and_more`: the first problem and how many more there are;
+- :func:`some_of`: the first few names of a list and how many more there are;
 - :func:`close_match` / :func:`did_you_mean`: the "did you mean ...?" hint for a misspelt name;
 - :func:`shown`: a value short and on one line (a label holding a newline, or a 1 MB string,
   must not break the CLI's one-line error);
-- pydantic validation errors as one-line messages (file, field path, problem, bad value, fix),
-  so that every validated input says ``configs/run.yaml: retrievers[0](bm25).parms: unknown
-  key; did you mean 'params'? allowed: adapter, label, params`` in the same style.
+- :func:`error_line`: a library's error inside one of ours, as ``Type: its first line``;
+- :func:`pydantic_problems`: pydantic validation errors as one-line messages (field path,
+  problem, bad value, fix), the one formatter of every validated input: the config and the
+  query set (:func:`validation_problems`), an adapter's params
+  (:mod:`rag_eval._retrievers.params`) and a chunker's (:mod:`rag_eval._models.chunking.params`),
+  so that each says ``configs/run.yaml: retrievers[0](bm25).parms: unknown key; did you mean
+  'params'? allowed: adapter, label, params`` in the same style.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
 import difflib
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn, get_args
 
 from pydantic import BaseModel, ValidationError
+from pydantic.fields import FieldInfo
 
 from rag_eval._core.errors import RagEvalError
-from rag_eval._core.yaml_loader import NumberAsText
+from rag_eval._core.yaml_numbers import NumberAsText
 
 # Keys whose value names an item of a list in a field path: retrievers[0](bm25), queries[3](q17).
 LABEL_KEYS = ("label", "id", "_id")
 SHOWN_CHARS = 60
+# The message of a library's error, in one of ours: enough to act on.
+ERROR_LINE_CHARS = 160
+# A label this long or shorter, printable, names a list item as written; a longer one is shown().
+_LABEL_CHARS = 40
 # Error types of a field that wanted a number (a grade's own check raises value_error).
 _NUMBER_ERRORS = ("int_", "float_", "finite_number", "greater_than", "less_than", "value_error")
+# Parts of an error's location that pydantic adds for its own bookkeeping, by their form.
+_PYDANTIC_PARTS = ("function-", "literal[", "<")
 
 
 class ProblemAt(ValueError):
@@ -57,8 +70,9 @@ def summarise(problems: Sequence[str]) -> str:
 # What the CLI's one line adds when a config or dataset has more problems than it shows.
 VALIDATE_LISTS_ALL = "`rag-eval validate` lists all"
 # Names compared for a "did you mean" hint at the most (difflib is quadratic in the name's length,
-# linear in their number: a corpus of a million ids would take seconds for one hint).
-CLOSE_MATCH_LIMIT = 10_000
+# linear in their number: a corpus of a million ids would take seconds for one hint, and a
+# problem list of unknown ids asks once per id).
+CLOSE_MATCH_LIMIT = 5_000
 
 
 def first_and_more(problems: Sequence[str], count: int | None = None, *, hint: str | None = None) -> str:
@@ -73,57 +87,40 @@ def first_and_more(problems: Sequence[str], count: int | None = None, *, hint: s
     return f"{problems[0]} (and {total - 1:,} more{'; ' + hint if hint else ''})"
 
 
-def close_match(name: str, known: Sequence[str] | Any) -> str | None:
+def some_of(items: Sequence[str], limit: int) -> str:
+    """``a, b, c, ... (N more)``: the first ``limit`` of ``items``, and how many more there are."""
+    listed = ", ".join(items[:limit])
+    return listed + (f", ... ({len(items) - limit:,} more)" if len(items) > limit else "")
+
+
+def close_match(name: str, known: Collection[str] | Any) -> str | None:
     """The known name ``name`` was most likely meant to be, or None.
 
-    A name equal but for case wins; then the closest by difflib's ratio (at least 0.6). Past
-    :data:`CLOSE_MATCH_LIMIT` names only the case-insensitive match is looked for.
+    In this order: a name equal but for case; a path with the same last part (``a.md`` for
+    ``docs/a.md``, the same file in another folder; the first in sorted order); the closest by
+    difflib's ratio (at least 0.6). Past :data:`CLOSE_MATCH_LIMIT` names, difflib is not asked.
     """
-    candidates = list(known)
+    candidates = [candidate for candidate in known if isinstance(candidate, str)]
     folded = name.casefold()
+    tail = name.rsplit("/", 1)[-1]
+    same_tail = []
     for candidate in candidates:
-        if isinstance(candidate, str) and candidate.casefold() == folded and candidate != name:
+        if candidate.casefold() == folded and candidate != name:
             return candidate
+        if candidate != name and candidate.rsplit("/", 1)[-1] == tail:
+            same_tail.append(candidate)
+    if same_tail:
+        return min(same_tail)
     if len(candidates) > CLOSE_MATCH_LIMIT:
         return None
-    guesses = difflib.get_close_matches(name, [c for c in candidates if isinstance(c, str)], n=1)
+    guesses = difflib.get_close_matches(name, candidates, n=1)
     return guesses[0] if guesses else None
 
 
-def did_you_mean(name: str, known: Sequence[str] | Any) -> str:
+def did_you_mean(name: str, known: Collection[str] | Any) -> str:
     """``did you mean 'x'? `` (with its trailing space, to stand before the list of known names), or ``""``."""
     guess = close_match(name, known)
     return f"did you mean {guess!r}? " if guess is not None else ""
-
-
-def validation_problems(source: str | Path, error: ValidationError, raw: Any, root: type[BaseModel]) -> list[str]:
-    """Every error of ``error`` (raised validating ``raw`` as ``root``) as a one-line message."""
-    return [describe(source, item, raw, root) for item in error.errors()]
-
-
-def describe(source: str | Path, item: Any, raw: Any, root: type[BaseModel]) -> str:
-    """One pydantic error item as ``SOURCE: field.path: problem (got VALUE)``."""
-    loc = list(item["loc"])
-    cause = item.get("ctx", {}).get("error")
-    if isinstance(cause, ProblemAt):  # a check across fields that knows which field is wrong
-        loc = [*loc, *cause.loc]
-    field = field_path(raw, loc)
-    kind = item["type"]
-    if kind == "extra_forbidden":
-        name = loc[-1]
-        parent_model = _model_at(root, loc[:-1])
-        allowed = sorted(parent_model.model_fields) if parent_model else []
-        return f"{source}: {field}: unknown key; {did_you_mean(str(name), allowed)}allowed: {', '.join(allowed)}"
-    if kind == "missing":
-        return f"{source}: {field}: required field is missing"
-    cause = item.get("ctx", {}).get("error")
-    message = str(cause) if isinstance(cause, RagEvalError) else item["msg"].removeprefix("Value error, ")
-    value = item.get("input")
-    if isinstance(value, NumberAsText) and kind.startswith(_NUMBER_ERRORS):
-        # "written without quotes" or "not a valid integer" would blame the user for YAML 1.1's rule.
-        return f"{source}: {field}: {value.advice()}"
-    got = "" if isinstance(value, (dict, list)) or value is None else f" (got {shown(value)})"
-    return f"{source}: {field}: {' '.join(message.split())}{got}"
 
 
 def shown(value: Any, limit: int = SHOWN_CHARS) -> str:
@@ -136,32 +133,218 @@ def shown(value: Any, limit: int = SHOWN_CHARS) -> str:
         text = repr(value)  # repr escapes newlines and control characters
     else:
         text = type(value).__name__
+    return _clipped(text, limit)
+
+
+def error_line(error: BaseException, limit: int = ERROR_LINE_CHARS) -> str:
+    """``Type: first line of the message``, clipped at ``limit`` characters of message, or the type alone.
+
+    For an error of a library (transformers, Ray, the Hub) inside one of ours: its first line
+    is enough to act on, its traceback and the rest of a long message are not.
+    """
+    lines = str(error).strip().splitlines()
+    text = _clipped(lines[0].strip(), limit) if lines else ""
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
+
+
+def _clipped(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters, the last three of them ``...`` when it was longer."""
     return text if len(text) <= limit else text[: max(0, limit - 3)] + "..."
 
 
-def field_path(raw: Any, loc: Sequence[Any]) -> str:
+# --------------------------------------------------------------------------- pydantic's errors
+
+
+@dataclass(frozen=True)
+class Voice:
+    """What still reads differently between the two families of validated inputs (each pinned by the CLI's tests).
+
+    ``should``: pydantic's "Input should be ..." as said in this voice; ``got``: how the bad
+    value follows the problem (``{}`` stands for the value); ``sorted_keys``: the keys a model
+    allows listed sorted (a file's sections, looked up by name) or in the order the model
+    declares them (a method's parameters, in the order the docs give them). Everything else
+    (paths, unknown keys, missing fields, which value is shown and how) is one rule for both.
+    """
+
+    should: str
+    got: str
+    sorted_keys: bool
+
+    def keys(self, model: type[BaseModel]) -> list[str]:
+        """The keys ``model`` allows, in this voice's order."""
+        return sorted(model.model_fields) if self.sorted_keys else list(model.model_fields)
+
+
+#: A file's fields (the config, a query set): pydantic's own sentence, the value in parentheses.
+FILE_VOICE = Voice(should="Input should be ", got=" (got {})", sorted_keys=True)
+#: An adapter's or a chunker's parameters: ``must be ..., got VALUE``.
+PARAMETER_VOICE = Voice(should="must be ", got=", got {}", sorted_keys=False)
+
+
+def validation_problems(source: str | Path, error: ValidationError, raw: Any, root: type[BaseModel]) -> list[str]:
+    """Every error of ``error`` (raised validating the file ``source``'s ``raw`` as ``root``) as ``SOURCE: path: problem``."""
+    return [f"{source}: {line}" for line in pydantic_problems(error, raw, root)]
+
+
+def pydantic_problems(
+    error: ValidationError,
+    raw: Any,
+    model: type[BaseModel],
+    *,
+    root: str = "",
+    voice: Voice = FILE_VOICE,
+    keys_named: str = "allowed",
+    unknown_top_key: Callable[[str, list[str]], str] | None = None,
+) -> list[str]:
+    """Every error of ``error`` (raised validating ``raw`` as ``model``) as one line ``PATH: problem`` + the value.
+
+    - ``PATH`` is :func:`field_path` under ``root`` (``params``, ``chunking.c``; none for a file);
+    - an unknown key: ``unknown key; did you mean 'x'? allowed: a, b`` (the known keys in the
+      voice's order; ``keys_named`` replaces "allowed", e.g. ``method 'fixed' takes``); at the top level,
+      ``unknown_top_key(key, known keys)`` may word the whole line instead, and such lines come
+      first (a misspelt name explains the missing field that follows);
+    - a missing field: ``required field is missing (its description)``;
+    - a field that wanted a mapping: which keys it takes;
+    - a :class:`RagEvalError` raised by a validator is whole already: each of its problems is a
+      line at the field's path (at the top, as it is), and a nested adapter's own
+      ``params.x: ...`` goes under the field's path (``params.retrievers[1].params.x: ...``);
+    - a :class:`ProblemAt` names its field below the model that raised it;
+    - pydantic's errors at one path (the branches of a union) are one line: ``must be a valid
+      string or a valid list``;
+    - the bad value, :func:`shown`, follows as the ``voice`` says, except for a missing or
+      unknown key and a whole message; ``None``, a mapping or a list only where the type was
+      wrong (a mapping or list by its type name); a number YAML read as text gets
+      :meth:`NumberAsText.advice` instead.
+    """
+    first: list[str] = []
+    lines: list[list[Any]] = []  # [path, messages, value shown or None]; messages None: a whole line
+    merged: dict[str, list[Any]] = {}
+    for item in error.errors():
+        loc = list(item["loc"])
+        cause = (item.get("ctx") or {}).get("error")
+        if isinstance(cause, ProblemAt):  # a check across fields that knows which field is wrong
+            loc = [*loc, *cause.loc]
+        kind = item["type"]
+        if kind == "extra_forbidden" and len(loc) == 1 and unknown_top_key is not None:
+            first.append(unknown_top_key(str(loc[0]), voice.keys(model)))
+            continue
+        path = field_path(raw, loc, model, root=root)
+        if isinstance(cause, RagEvalError):
+            lines.extend(_whole_problems(path, cause, at_top=not loc))
+            continue
+        message, value = _problem(item, loc, model, voice, keys_named)
+        line = merged.get(path)
+        if line is None:
+            line = merged[path] = [path, [message], value]
+            lines.append(line)
+        elif message not in line[1]:
+            line[1].append(message)
+            line[2] = line[2] if line[2] is not None else value
+    return first + [_line(path, messages, value, voice) for path, messages, value in lines]
+
+
+def _whole_problems(path: str, cause: RagEvalError, at_top: bool) -> list[list[Any]]:
+    """The problems of a RagEvalError a validator raised, placed at ``path``."""
+    placed = []
+    for problem in cause.problems:
+        problem = " ".join(problem.split())
+        if problem.startswith(("params.", "params:")) and not at_top:  # a nested adapter's own check: one path
+            inner, problem = problem.split(": ", 1)
+            placed.append([f"{path}.{inner}", [problem], None])
+        else:
+            placed.append([path if not at_top else "", [problem], None])
+    return placed
+
+
+def _line(path: str, messages: list[str], value: str | None, voice: Voice) -> str:
+    # union branches: "must be a valid string or a valid list", not "must be ... or must be ..."
+    text = messages[0] + "".join(" or " + m.removeprefix(voice.should) for m in messages[1:])
+    lead = f"{path}: " if path else ""
+    return lead + text + (voice.got.format(value) if value is not None else "")
+
+
+def _problem(
+    item: Any, loc: list[Any], model: type[BaseModel], voice: Voice, keys_named: str
+) -> tuple[str, str | None]:
+    """(what is wrong and how to fix it, the offending value as shown, or None)."""
+    kind = item["type"]
+    value = item.get("input")
+    if kind == "missing":
+        owner = model_at(model, loc[:-1])
+        field = _field(owner, loc[-1]) if owner is not None and loc else None
+        described = f" ({field.description})" if field is not None and field.description else ""
+        return f"required field is missing{described}", None
+    if kind == "extra_forbidden":
+        owner = model_at(model, loc[:-1])
+        known = voice.keys(owner) if owner is not None else []
+        if not known:
+            return "unknown key", None
+        return f"unknown key; {did_you_mean(str(loc[-1]), known)}{keys_named}: {', '.join(known)}", None
+    if kind == "model_type":
+        expected = model_at(model, loc)
+        if expected is not None and {"adapter", "params"} <= set(expected.model_fields):  # a retriever spec
+            return f"{voice.should}a mapping {{adapter: ..., params: {{...}}}}", _type_named(value)
+        if expected is not None and isinstance(value, str) and "kind" in expected.model_fields:  # index: hnsw
+            return f"{voice.should}a mapping such as {{kind: {value}}}", None
+        if expected is not None:
+            return f"{voice.should}a mapping with keys among {', '.join(voice.keys(expected))}", _type_named(value)
+    if isinstance(value, NumberAsText) and kind.startswith(_NUMBER_ERRORS):
+        # "written without quotes" or "not a valid integer" would blame the user for YAML 1.1's rule.
+        return value.advice(), None
+    message = " ".join(str(item["msg"]).removeprefix("Value error, ").split())
+    message = voice.should + message.removeprefix("Input should be ") if message.startswith("Input should be ") else message
+    if value is None or isinstance(value, (dict, list)):
+        # Named where the type was wrong; elsewhere our own validators already say what is wrong with
+        # an empty value or a whole list (and a whole mapping would not fit on the line).
+        return message, _type_named(value) if kind.endswith("_type") or kind == "is_instance_of" else None
+    return message, shown(value)
+
+
+def _type_named(value: Any) -> str:
+    """``value`` shown, a mapping or list by its type (a whole one would not fit on the line)."""
+    return type(value).__name__ if isinstance(value, (dict, list)) else shown(value)
+
+
+def field_path(raw: Any, loc: Sequence[Any], model: type[BaseModel] | None = None, *, root: str = "") -> str:
     """``retrievers[0](bm25).params`` for the location ``("retrievers", 0, "params")`` in ``raw``.
 
-    Parts that pydantic adds for its own bookkeeping (validator names, union
-    tags) are left out: they are not keys of the user's file.
+    A list item is named by its label (:data:`LABEL_KEYS`) where it has one. Parts that
+    pydantic adds for its own bookkeeping (validator names, union branches, "this dict key")
+    are left out: they are not keys of the user's input. With ``model`` (what ``raw`` was
+    validated as), a part is a key when the model has the field or ``raw`` has the key; without
+    it, every part but pydantic's by their form. ``root`` is the path's first part
+    (``params``); without one, an empty path is ``(top level)``.
     """
-    parts: list[str] = []
+    parts: list[str] = [root] if root else []
     node = raw
+    current = model
     for part in loc:
         if isinstance(part, int):
-            label = _label(node[part]) if isinstance(node, list) and part < len(node) else None
-            parts.append(f"[{part}]" + (f"({label})" if label else ""))
-            node = node[part] if isinstance(node, list) and part < len(node) else None
+            item = node[part] if isinstance(node, list) and 0 <= part < len(node) else None
+            label = _label(item)
+            index = f"[{part}]" + (f"({label})" if label else "")
+            if parts:
+                parts[-1] += index
+            else:
+                parts.append(index)
+            node = item
             continue
-        if not isinstance(part, str) or part.startswith(("function-", "literal[", "<")) or part == "[key]":
+        if not isinstance(part, str) or part.startswith(_PYDANTIC_PARTS) or part == "[key]" or isinstance(node, list):
             continue  # pydantic's own parts: validator names, union tags, "this dict key"
-        if isinstance(node, list):
-            continue
+        field = _field(current, part)
+        if model is not None and field is None and not (isinstance(node, dict) and part in node):
+            continue  # a union branch ("str", "list[str]") or another tag: no key of the input
         # A key that is not short printable text (a doc id with a newline) is shown quoted.
         simple = part.isprintable() and " " not in part and 0 < len(part) <= SHOWN_CHARS
-        parts.append((("." if parts else "") + part) if simple else f"[{shown(part)}]")
+        parts.append(part if simple else f"[{shown(part)}]")
         node = node.get(part) if isinstance(node, dict) else None
-    return "".join(parts) or "(top level)"
+        if field is not None:
+            current = _first_model(field.annotation)
+    return _joined(parts) or "(top level)"
+
+
+def _joined(parts: list[str]) -> str:
+    return "".join(part if not index or part.startswith("[") else "." + part for index, part in enumerate(parts))
 
 
 def _label(item: Any) -> str | None:
@@ -169,20 +352,29 @@ def _label(item: Any) -> str | None:
         return None
     for key in LABEL_KEYS:
         value = item.get(key)
-        if isinstance(value, str) and value.isprintable() and 0 < len(value) <= 40:
+        if isinstance(value, str) and value.isprintable() and 0 < len(value) <= _LABEL_CHARS:
             return value
         if isinstance(value, (str, int)) and not isinstance(value, bool):
             return shown(value)
     return None
 
 
-def _model_at(root: type[BaseModel], loc: Sequence[Any]) -> type[BaseModel] | None:
+def _field(model: type[BaseModel] | None, name: Any) -> FieldInfo | None:
+    """The field ``name`` (or whose alias is ``name``) of ``model``."""
+    if model is None or not isinstance(name, str):
+        return None
+    if name in model.model_fields:
+        return model.model_fields[name]
+    return next((field for field in model.model_fields.values() if field.alias == name), None)
+
+
+def model_at(root: type[BaseModel], loc: Sequence[Any]) -> type[BaseModel] | None:
     """The model whose keys are allowed at ``loc`` (for "allowed: ..." in unknown-key errors)."""
     model: type[BaseModel] | None = root
     for part in loc:
         if model is None:
             return None
-        field = model.model_fields.get(part) if isinstance(part, str) else None
+        field = _field(model, part)
         if field is not None:
             model = _first_model(field.annotation)
     return model

@@ -34,11 +34,14 @@ On disk, for an output folder ``P/N``:
   a TREC run line tagged <label> (or is empty) beside such a <label>.json -- and refused
   otherwise. A ``.rag_eval.json`` that is not a manifest is refused too. Every entry the
   new set does not name is kept.
+
+The lock is taken by :mod:`rag_eval._core.folder_lock`, folders are swapped by
+:mod:`rag_eval._core.folder_renames`, and the files of rag_eval <= 0.1 are recognised by
+:mod:`rag_eval._core.old_outputs`.
 """
 
 from __future__ import annotations
 
-import ctypes
 import errno
 import json
 import os
@@ -46,17 +49,16 @@ import re
 import secrets
 import shutil
 import stat
-import sys
 import threading
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
-from typing import Any
 
+from rag_eval._core import folder_lock, folder_renames  # by module: the tests force the fallback of renameat2
 from rag_eval._core.atomic import permission_bits, write_new_file
 from rag_eval._core.errors import RagEvalError
+from rag_eval._core.old_outputs import written_by_old_rag_eval
 
 MANIFEST = ".rag_eval.json"
 MANIFEST_KIND = "rag_eval.output_set"
@@ -68,17 +70,9 @@ _MAX_MANIFEST_BYTES = 1 << 20
 _STALE_TEMPORARY = re.compile(r"\..+\.(md|json|run)\.[a-z0-9_]{8}\.tmp", re.DOTALL)
 # os.link failures after which a regular file is copied instead.
 _NO_LINK = {errno.EXDEV, errno.EPERM, errno.EACCES, errno.EMLINK, errno.ENOTSUP, errno.EOPNOTSUPP}
-# What rag_eval <= 0.1 wrote, recognised in a folder without a manifest (see the module's docstring).
-_OLD_REPORT_HEADING = "## \N{BOOKS} What was evaluated"
-_OLD_COMPARISON_TITLES = (
-    "# Regression check: \N{WHITE HEAVY CHECK MARK} PASS",
-    "# Regression check: \N{CROSS MARK} FAIL",
-)
-_OLD_RESULTS_START = re.compile(rb'\A\{\s*"schema_version":\s*\d+,\s*"kind":\s*"rag_eval\.results",')
-_RECOGNISE_BYTES = 1 << 16
-_AT_FDCWD = -100
-_RENAME_NOREPLACE = 1
-_RENAME_EXCHANGE = 2
+# The lock is re-entrant within one thread (rag_eval._core.folder_lock holds it across processes).
+_registry = threading.Lock()
+_held: dict[Path, tuple[int, int]] = {}  # folder -> (thread holding it, depth)
 
 
 def _checkpoint(step: str) -> None:
@@ -135,7 +129,7 @@ def check_replaceable(folder: str | os.PathLike[str], names: Iterable[str]) -> N
             continue
         if manifest is not None and name not in manifest.files:
             why = f"not written by rag_eval (the folder's {MANIFEST} does not list it)"
-        elif manifest is None and not _written_by_old_rag_eval(real, name):
+        elif manifest is None and not written_by_old_rag_eval(real, name):
             why = "not recognisably written by rag_eval (the folder has no manifest)"
         else:
             continue
@@ -195,7 +189,7 @@ def hold_output_folder(
         return
     try:
         real.parent.mkdir(parents=True, exist_ok=True)
-        fd = _acquire(real)
+        fd = folder_lock.acquire(real)
     except OSError as error:
         raise _cannot_write(folder, error) from error
     with _registry:
@@ -205,7 +199,7 @@ def hold_output_folder(
     finally:
         with _registry:
             del _held[real]
-        _release(real, fd)
+        folder_lock.release(real, fd)
 
 
 def repair(folder: Path) -> None:
@@ -267,7 +261,7 @@ def _replace(folder: Path, files: Mapping[str, bytes]) -> None:
         if not live:
             os.rename(staging, folder)
             _checkpoint("new set in place")
-            _fsync_folder(folder.parent)
+            folder_renames.fsync_folder(folder.parent)
             return
         aside = _swap(staging, folder, set_id)
     except BaseException:
@@ -275,7 +269,7 @@ def _replace(folder: Path, files: Mapping[str, bytes]) -> None:
         if os.path.lexists(staging) and not swapped:
             _remove(staging)  # the staged set never went live: the old set is in place, untouched
         raise
-    _fsync_folder(folder.parent)
+    folder_renames.fsync_folder(folder.parent)
     _empty_into(aside, folder, read_manifest(folder), set_id)
 
 
@@ -301,7 +295,7 @@ def _stage(staging: Path, live: Path | None, files: Mapping[str, bytes], old: Ma
                 continue
             _carry(live / name, staging / name, budget, live)
             _checkpoint(f"{name} carried")
-    _fsync_folder(staging)
+    folder_renames.fsync_folder(staging)
     try:
         os.chmod(staging, stat.S_IMODE(os.stat(live).st_mode) if live else mode)
     except PermissionError:  # a shared folder owned by someone else: ours keeps the umask's mode
@@ -321,7 +315,7 @@ def _carry(source: Path, target: Path, budget: list[int], live: Path) -> None:
         os.mkdir(target, 0o700)
         for name in sorted(os.listdir(source)):
             _carry(source / name, target / name, budget, live)
-        _fsync_folder(target)
+        folder_renames.fsync_folder(target)
         os.chmod(target, stat.S_IMODE(info.st_mode))
         os.utime(target, ns=(info.st_atime_ns, info.st_mtime_ns))
     elif stat.S_ISLNK(info.st_mode):
@@ -338,7 +332,7 @@ def _carry(source: Path, target: Path, budget: list[int], live: Path) -> None:
 
 def _swap(staging: Path, folder: Path, set_id: str) -> Path:
     """Put the staged folder at ``folder``; return where the old folder went."""
-    if _rename2(staging, folder, _RENAME_EXCHANGE):
+    if folder_renames.exchange(staging, folder):
         _checkpoint("exchanged")
         return staging
     aside = _sibling(folder, "old", set_id)
@@ -389,7 +383,7 @@ def _merge(entry: Path, live: Path) -> None:
         there = os.lstat(live)
     except FileNotFoundError:
         try:
-            if _rename2(entry, live, _RENAME_NOREPLACE) or _rename_if_absent(entry, live):
+            if folder_renames.rename_no_replace(entry, live) or folder_renames.rename_if_absent(entry, live):
                 _checkpoint(f"{entry.name} given back")
         except FileExistsError:
             pass  # it appeared there meanwhile: kept, and reported with its folder
@@ -422,115 +416,6 @@ def _same(a: Path, a_info: os.stat_result, b: Path, b_info: os.stat_result) -> b
                 return False
             if not chunk:
                 return True
-
-
-# ---- the lock ----------------------------------------------------------------------------------------------
-
-_registry = threading.Lock()
-_held: dict[Path, tuple[int, int]] = {}  # folder -> (thread holding it, depth)
-
-
-def _acquire(folder: Path) -> int:
-    path = _lock_path(folder)
-    while True:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o666)
-        try:
-            locked = _try_lock(fd)
-            if not locked:
-                holder = os.read(fd, 32).decode("ascii", "replace").strip()
-                pid = f"pid {holder}" if holder.isdigit() else "pid unknown"
-                raise RagEvalError(
-                    f"{folder}: another rag-eval run ({pid}) is writing into this output folder; "
-                    "wait for it to finish or choose another output folder"
-                )
-            # The last holder removes the file as it releases it: a lock taken on a removed
-            # file guards nothing, so take the new file's instead.
-            try:
-                current = os.stat(path)
-            except FileNotFoundError:
-                current = None
-            mine = os.fstat(fd)
-            if current is not None and (current.st_dev, current.st_ino) == (mine.st_dev, mine.st_ino):
-                os.ftruncate(fd, 0)
-                os.write(fd, f"{os.getpid()}\n".encode())
-                return fd
-        except BaseException:
-            os.close(fd)
-            raise
-        os.close(fd)
-
-
-def _try_lock(fd: int) -> bool:
-    try:
-        import fcntl
-    except ImportError:  # Windows: a byte-range lock, also dropped when the process dies
-        import msvcrt
-
-        try:
-            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)  # type: ignore[attr-defined]
-        except OSError:
-            return False
-        return True
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return False
-    return True
-
-
-def _release(folder: Path, fd: int) -> None:
-    # Removed while still locked, so that nobody can take a lock on it that guards nothing.
-    try:
-        os.unlink(_lock_path(folder))
-    except OSError:
-        pass
-    os.close(fd)
-
-
-def _lock_path(folder: Path) -> Path:
-    return folder.with_name(f".{folder.name}.rag_eval-lock")
-
-
-# ---- files of rag_eval <= 0.1 (no manifest) ------------------------------------------------------------
-
-
-def _written_by_old_rag_eval(folder: Path, name: str) -> bool:
-    """Whether ``folder/name`` is, by its first bytes, one of the outputs rag_eval wrote before manifests."""
-    head = _head(folder / name)
-    if head is None:
-        return False
-    lines = head.decode("utf-8", "replace").split("\n", 3)
-    if name == "report.md":
-        return lines[0].startswith("# ") and len(lines) > 2 and lines[2] == _OLD_REPORT_HEADING
-    if name == "comparison.md":
-        return lines[0] in _OLD_COMPARISON_TITLES
-    if name.endswith(".json"):
-        return bool(_OLD_RESULTS_START.match(head))
-    if name.endswith(".run"):
-        label = name[: -len(".run")]
-        results = _head(folder / f"{label}.json")
-        fields = lines[0].split()
-        tagged = not head or (len(fields) == 6 and fields[1] == "Q0" and fields[5] == label)
-        # A run file alone could be the user's own run of the same name: only its results file vouches for it.
-        return tagged and results is not None and bool(_OLD_RESULTS_START.match(results))
-    return False
-
-
-def _head(path: Path) -> bytes | None:
-    """The first bytes of a regular file (never following a link or blocking on a FIFO); None otherwise."""
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
-    try:
-        fd = os.open(path, flags)
-    except OSError:
-        return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        return os.read(fd, _RECOGNISE_BYTES)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
 
 
 # ---- helpers ----------------------------------------------------------------------------------------------
@@ -573,55 +458,6 @@ def _writable(folder: Path, info: os.stat_result | None = None) -> None:
     mode = stat.S_IMODE((info or os.lstat(folder)).st_mode)
     if mode & 0o700 != 0o700:
         os.chmod(folder, mode | 0o700)
-
-
-def _rename2(source: Path, target: Path, flags: int) -> bool:
-    """renameat2(2) with ``flags``; False where the system or the filesystem lacks it."""
-    call = _renameat2()
-    if call is None:
-        return False
-
-    if call(_AT_FDCWD, os.fsencode(source), _AT_FDCWD, os.fsencode(target), flags) == 0:
-        return True
-    code = ctypes.get_errno()
-    if code in (errno.ENOSYS, errno.EINVAL, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EPERM):
-        return False
-    raise OSError(code, os.strerror(code), str(target))
-
-
-def _rename_if_absent(source: Path, target: Path) -> bool:
-    if os.path.lexists(target):
-        return False
-    os.rename(source, target)
-    return True
-
-
-@lru_cache(maxsize=1)
-def _renameat2() -> Any:
-    if not sys.platform.startswith("linux"):
-        return None
-
-    try:
-        call = ctypes.CDLL(None, use_errno=True).renameat2  # glibc >= 2.28, musl >= 1.2.3
-    except (OSError, AttributeError):
-        return None
-    call.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
-    call.restype = ctypes.c_int
-    return call
-
-
-def _fsync_folder(folder: Path) -> None:
-    try:
-        fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-    except OSError:  # a folder cannot be opened on Windows; its entries are durable there anyway
-        return
-    try:
-        os.fsync(fd)
-    except OSError as error:
-        if error.errno not in (errno.EINVAL, errno.EBADF):  # a filesystem that cannot sync folders
-            raise
-    finally:
-        os.close(fd)
 
 
 def _plain_name(name: str) -> bool:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from rag_eval._core.errors import RetrieverError
+from rag_eval._core.messages import some_of
 
 _PATH_SHOWN = 3  # sys.path entries named when an import fails
 
@@ -80,9 +81,8 @@ def _searching(folder: Path | None) -> Iterator[None]:
 
 
 def _where_looked(folder: Path | None) -> str:
-    shown = [repr(p) if p else "'' (the current folder)" for p in sys.path[:_PATH_SHOWN]]
-    more = f", ... ({len(sys.path) - _PATH_SHOWN} more)" if len(sys.path) > _PATH_SHOWN else ""
-    path = f"sys.path: {', '.join(shown)}{more}"
+    entries = [repr(p) if p else "'' (the current folder)" for p in sys.path]
+    path = f"sys.path: {some_of(entries, _PATH_SHOWN)}"
     return f"the config's folder {str(folder)!r}, then {path}" if folder is not None else path
 
 

@@ -104,5 +104,3 @@ def top_k_blockwise(
         scores[q_start : q_start + q.shape[0]] = np.take_along_axis(best_s, order, axis=1)
         indices[q_start : q_start + q.shape[0]] = np.take_along_axis(best_i, order, axis=1)
     return indices, scores
-
-

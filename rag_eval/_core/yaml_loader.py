@@ -19,7 +19,6 @@ in one mapping, and the two ways a tiny YAML file can explode:
 
 from __future__ import annotations
 
-import re
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, NoReturn
@@ -30,6 +29,8 @@ from yaml.nodes import CollectionNode, MappingNode, Node
 
 from rag_eval._core.errors import ConfigError, RagEvalError
 from rag_eval._core.files import MAX_CONFIG_BYTES, read_text
+from rag_eval._core.messages import shown
+from rag_eval._core.yaml_numbers import EXPONENT_NUMBER, NumberAsText
 
 # Nodes (scalars, sequences, mappings, keys included) that aliases may add to one document
 # when expanded. Anchors for shared parameters add tens; an alias bomb adds billions.
@@ -37,37 +38,6 @@ MAX_ALIAS_NODES = 100_000
 # Nesting levels of one document. Configs and query sets nest fewer than ten; Python's
 # stack (and every recursive reader of the result) gives out at a few hundred.
 MAX_NESTING = 100
-
-# A number with an exponent that YAML 1.1 (PyYAML) reads as text: its floats need a dot and a
-# signed exponent, so 1e3 and 1.0e308 are strings while 1.0e+3 is a float.
-_EXPONENT_NUMBER = re.compile(r"[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)[eE][-+]?[0-9]+", re.ASCII)
-
-
-class NumberAsText(str):
-    """An unquoted scalar such as ``1e3`` that YAML 1.1 read as text although it reads as a number.
-
-    It is an ordinary ``str`` everywhere (``1e3`` may be an id); only messages look at the
-    type, to say why a number field got text and how to write the number (:meth:`advice`).
-    """
-
-    __slots__ = ()
-
-    def advice(self) -> str:
-        """Why YAML read this as text, and the same number written so that YAML reads a number."""
-        mantissa, _, exponent = self.lower().partition("e")
-        if "." not in mantissa:
-            mantissa += ".0"
-        if exponent[:1] not in "+-":
-            exponent = "+" + exponent
-        forms = [f"{mantissa}e{exponent}"]
-        value = float(self)
-        if value.is_integer() and abs(value) < 1e16:  # whole and exact: plain digits read best
-            forms.insert(0, str(int(value)))
-        return (
-            f"YAML reads {self} as text, not as a number: in YAML 1.1 a number with an exponent needs a dot "
-            f"and a sign in the exponent; write {' or '.join(forms)}"
-        )
-
 
 def load_yaml(
     path: str | Path,
@@ -104,7 +74,6 @@ def parse_yaml(text: str, source: str | Path, error: type[RagEvalError] = Config
 
 @lru_cache(maxsize=1)
 def _safe_loader() -> type:
-
     def _refuse(problem: str, mark: Any) -> NoReturn:
         raise yaml.composer.ComposerError(None, None, problem, mark)
 
@@ -190,7 +159,7 @@ def _safe_loader() -> type:
                 continue  # an unhashable key: SafeLoader reports it
             if first is not None:
                 raise yaml.constructor.ConstructorError(
-                    None, None, f"key {_short(key)} appears twice in one mapping (first on line {first + 1})",
+                    None, None, f"key {shown(key)} appears twice in one mapping (first on line {first + 1})",
                     key_node.start_mark,
                 )
             seen[key] = key_node.start_mark.line
@@ -204,7 +173,7 @@ def _safe_loader() -> type:
             except ValueError as failure:
                 reason = " ".join(str(failure).split(";")[0].split())
                 raise yaml.constructor.ConstructorError(
-                    None, None, f"cannot read {_short(node.value)} as {kind} ({reason}); "
+                    None, None, f"cannot read {shown(node.value)} as {kind} ({reason}); "
                     "quote it to keep it as text", node.start_mark,
                 ) from None
 
@@ -213,7 +182,7 @@ def _safe_loader() -> type:
     def construct_str(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> Any:
         value = yaml.SafeLoader.construct_yaml_str(loader, node)
         # style None: written without quotes. A quoted '1e3' is text on purpose.
-        if node.style is None and _EXPONENT_NUMBER.fullmatch(value):
+        if node.style is None and EXPONENT_NUMBER.fullmatch(value):
             return NumberAsText(value)
         return value
 
@@ -225,8 +194,3 @@ def _safe_loader() -> type:
     ):
         SafeBoundedLoader.add_constructor(tag, located(construct, kind))
     return SafeBoundedLoader
-
-
-def _short(value: Any, limit: int = 60) -> str:
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."

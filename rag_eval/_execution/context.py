@@ -14,7 +14,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 
 from rag_eval._data.config.execution import ExecutionSpec
-from rag_eval._execution.ray_engine import connect
+from rag_eval._execution.ray_cluster import connect
 
 
 @dataclass
@@ -54,7 +54,6 @@ def ray_spec() -> ExecutionSpec | None:
     if session is None or session.spec.engine != "ray":
         return None
     if not session.connected:
-
         session.started_here = connect(session.spec)
         session.connected = True
     return session.spec

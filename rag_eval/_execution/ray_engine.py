@@ -14,38 +14,35 @@ What it changes is where the work runs, never a number:
   vectors from the store and computes that shard's exact top k
   (:func:`rag_eval._execution.sharded.search_shard`); the driver merges the lists with the
   ranking rule (:func:`~rag_eval._execution.sharded.merge_top_k`). The result equals local
-  exact search bit for bit (see :mod:`rag_eval.execution.scores`).
+  exact search bit for bit (see :mod:`rag_eval._core.scores`).
 
-Ray is imported inside the functions: importing this module (for :class:`ExecutionSpec`)
-needs pydantic only. Workers import rag_eval, so it must be installed on every node.
+The cluster is joined by :mod:`rag_eval._execution.ray_cluster`, the corpus read by
+:mod:`rag_eval._execution.ray_sources`. Ray is imported inside the functions: importing this
+module needs numpy and pydantic only. Workers import rag_eval, so it must be installed on every node.
 """
 
 from __future__ import annotations
 
 import itertools
-import logging
 import math
 import os
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
 
-from rag_eval._core.errors import DatasetError, RagEvalError, RetrieverError
-from rag_eval._core.files import check_input_file
+from rag_eval._core.errors import DatasetError, RetrieverError
 from rag_eval._data.config.execution import ExecutionSpec
-from rag_eval._execution.corpus_stream import byte_ranges, passage_record, read_range
+from rag_eval._execution.ray_cluster import actor_plan, connect, user_errors
+from rag_eval._execution.ray_sources import arrow, passages_dataset
 from rag_eval._execution.sharded import merge_top_k, search_shard, shard_bounds
-from rag_eval._models.embeddings.store import EmbeddingCacheWarning, EmbeddingStore, PackedKeys, text_key
+from rag_eval._models.embeddings.keys import PackedKeys
+from rag_eval._models.embeddings.store import EmbeddingCacheWarning, EmbeddingStore, text_key
 
 # Rows per search shard when the spec does not say: about 1.5 GB of 384-d float32 vectors per worker.
 _ROWS_PER_SHARD = 1_000_000
-
-
 
 
 class Encoder(Protocol):
@@ -84,65 +81,6 @@ class EncodedCorpus:
     token_lengths: np.ndarray | None = None
 
 
-# ---------------------------------------------------------------------- the cluster
-
-
-def connect(spec: ExecutionSpec) -> bool:
-    """Start or join the Ray cluster ``spec.address`` names, unless Ray is running here already; True if started now."""
-    import ray
-
-    if ray.is_initialized():
-        return False
-    try:
-        # "local" starts a new local cluster even when RAY_ADDRESS names another one.
-        ray.init(address=spec.address, include_dashboard=False, logging_level=logging.WARNING)
-    except (ConnectionError, RuntimeError, ValueError) as failure:
-        hint = (
-            "start one with `ray start --head`, or use address: local"
-            if spec.address == "auto"
-            else ("check the address (ray://<head>:10001 for a remote cluster, <head>:6379 on a cluster node)")
-        )
-        raise RetrieverError(
-            f"execution.address {spec.address!r}: cannot reach a Ray cluster ({_first_line(failure)}); {hint}"
-        ) from None
-    return True
-
-
-@contextmanager
-def ray_session(spec: ExecutionSpec) -> Iterator[None]:
-    """Ray running for the duration of the block; shut down afterwards only if it was started here."""
-    import ray
-
-    started = connect(spec)
-    try:
-        yield
-    finally:
-        if started:
-            ray.shutdown()
-
-
-def actor_plan(spec: ExecutionSpec, resources: Mapping[str, float]) -> tuple[int, float]:
-    """``(actors, GPUs per actor)`` for the cluster's ``resources`` (``ray.cluster_resources()``)."""
-    gpus = float(resources.get("GPU", 0.0))
-    cpus = float(resources.get("CPU", 1.0))
-    per_actor = spec.num_gpus_per_actor if spec.num_gpus_per_actor is not None else (1.0 if gpus >= 1 else 0.0)
-    if per_actor > gpus:
-        raise RetrieverError(
-            f"execution.num_gpus_per_actor is {per_actor:g} but the Ray cluster has {gpus:g} GPUs; "
-            "set it to 0 (CPU actors) or add GPU nodes"
-        )
-    if spec.actors is not None:
-        actors = spec.actors
-    elif per_actor > 0:
-        actors = max(1, int(gpus // per_actor))
-    else:  # one CPU is left for the tasks that read the corpus
-        actors = max(1, int((cpus - 1) // spec.num_cpus_per_actor))
-    return actors, per_actor
-
-
-# ---------------------------------------------------------------------- encoding
-
-
 def encode_on_ray(
     source: str | os.PathLike[str] | Iterable[tuple[str, str]],
     encoder_factory: Callable[[], Encoder],
@@ -170,7 +108,7 @@ def encode_on_ray(
     spec = spec or ExecutionSpec(engine="ray")
     connect(spec)
     actors, gpus = actor_plan(spec, ray.cluster_resources())
-    dataset = _passages(source, prefix, spec)
+    dataset = passages_dataset(source, prefix, spec)
     with warnings.catch_warnings():
         # Ray 2.60 deprecates **ray_remote_args without a named replacement for max_restarts yet.
         warnings.filterwarnings("ignore", message="`ray_remote_args` is deprecated")
@@ -179,7 +117,7 @@ def encode_on_ray(
     keys: list[np.ndarray] = []  # raw digests: a driver over millions of rows holds 32 bytes a key, not a hex str
     tokens: list[np.ndarray] = []
     statuses: list[np.ndarray] = []
-    with _user_errors():
+    with user_errors():
         for batch in encoded.iter_batches(batch_format="numpy", batch_size=None):
             doc_ids.extend(raw.decode("utf-8", "surrogatepass") for raw in batch["doc_id"].tolist())
             keys.append(PackedKeys.from_hex(batch["key"].tolist()).digests)
@@ -251,7 +189,7 @@ class _EncodeBatches:
         self.count_tokens = count_tokens
 
     def __call__(self, batch: dict[str, np.ndarray]) -> Any:
-        pa = _arrow()
+        pa = arrow()
         texts = [raw.decode("utf-8", "surrogatepass") for raw in batch["text"].tolist()]
         keys = [text_key(text) for text in texts]
         first: dict[str, int] = {}
@@ -297,70 +235,6 @@ class _EncodeBatches:
                 )
 
 
-def _passages(source: str | os.PathLike[str] | Iterable[tuple[str, str]], prefix: str, spec: ExecutionSpec) -> Any:
-    """A Ray dataset of ``{doc_id, text}`` (both binary: UTF-8 with surrogatepass), streamed from ``source``."""
-    import ray.data
-
-    if not isinstance(source, (str, os.PathLike)):
-        pairs = [(str(doc_id), prefix + text) for doc_id, text in source]
-        return ray.data.from_items([{"doc_id": _utf8(d), "text": _utf8(t)} for d, t in pairs])
-    path = Path(source)
-    if not path.exists():
-        raise DatasetError(f"{path}: no such corpus file or folder")
-    if path.is_dir() or path.suffix == ".parquet":
-        dataset = ray.data.read_parquet(str(path))
-        return dataset.map_batches(
-            _as_udf(_parquet_rows), fn_kwargs={"source": str(path), "prefix": prefix}, batch_format="pyarrow"
-        )
-
-    check_input_file(path, "corpus file", None, DatasetError)
-    ranges = byte_ranges(path)
-    pieces = ray.data.from_items(
-        [{"start": start, "stop": stop} for start, stop in ranges], override_num_blocks=len(ranges)
-    )
-    return pieces.map_batches(
-        _as_udf(_read_ranges),
-        fn_kwargs={"path": str(path), "prefix": prefix, "batch": spec.batch_size},
-        batch_size=1,
-        batch_format="numpy",
-    )
-
-
-def _read_ranges(ranges: dict[str, np.ndarray], *, path: str, prefix: str, batch: int) -> Iterator[Any]:
-    """Ray Data UDF: the passages of each byte range, ``batch`` at a time (a generator: streamed)."""
-    pa = _arrow()
-
-    for start, stop in zip(ranges["start"].tolist(), ranges["stop"].tolist()):
-        for doc_ids, texts in read_range(path, start, stop, prefix, batch):
-            yield pa.table(
-                {"doc_id": pa.array(map(_utf8, doc_ids), pa.binary()), "text": pa.array(map(_utf8, texts), pa.binary())}
-            )
-
-
-def _parquet_rows(table: Any, *, source: str, prefix: str) -> Any:
-    """Ray Data UDF: Parquet rows (``_id`` or ``id``, ``title``, ``text``) to ``{doc_id, text}`` as the loader reads them."""
-    pa = _arrow()
-
-    names = set(table.column_names)
-    id_column = "_id" if "_id" in names else "id"
-    if id_column not in names or "text" not in names:
-        raise DatasetError(f"{source}: a Parquet corpus needs columns _id (or id) and text (title optional)")
-    ids = table.column(id_column).to_pylist()
-    texts = table.column("text").to_pylist()
-    titles = table.column("title").to_pylist() if "title" in names else [None] * len(ids)
-    doc_ids, encoded = [], []
-    for raw_id, title, text in zip(ids, titles, texts):
-        doc_id, joined = passage_record(
-            {"_id": raw_id, "title": title, "text": text}, f"{source}: row with id {raw_id!r}"
-        )
-        doc_ids.append(_utf8(doc_id))
-        encoded.append(_utf8(prefix + joined))
-    return pa.table({"doc_id": pa.array(doc_ids, pa.binary()), "text": pa.array(encoded, pa.binary())})
-
-
-# ---------------------------------------------------------------------- search
-
-
 def search_on_ray(
     store: EmbeddingStore,
     keys: Sequence[str],
@@ -373,7 +247,7 @@ def search_on_ray(
     """Exact top ``k`` rows per query, rows = ``keys`` in order (doc-id order), searched shard by shard on Ray.
 
     Returns ``(rows int64, scores float32)``, each row sorted by score descending then row
-    descending: the same arrays as :func:`rag_eval._retrievers.dense.top_k_blockwise` over the
+    descending: the same arrays as :func:`rag_eval._core.topk.top_k_blockwise` over the
     stacked vectors. Each shard task reads only its rows' vectors from the store.
     """
     import ray
@@ -393,7 +267,7 @@ def search_on_ray(
         task.remote(str(store.root), store.namespace, _shard_keys(keys, start, stop), start, shared_queries, k, block_size)
         for start, stop in shard_bounds(len(keys), shards)
     ]
-    with _user_errors():
+    with user_errors():
         parts = ray.get(refs)
     return merge_top_k(parts, k)
 
@@ -417,61 +291,6 @@ def _search_task(
             "first (encode_on_ray) and give every node the same cache folder"
         )
     return search_shard(queries, vectors, first_row, k, block_size)
-
-
-# ---------------------------------------------------------------------- helpers
-
-
-@contextmanager
-def _user_errors() -> Iterator[None]:
-    """Re-raise a RagEvalError raised on a worker as itself (one line for the CLI), not wrapped in Ray's errors.
-
-    Ray wraps a task's exception in a RayTaskError that is also an instance of the original
-    class, with the worker's traceback in its message: unwrap it rather than pass it on.
-    """
-    try:
-        yield
-    except Exception as failure:
-        cause = _rag_eval_cause(failure)
-        if cause is None or cause is failure:
-            raise
-        raise type(cause)(str(cause)) from None
-
-
-def _rag_eval_cause(failure: BaseException) -> RagEvalError | None:
-    """The original RagEvalError behind ``failure`` (Ray's ``cause``, then ``__cause__`` / ``__context__``)."""
-    seen: set[int] = set()
-    todo: list[BaseException | None] = [failure]
-    while todo:
-        current = todo.pop(0)
-        if current is None or id(current) in seen:
-            continue
-        seen.add(id(current))
-        wrapped = getattr(current, "cause", None)
-        if isinstance(current, RagEvalError) and not isinstance(wrapped, BaseException):
-            return current  # not Ray's wrapper (which is also an instance of the class it wraps)
-        todo.extend([wrapped if isinstance(wrapped, BaseException) else None, current.__cause__, current.__context__])
-    return None
-
-
-def _arrow() -> Any:
-    """pyarrow (installed with ray[data]), imported only on workers and when used."""
-    import pyarrow  # type: ignore[import-untyped]
-
-    return pyarrow
-
-
-def _as_udf(function: Callable[..., Any]) -> Any:
-    """A keyword-taking UDF as map_batches accepts it (its stubs allow only one-argument callables)."""
-    return function
-
-
-def _utf8(text: str) -> bytes:
-    return text.encode("utf-8", "surrogatepass")
-
-
-def _first_line(failure: BaseException) -> str:
-    return (str(failure).strip().splitlines() or [type(failure).__name__])[0]
 
 
 def _source_name(source: Any) -> str:

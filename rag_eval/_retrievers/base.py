@@ -66,5 +66,3 @@ def describe(retriever: Any, label: str | None = None) -> dict[str, Any]:
         raise RetrieverError(f"{who}: describe() returned {type(extra).__name__}; it must return a dict (or None)")
     base.update(extra)
     return base
-
-

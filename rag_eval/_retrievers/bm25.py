@@ -23,7 +23,6 @@ from rag_eval._retrievers.params import AdapterParams, check_params
 ADAPTER = "bm25"
 
 
-
 class BM25Params(AdapterParams):
     """Parameters of ``adapter: bm25``."""
 

@@ -24,7 +24,6 @@ class RetrieverRef(AdapterParams):
 
     @model_validator(mode="after")
     def _check_retriever(self) -> RetrieverRef:
-
         registry.check(self.adapter, self.params)
         return self
 

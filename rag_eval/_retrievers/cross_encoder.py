@@ -39,7 +39,9 @@ from rag_eval._core import ranking
 from rag_eval._core.errors import RetrieverError
 from rag_eval._data.datasets.model import passage_text
 from rag_eval._models import files as _models
-from rag_eval._models.embeddings.backends import EncodingParams, Scorer, load_scorer
+from rag_eval._models.embeddings.interface import Scorer
+from rag_eval._models.embeddings.loading import load_scorer
+from rag_eval._models.embeddings.options import EncodingParams
 from rag_eval._retrievers.base import Corpus, Queries, Ranking, describe
 from rag_eval._retrievers.children import RetrieverRef, build_child
 from rag_eval._retrievers.embedding_cache import default_cache_dir
@@ -100,7 +102,6 @@ class CrossEncoderReranker:
     def _get_model(self) -> Scorer:
         """The scorer (loaded once): sentence-transformers' CrossEncoder, or its ONNX / OpenVINO export."""
         if self._model is None:
-
             export_dir = (self.cache_dir or default_cache_dir()) / "exported"
             identity = self._model_identity() if self.resolved.path is not None else None
             self._model = load_scorer(

@@ -53,27 +53,26 @@ from rag_eval._data.datasets.model import passage_text
 from rag_eval._execution import ray_engine
 from rag_eval._execution.context import engine, ray_spec
 from rag_eval._models import files as _models
-from rag_eval._models.embeddings.backends import (
-    Encoder,
+from rag_eval._models.embeddings.incremental import encode_missing
+from rag_eval._models.embeddings.interface import Encoder
+from rag_eval._models.embeddings.loading import load_encoder
+from rag_eval._models.embeddings.options import (
     EncoderOptions,
     EncodingParams,
     cache_options,
     device_problem,
-    load_encoder,
     saved_in_half_precision,
 )
-from rag_eval._models.embeddings.store import EmbeddingStore, encode_missing, namespace_key
+from rag_eval._models.embeddings.store import EmbeddingStore, namespace_key
 from rag_eval._models.embeddings.truncation import TokenCounter, truncation_summary
-from rag_eval._retrievers.ann import IndexSpec, build_searcher
+from rag_eval._retrievers.ann import build_searcher
 from rag_eval._retrievers.base import Corpus, Queries, Ranking
 from rag_eval._retrievers.embedding_cache import default_cache_dir
+from rag_eval._retrievers.index_spec import IndexSpec
 from rag_eval._retrievers.params import AdapterParams, Device, Folder, check_params
 from rag_eval._scoring.approximation import sample_queries
 
 ADAPTER = "dense"
-
-
-
 
 
 class DenseParams(AdapterParams, EncodingParams):
@@ -160,11 +159,11 @@ class ActorEncoder:
 
     @property
     def last_token_lengths(self) -> np.ndarray | None:
-        """See :attr:`rag_eval._models.embeddings.backends.Encoder.last_token_lengths`."""
+        """See :attr:`rag_eval._models.embeddings.interface.Encoder.last_token_lengths`."""
         return self._encoder.last_token_lengths if self._encoder is not None else None
 
     def counting_tokenizer(self) -> str | None:
-        """See :meth:`rag_eval._models.embeddings.backends.Encoder.counting_tokenizer`."""
+        """See :meth:`rag_eval._models.embeddings.interface.Encoder.counting_tokenizer`."""
         return self._encoder.counting_tokenizer() if self._encoder is not None else None
 
 
@@ -255,7 +254,7 @@ class DenseRetriever:
 
         Prefixes are not here: they are part of the text each key hashes. Anything that can move
         embeddings only by float rounding (device, batch size, threads) is deliberately left out;
-        backend, quantisation and precision are in (:func:`~rag_eval._models.embeddings.backends.cache_options`).
+        backend, quantisation and precision are in (:func:`~rag_eval._models.embeddings.options.cache_options`).
         """
         options: dict[str, Any] = {
             "normalize": self.normalize,
@@ -406,7 +405,6 @@ class DenseRetriever:
         self._stats["query_cache"] = status
         self._stats["queries_encoded"] += counts["encoded"]
         if self._ray_rows is not None:
-
             store, keys, spec = self._ray_rows
             indices, scores = ray_engine.search_on_ray(store, keys, query_embeddings, top_k, spec=spec, block_size=self.block_size)
         elif self._searcher is not None:

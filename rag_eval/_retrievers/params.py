@@ -26,7 +26,6 @@ Adopting it in an adapter::
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -34,7 +33,8 @@ from typing import Annotated, Any, TypeVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError
 
-from rag_eval._core.errors import RagEvalError, RetrieverError
+from rag_eval._core.errors import RetrieverError
+from rag_eval._core.messages import PARAMETER_VOICE, close_match, first_and_more, pydantic_problems
 
 P = TypeVar("P", bound="AdapterParams")
 
@@ -60,8 +60,6 @@ Device = Annotated[str, AfterValidator(_device)]
 Folder = str | Path
 
 
-
-
 def check_params(model: type[P], params: Mapping[str, Any], adapter: str, *, prefix: bool = True) -> P:
     """``params`` validated by ``model``; a RetrieverError listing every problem otherwise.
 
@@ -74,127 +72,30 @@ def check_params(model: type[P], params: Mapping[str, Any], adapter: str, *, pre
     try:
         return model.model_validate(dict(params))
     except ValidationError as error:
-        problems = [lead + line for line in describe_errors(model, error, adapter)]
-    first = problems[0] + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else "")
-    raise RetrieverError(first, problems=problems)
+        problems = [lead + line for line in describe_errors(model, error, adapter, params)]
+    raise RetrieverError(first_and_more(problems), problems=problems)
 
 
 def unknown_parameter(adapter: str, key: str, allowed: list[str]) -> str:
-    """``adapter 'x' has no parameter 'y' (did you mean 'z'?); its parameters: ...``."""
-    guess = difflib.get_close_matches(key, allowed, n=1)
-    hint = f" (did you mean {guess[0]!r}?)" if guess else ""
+    """``adapter 'x' has no parameter 'y' (did you mean 'z'?); its parameters: ...`` (in the order given)."""
+    guess = close_match(key, allowed)
+    hint = f" (did you mean {guess!r}?)" if guess is not None else ""
     return f"adapter {adapter!r} has no parameter {key!r}{hint}; its parameters: {', '.join(allowed) or 'none'}"
 
 
-def describe_errors(model: type[BaseModel], error: ValidationError, adapter: str) -> list[str]:
-    """One line per problem: ``params.FIELD: must be ..., got VALUE`` (union branches merged).
+def describe_errors(
+    model: type[BaseModel], error: ValidationError, adapter: str, params: Mapping[str, Any] | None = None
+) -> list[str]:
+    """One line per problem: ``params.FIELD: must be ..., got VALUE`` (:func:`rag_eval._core.messages.pydantic_problems`).
 
-    A RagEvalError raised by a validator is already a whole message: a nested
-    retriever's ``params.k1: ...`` is placed under its parent's path
-    (``params.retrievers[1].params.k1: ...``), and one raised for the model as a whole
-    (no field) is kept as it is.
+    An unknown parameter at the top is :func:`unknown_parameter`'s line; ``params`` (what was
+    validated) names list items by their label where they have one.
     """
-    merged: dict[str, tuple[list[str], str | None]] = {}
-    lines: list[str] = []
-    for item in error.errors():
-        loc = list(item["loc"])
-        if item["type"] == "extra_forbidden" and len(loc) == 1:
-            lines.append(unknown_parameter(adapter, str(loc[0]), list(model.model_fields)))
-            continue
-        path = _path(model, loc[:-1]) + f".{loc[-1]}" if item["type"] == "extra_forbidden" else _path(model, loc)
-        cause = (item.get("ctx") or {}).get("error")
-        if isinstance(cause, RagEvalError):
-            for problem in cause.problems:
-                problem = " ".join(problem.split())
-                if problem.startswith(("params.", "params:")):  # a nested retriever's own check: one path
-                    inner, problem = problem.split(": ", 1)
-                    merged.setdefault(f"{path}.{inner}", ([problem], None))
-                elif loc:
-                    merged.setdefault(path, ([], None))[0].append(problem)
-                else:
-                    lines.append(problem)
-            continue
-        message, shown = _message(model, item, loc)
-        messages, got = merged.setdefault(path, ([], None))
-        if message not in messages:
-            messages.append(message)
-        merged[path] = (messages, got or shown)
-    for path, (messages, got) in merged.items():
-        # union branches: "must be a valid string or a valid list", not "must be ... or must be ..."
-        text = messages[0] + "".join(" or " + m.removeprefix("must be ") for m in messages[1:])
-        lines.append(f"{path}: {text}" + (f", got {got}" if got else ""))
-    return lines
-
-
-def _path(model: type[BaseModel], loc: list[Any]) -> str:
-    """``params.retrievers[1].weight``: field names and positions; union branch tags left out."""
-    parts = ["params"]
-    current: type[BaseModel] | None = model
-    for part in loc:
-        if isinstance(part, int):
-            parts[-1] += f"[{part}]"
-        elif current is not None and part in current.model_fields:
-            parts.append(str(part))
-            current = _inner_model(current.model_fields[str(part)].annotation)
-        # anything else is a union branch or validator tag ("str", "list[str]", "function-after[...]")
-    return ".".join(parts)
-
-
-def _message(model: type[BaseModel], item: Mapping[str, Any], loc: list[Any]) -> tuple[str, str | None]:
-    """(what is wrong and how to fix it, the offending value when worth showing)."""
-    kind = item["type"]
-    if kind == "missing":
-        owner = _model_at(model, loc[:-1])
-        field = owner.model_fields.get(str(loc[-1])) if owner is not None and loc else None
-        hint = f" ({field.description})" if field is not None and field.description else ""
-        return f"required parameter is missing{hint}", None
-    if kind == "model_type":
-        expected = _model_at(model, loc)
-        if expected is None or {"adapter", "params"} <= set(expected.model_fields):  # a nested retriever spec
-            return "must be a mapping {adapter: ..., params: {...}}", _shown(item.get("input"))
-        given = item.get("input")
-        if isinstance(given, str) and "kind" in expected.model_fields:  # index: hnsw
-            return f"must be a mapping such as {{kind: {given}}}", None
-        return f"must be a mapping with keys among {', '.join(expected.model_fields)}", _shown(given)
-    if kind == "extra_forbidden":
-        owner = _model_at(model, loc[:-1])
-        allowed = list(owner.model_fields) if owner is not None else []
-        guess = difflib.get_close_matches(str(loc[-1]), allowed, n=1)
-        hint = f"did you mean {guess[0]!r}? " if guess else ""
-        return (f"unknown key; {hint}allowed: {', '.join(allowed)}" if allowed else "unknown key"), None
-    message = str(item["msg"]).removeprefix("Value error, ").replace("Input should be ", "must be ", 1)
-    shows_value = kind.endswith("_type") or "than" in kind or kind.startswith("too_") or kind in (
-        "literal_error", "finite_number", "value_error", "is_instance_of"
+    return pydantic_problems(
+        error,
+        dict(params) if params is not None else {},
+        model,
+        root="params",
+        voice=PARAMETER_VOICE,
+        unknown_top_key=lambda key, allowed: unknown_parameter(adapter, key, allowed),
     )
-    value = item.get("input")
-    if kind == "value_error" and isinstance(value, (dict, list)):
-        shows_value = False  # our own validators already say what is wrong with a whole list
-    return message, (_shown(value) if loc and shows_value else None)
-
-
-def _shown(value: Any) -> str:
-    # a whole mapping or list would not fit on the line; its type says enough
-    return type(value).__name__ if isinstance(value, (dict, list)) else repr(value)
-
-
-def _model_at(model: type[BaseModel], loc: list[Any]) -> type[BaseModel] | None:
-    """The nested model that holds the field at ``loc`` (for "allowed keys" hints)."""
-    current: type[BaseModel] | None = model
-    for part in loc:
-        if isinstance(part, int) or current is None:
-            continue
-        field = current.model_fields.get(str(part))
-        if field is None:
-            return None
-        current = _inner_model(field.annotation)
-    return current
-
-
-def _inner_model(annotation: Any) -> type[BaseModel] | None:
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return annotation
-    for arg in getattr(annotation, "__args__", ()):
-        found = _inner_model(arg)
-        if found is not None:
-            return found
-    return None

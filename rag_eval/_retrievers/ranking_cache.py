@@ -77,8 +77,6 @@ class CachedRanking:
     timings: dict[str, float]
 
 
-
-
 def components(retriever: Any) -> dict[str, Any] | None:
     """The identity of a built retriever and its nested ones, or None when any part is not a built-in.
 
@@ -99,7 +97,6 @@ def components(retriever: Any) -> dict[str, Any] | None:
             return None
         entry["model"] = retriever.model_identity()
     elif adapter == "cross_encoder":
-
         if retriever.resolved.path is None:
             return None
         entry["model"] = models.model_identity(retriever.resolved.path)
@@ -278,7 +275,6 @@ def _check_entry(entry: Any, key: str) -> str | None:
 
 
 def _versions() -> dict[str, str]:
-
     versions = dict(package_versions())
     versions["rag_eval_source"] = _source_digest()
     return versions

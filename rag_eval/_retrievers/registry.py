@@ -28,6 +28,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from rag_eval._core.errors import RagEvalError, RetrieverError
+from rag_eval._core.messages import first_and_more
 from rag_eval._core.plugins import error_cause, import_target, object_kind, qualified_name
 from rag_eval._data.config.adapters import BUILTIN, check_adapter_name, is_import_string, plugin_names
 from rag_eval._retrievers.params import AdapterParams, check_params, unknown_parameter
@@ -39,7 +40,6 @@ FACTORY_MARKER = "rag_eval_retriever_factory"
 _SEAM = "a retriever class needs index(corpus) and search(queries, top_k) methods (see docs/plugins.md)"
 
 
-
 def retriever_factory(function: Callable[..., Any]) -> Callable[..., Any]:
     """Mark a function (not a class) as a retriever factory that a config may name.
 
@@ -48,16 +48,6 @@ def retriever_factory(function: Callable[..., Any]) -> Callable[..., Any]:
     """
     setattr(function, FACTORY_MARKER, True)
     return function
-
-
-
-
-
-
-
-
-
-
 
 
 def resolve(name: str) -> Any:
@@ -125,7 +115,7 @@ def check(name: str, params: Mapping[str, Any] | None = None) -> Any:
     if allowed is not None:
         problems = [unknown_parameter(name, str(key), allowed) for key in params if key not in allowed]
         if problems:
-            raise RetrieverError(problems[0], problems=problems)
+            raise RetrieverError(first_and_more(problems), problems=problems)
     try:
         signature.bind(**params)
     except TypeError as error:
@@ -177,20 +167,8 @@ def _retriever_factory(obj: Any, name: str, registered: bool) -> Any:
     )
 
 
-
-
-
-
 def _signature(factory: Any) -> inspect.Signature | None:
     try:
         return inspect.signature(factory)
     except (TypeError, ValueError):
         return None
-
-
-
-
-
-
-
-

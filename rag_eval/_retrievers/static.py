@@ -18,7 +18,7 @@ from pydantic import Field, model_validator
 from rag_eval._core import files  # by module: its size limit is read when a file is checked
 from rag_eval._core.errors import InputFormatError, RetrieverError
 from rag_eval._core.files import check_input_file, parse_json, read_text
-from rag_eval._core.messages import shown
+from rag_eval._core.messages import shown, some_of
 from rag_eval._core.ranking import top_k as best_of
 from rag_eval._core.spans import parse_chunk_id
 from rag_eval._data.datasets.values import id_from_value, is_plain_number
@@ -81,12 +81,11 @@ class StaticRetriever:
 
         if self.rankings and queries and not any(qid in self.rankings for qid in queries):
             # Scoring every query 0 in silence would hide a query-id mismatch (e.g. "PLAIN-1" vs "1").
-            stored = sorted(self.rankings)[:3]
-            asked = sorted(queries)[:3]
+            stored = some_of([shown(qid) for qid in sorted(self.rankings)], 3)
+            asked = some_of([shown(qid) for qid in sorted(queries)], 3)
             raise RetrieverError(
                 f"static: {self.path or 'rankings'}: none of its {len(self.rankings)} queries is in the query set "
-                f"(it has {', '.join(map(repr, stored))}, ...; the query set has {', '.join(map(repr, asked))}, ...); "
-                "check the query ids"
+                f"(it has {stored}; the query set has {asked}); check the query ids"
             )
         self._not_asked = sum(1 for qid in self.rankings if qid not in queries)
         out: dict[str, dict[str, float]] = {}
@@ -167,7 +166,6 @@ def _normalise(source: Any, where: str) -> dict[str, dict[str, float]]:
 
 
 def _id(value: Any, where: str, what: str) -> str:
-
     try:
         return id_from_value(value)
     except ValueError as failure:

@@ -17,9 +17,7 @@ __all__ = ["RunConfig", "load_config", "load_yaml"]
 
 def __getattr__(name: str) -> Any:
     if name in ("RunConfig", "load_config"):
-
         return getattr(schema, name)
     if name == "load_yaml":
-
         return load_yaml
     raise AttributeError(f"module 'rag_eval.config' has no attribute {name!r}")

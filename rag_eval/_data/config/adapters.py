@@ -7,11 +7,11 @@ and builds them.
 
 from __future__ import annotations
 
-import difflib
 from importlib.metadata import entry_points
 from typing import Any
 
 from rag_eval._core.errors import RetrieverError
+from rag_eval._core.messages import did_you_mean
 
 ENTRY_POINT_GROUP = "rag_eval.retrievers"
 
@@ -53,8 +53,7 @@ def check_adapter_name(name: str) -> None:
         return
     if name in BUILTIN or name in plugin_names():
         return
-    guesses = difflib.get_close_matches(name, known_names(), n=1)
-    hint = f"did you mean {guesses[0]!r}? " if guesses else ""
+    known = known_names()
     raise RetrieverError(
-        f"unknown adapter {name!r}; {hint}known: {', '.join(known_names())}, or an import string 'package.module:Class'"
+        f"unknown adapter {name!r}; {did_you_mean(name, known)}known: {', '.join(known)}, or an import string 'package.module:Class'"
     )

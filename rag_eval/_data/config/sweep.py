@@ -13,7 +13,6 @@ validates again exactly as a hand-written config.
 
 from __future__ import annotations
 
-import difflib
 import itertools
 import json
 import math
@@ -24,15 +23,21 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from rag_eval._core.errors import ConfigError
+from rag_eval._core.messages import did_you_mean
 from rag_eval._data.config.labels import LABEL_MAX, LABEL_RULE, is_label
 
 
 class _Config(Protocol):
     """What the sweep reads of a validated config (:class:`rag_eval._data.config.schema.RunConfig`)."""
 
-    sweep: Any
-    retrievers: Sequence[Any]
-    chunking: Mapping[str, Any]
+    @property
+    def sweep(self) -> Any: ...
+
+    @property
+    def retrievers(self) -> Sequence[Any]: ...
+
+    @property
+    def chunking(self) -> Mapping[str, Any]: ...
 
 # A value's text in a label: runs of characters a label may not hold become one "-".
 _UNSAFE_IN_LABEL = re.compile(r"[^A-Za-z0-9._+-]+")
@@ -89,10 +94,8 @@ def expand_sweep(model: _Config, data: Mapping[str, Any], path: Path) -> Expansi
         *((f"sweep.variants[{i}].retriever", entry.retriever) for i, entry in enumerate(sweep.variants)),
     ]:
         if name not in templates:
-            guess = difflib.get_close_matches(name, list(templates), n=1)
-            hint = f"did you mean {guess[0]!r}? " if guess else ""
             raise ConfigError(
-                f"{path}: {where}: no retriever {name!r} in retrievers; {hint}a sweep varies a retriever of "
+                f"{path}: {where}: no retriever {name!r} in retrievers; {did_you_mean(name, templates)}a sweep varies a retriever of "
                 f"`retrievers`, named by its label: {', '.join(templates)}"
             )
     count = sum(_size(entry) for entry in sweep.grid) + len(sweep.variants)

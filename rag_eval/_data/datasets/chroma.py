@@ -30,14 +30,15 @@ from pathlib import Path
 
 from rag_eval._core.errors import DatasetError
 from rag_eval._core.files import MAX_DOCUMENT_BYTES, read_text
-from rag_eval._core.messages import shown
+from rag_eval._core.messages import did_you_mean, shown, some_of
 from rag_eval._core.spans import EvidenceSpan, span_problem
-from rag_eval._data.datasets.evidence import did_you_mean
 from rag_eval._data.datasets.lines import csv_header, csv_records
 from rag_eval._data.datasets.model import Dataset, Problems, Query
 
 COLUMNS = ("question", "references", "corpus_id")
 _ID_DIGITS = 3
+# Questions without references named in the dataset's note at most.
+_LISTED = 20
 
 
 def is_chroma_folder(path: Path) -> bool:
@@ -73,9 +74,8 @@ def load_chroma(path: Path) -> Dataset:
     judgements = {qid: {span.doc: 1.0 for span in spans} for qid, spans in evidence.items()}
     notes: tuple[str, ...] = ()
     if unanswered:
-        rows = ", ".join(unanswered[:20]) + (", ..." if len(unanswered) > 20 else "")
         notes = (f"{len(unanswered)} question(s) of {questions_path.name} have no references and cannot be scored: "
-                 f"{rows}",)
+                 f"{some_of(unanswered, _LISTED)}",)
     corpus = {doc: {"text": text, "title": ""} for doc, text in documents.items()}
     return Dataset(
         _name(path), queries, judgements, corpus, str(path), notes,
@@ -104,8 +104,7 @@ def _questions(
         where = f"{questions_path}:{line}: row {row}"
         doc = (record.get("corpus_id") or "").strip()
         if doc not in documents:
-            guess = did_you_mean(doc, documents)
-            hint = f"did you mean {guess!r}? " if guess else ""
+            hint = did_you_mean(doc, documents)
             problems.add(f"{where}: corpus_id {doc!r} names no document {corpus_name(corpora, doc)}; {hint}"
                          f"documents: {', '.join(sorted(documents))}")
             continue

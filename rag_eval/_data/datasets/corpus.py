@@ -34,7 +34,6 @@ def load_corpus_file(path: Path, problems: Problems | None = None, what: str = "
     problems = problems if problems is not None else Problems()
     suffix = _suffix(path)
     if suffix in (".yaml", ".yml"):
-
         data = _passage_records(load_yaml(path, what, MAX_DOCUMENT_BYTES, DatasetError))
         if not isinstance(data, list):
             raise DatasetError(f"{path}: a YAML corpus is a list of passages (id, text, title)")

@@ -24,10 +24,13 @@ from pathlib import Path
 from rag_eval._core.errors import DatasetError
 from rag_eval._core.files import MAX_DOCUMENT_BYTES, read_text
 from rag_eval._core.ids import id_problem
-from rag_eval._core.messages import shown
+from rag_eval._core.messages import shown, some_of
 from rag_eval._data.datasets.corpus import json_lines
 from rag_eval._data.datasets.model import Problems
 from rag_eval._data.datasets.values import id_from_value
+
+# Symbolic links named in the dataset's note at most.
+_LINKS_LISTED = 20
 
 DOCUMENT_SUFFIXES = (".md", ".txt")
 # {doc id: {"text": ..., "title": ...}}: the shape of a corpus entry.
@@ -115,9 +118,8 @@ def documents_from_folder(folder: Path, problems: Problems, notes: list[str] | N
                 continue
             found.append((path.relative_to(folder).as_posix(), path))
     if links and notes is not None:
-        listed = ", ".join(sorted(links)[:20]) + (", ..." if len(links) > 20 else "")
         notes.append(f"{folder}: {len(links)} symbolic link(s) not followed (documents are the folder's regular "
-                     f"files; copy a linked file in to include it): {listed}")
+                     f"files; copy a linked file in to include it): {some_of(sorted(links), _LINKS_LISTED)}")
     documents: Documents = {}
     for doc, path in sorted(found):
         problem = id_problem(doc)

@@ -17,15 +17,10 @@ overlapping occurrences count (``"aa"`` occurs twice in ``"aaa"``).
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Collection, Mapping, Sequence
 
-from rag_eval._core.messages import shown
+from rag_eval._core.messages import close_match, shown
 from rag_eval._core.spans import EvidenceSpan, span_problem
-
-# Above this many documents, "did you mean" compares only ids of the same file name:
-# difflib over every id is quadratic-ish and a problem list must not take minutes.
-_CLOSE_MATCH_LIMIT = 5000
 
 
 def occurrences(text: str, quote: str) -> tuple[int, list[int]]:
@@ -62,27 +57,13 @@ def resolve_quote(text: str, quote: str, doc: str) -> tuple[int, int]:
 
 def unknown_document(doc: str, documents: Collection[str], where: str) -> str:
     """``document 'x' is not in the documents WHERE; did you mean 'y'?`` (the guess when there is one)."""
-    guess = did_you_mean(doc, documents)
+    guess = close_match(doc, documents)
     hint = f"; did you mean {guess!r}?" if guess else "; evidence and document judgements name documents by id"
     return f"document {doc!r} is not in the documents {where}{hint}"
 
 
-def did_you_mean(name: str, known: Collection[str]) -> str | None:
-    """The known id closest to ``name``: same but for case, same file name in another folder, or a near spelling."""
-    folded = name.casefold()
-    tail = name.rsplit("/", 1)[-1]
-    same_tail = []
-    for candidate in known:
-        if candidate.casefold() == folded:
-            return candidate
-        if candidate.rsplit("/", 1)[-1] == tail:
-            same_tail.append(candidate)
-    if same_tail:
-        return sorted(same_tail)[0]
-    if len(known) > _CLOSE_MATCH_LIMIT:
-        return None
-    guesses = difflib.get_close_matches(name, list(known), n=1)
-    return guesses[0] if guesses else None
+# Kept for rag_eval._run.documents until it imports close_match from rag_eval._core.messages.
+did_you_mean = close_match
 
 
 def evidence_span(

@@ -134,7 +134,6 @@ class FileCorpus(Mapping[str, Mapping[str, Any]]):
         return None
 
     def _read(self, row: int) -> dict[str, Any]:
-
         start = int(self._offsets[row])
         stop = int(self._offsets[row + 1]) if row + 1 < len(self._offsets) else self._stamp[0]
         raw = os.pread(self._open(), stop - start, start).partition(b"\n")[0]  # (blank lines may follow it)

@@ -9,6 +9,7 @@ from functools import cached_property
 from typing import Any
 
 from rag_eval._core.errors import DatasetError
+from rag_eval._core.messages import VALIDATE_LISTS_ALL, first_and_more
 from rag_eval._core.spans import EvidenceSpan
 
 # A loader keeps this many problems to list; past it, it counts the rest (a corpus of a
@@ -167,16 +168,7 @@ class Problems:
     def raise_if_any(self) -> None:
         """Raise one DatasetError naming the first problem and counting the rest."""
         if self.count:
-            raise DatasetError(summarise(self.messages, self.count), problems=self.messages)
-
-
-def summarise(items: list[str], count: int | None = None) -> str:
-    """The first problem and how many more there are."""
-    total = len(items) if count is None else count
-    if total == 1:
-        return items[0]
-    more = total - 1
-    return f"{items[0]} (and {more:,} more problem{'s' if more > 1 else ''}; `rag-eval validate` lists all)"
+            raise DatasetError(first_and_more(self.messages, self.count, hint=VALIDATE_LISTS_ALL), problems=self.messages)
 
 
 def passage_text(passage: Mapping[str, str]) -> str:

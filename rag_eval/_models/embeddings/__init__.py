@@ -1,19 +1,16 @@
-"""Embeddings: the per-passage store (:mod:`.store`) and the encoding backends (:mod:`.backends`).
+"""Embeddings: the per-passage store (:mod:`.store`) and the encoders that fill it.
 
-Importing this package needs numpy only; a backend loads torch / onnxruntime / openvino
-when it is first used.
+An encoder is loaded by :mod:`.loading` on the backend its options name (:mod:`.options`):
+torch (:mod:`.torch_backend`), or an export (:mod:`.export`) run by ONNX Runtime or OpenVINO
+(:mod:`.graph_backend`, :mod:`.graph_session`). Importing this package needs numpy only; a
+backend loads torch / onnxruntime / openvino when it is first used.
 """
 
 from __future__ import annotations
 
-from rag_eval._models.embeddings.store import (
-    FORMAT_VERSION,
-    EmbeddingCacheWarning,
-    EmbeddingStore,
-    encode_missing,
-    namespace_key,
-    text_key,
-)
+from rag_eval._models.embeddings.incremental import encode_missing
+from rag_eval._models.embeddings.shard_file import FORMAT_VERSION
+from rag_eval._models.embeddings.store import EmbeddingCacheWarning, EmbeddingStore, namespace_key, text_key
 
 __all__ = [
     "FORMAT_VERSION",

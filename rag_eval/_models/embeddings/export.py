@@ -32,6 +32,7 @@ import numpy as np
 from rag_eval._core.atomic import write_new_file
 from rag_eval._core.errors import RetrieverError
 from rag_eval._core.files import MiB, check_input_file
+from rag_eval._core.messages import error_line
 from rag_eval._core.versions import package_version
 from rag_eval._models import files as _models
 from rag_eval._models.embeddings.pipeline import PROBES, Pipeline, pool_hidden
@@ -159,7 +160,6 @@ def check_export(folder: Path, expected: dict[str, Any]) -> str | None:
 
 
 def _read_manifest(folder: Path) -> dict[str, Any]:
-
     path = folder / "manifest.json"
     check_input_file(path, "export manifest", max_bytes=MiB)  # a FIFO here must not hang the run
     manifest = json.loads(path.read_text(encoding="utf-8"))
@@ -256,10 +256,8 @@ def _export_graph(pipeline: Pipeline, target: Path, tokenizer: Any, adapter: str
             str(pipeline.transformer), local_files_only=True, attn_implementation="eager"
         ).float().eval()
     except Exception as error:  # transformers' errors are long; one line is enough
-        first = str(error).strip().splitlines()[0] if str(error).strip() else ""
         raise RetrieverError(
-            f"{adapter}: cannot load the transformer in {pipeline.transformer} for export: "
-            f"{type(error).__name__}: {first}"
+            f"{adapter}: cannot load the transformer in {pipeline.transformer} for export: {error_line(error)}"
         ) from error
     accepted = set(inspect.signature(model.forward).parameters)
     names: list[str] = [
@@ -401,8 +399,6 @@ def _file_entry(path: Path) -> dict[str, Any]:
             digest.update(block)
         os.fsync(handle.fileno())  # durable before the folder is renamed into place
     return {"name": path.name, "size": path.stat().st_size, "sha256": digest.hexdigest()}
-
-
 
 
 def _versions(backend: str) -> dict[str, str]:

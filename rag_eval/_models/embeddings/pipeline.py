@@ -3,7 +3,7 @@
 ``read_pipeline`` reads ``modules.json`` (Transformer, Pooling, Normalize; anything else is
 refused with one line), ``load_tokenizer`` loads the model's own tokenizer as
 sentence-transformers does, and ``pool_hidden`` applies the pooling and normalisation in
-numpy. Shared by :mod:`rag_eval._models.embeddings.backends` (encoding) and
+numpy. Shared by :mod:`rag_eval._models.embeddings.loading` (encoding) and
 :mod:`rag_eval._models.embeddings.export` (building and checking exports). Imports numpy only;
 transformers when a tokenizer is loaded.
 """
@@ -37,7 +37,6 @@ _LEGACY_POOLING = {  # sentence-transformers' order of concatenation
     "pooling_mode_weightedmean_tokens": "weightedmean",
     "pooling_mode_lasttoken": "lasttoken",
 }
-
 
 
 @dataclass(frozen=True)

@@ -9,20 +9,9 @@ numbers); a key = :func:`text_key` (sha256 of the exact text the encoder receive
 passage changes one key, so one passage is re-encoded; chunkings and corpora that share texts
 share keys, so they share embeddings.
 
-A shard file (little-endian)::
-
-    8 bytes   magic b"RAGEMB\\x00\\x01"
-    4 bytes   header length H (uint32)
-    H bytes   header, JSON: {"format", "count", "dim", "dtype": "<f4", "sha256"}, padded with
-              spaces so that the payload starts at a multiple of 64 bytes
-    payload   count x 32 bytes: the keys (sha256 digests, sorted), then
-              count x dim float32: the vectors, row i belonging to key i
-
-The shard's NAME is the sha256 of its sorted hex keys joined by newlines, and ``sha256`` in the
-header covers the payload: a changed key, vector, header or length is detected (name, checksum,
-size), the shard is skipped with an :class:`EmbeddingCacheWarning`, removed when it is a regular
-file, and its keys count as missing (the caller re-encodes them). A FIFO, device or folder in a
-shard's place is never read (opened non-blocking, checked with fstat).
+The format of a shard file is :mod:`rag_eval._models.embeddings.shard_file`'s; a shard's
+keys travel packed (:mod:`rag_eval._models.embeddings.keys`), and
+:mod:`rag_eval._models.embeddings.incremental` encodes through the store.
 
 Why this store and not LMDB or Arrow/Lance: the writers are several processes, possibly Ray
 workers on several machines sharing only a filesystem or object store. Append-only files whose
@@ -49,10 +38,9 @@ import json
 import mmap
 import os
 import stat
-import struct
 import time
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -60,17 +48,18 @@ from typing import Any
 import numpy as np
 
 from rag_eval._core.atomic import atomic_writer
-from rag_eval._core.files import describe_kind
-
-FORMAT_VERSION = 1
-
-_MAGIC = b"RAGEMB\x00\x01"
-_SUFFIX = ".emb"
-_ALIGN = 64
-_KEY_BYTES = 32
-_MAX_HEADER = 1 << 16
-_HEX_DIGITS = frozenset("0123456789abcdefABCDEF")
-_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+from rag_eval._models.embeddings.keys import to_digests, to_hex
+from rag_eval._models.embeddings.shard_file import (
+    FORMAT_VERSION,
+    SUFFIX,
+    Shard,
+    Unusable,
+    open_regular,
+    parse_shard,
+    shard_header,
+    shard_name,
+    signature,
+)
 
 
 class EmbeddingCacheWarning(UserWarning):
@@ -103,19 +92,6 @@ def namespace_key(model_identity: str, options: Mapping[str, Any]) -> str:
 
 
 @dataclass
-class _Shard:
-    """What the index knows of one committed shard (its keys are in memory, its vectors are not)."""
-
-    path: Path
-    keys: np.ndarray  # (count,) S32, sorted
-    dim: int
-    vectors_at: int  # byte offset of the vectors
-    checksum: str  # sha256 of the payload (keys + vectors), from the header
-    signature: tuple[int, int, int]  # (inode, size, mtime_ns): a rewritten file is checked again
-    verified: bool = False
-
-
-@dataclass
 class _Index:
     """All valid shards' keys as one sorted array, with the shard and row of each."""
 
@@ -123,14 +99,6 @@ class _Index:
     shard: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
     row: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
     names: list[str] = field(default_factory=list)
-
-
-class _Unusable(Exception):
-    """A shard failed a check (the message says which); ``remove``: the file itself is bad, not our access to it."""
-
-    def __init__(self, message: str, remove: bool = True) -> None:
-        super().__init__(message)
-        self.remove = remove
 
 
 class EmbeddingStore:
@@ -142,7 +110,7 @@ class EmbeddingStore:
         self.root = Path(root).expanduser()
         self.namespace = namespace
         self.directory = self.root / "passages" / namespace
-        self._shards: dict[str, _Shard] = {}
+        self._shards: dict[str, Shard] = {}
         self._bad: dict[str, tuple[int, int, int] | None] = {}  # names skipped, with the signature they had
         self._dim: int | None = None
         self._index: _Index | None = None
@@ -156,7 +124,7 @@ class EmbeddingStore:
         that fails its checksum here is skipped with a warning; its keys are looked up in
         other shards, else reported missing.
         """
-        wanted = _digests(keys)
+        wanted = to_digests(keys)
         self._refresh()
         found = np.zeros(len(wanted), dtype=bool)
         vectors = np.zeros((len(wanted), self._dim or 0), dtype=np.float32)
@@ -185,7 +153,7 @@ class EmbeddingStore:
                     self._forget(name, None)
                     self._refresh()
                     failed = True
-                except _Unusable as problem:
+                except Unusable as problem:
                     self._reject(self._shards[name].path, str(problem), remove=problem.remove)
                     failed = True
                 else:
@@ -220,15 +188,15 @@ class EmbeddingStore:
             raise ValueError(f"embedding store {self.directory}: vectors of dim {array.shape[1]}, stored {self._dim}")
         if not len(keys):
             return
-        digests, first = np.unique(_digests(keys), return_index=True)  # sorted; a repeated key kept once
+        digests, first = np.unique(to_digests(keys), return_index=True)  # sorted; a repeated key kept once
         rows = np.ascontiguousarray(array[first], dtype="<f4")
-        name = _shard_name(digests)
+        name = shard_name(digests)
         payload = [digests.tobytes(), rows.tobytes()]
         checksum = hashlib.sha256()
         for part in payload:
             checksum.update(part)
-        header = _header(len(digests), rows.shape[1], checksum.hexdigest())
-        path = self.directory / f"{name}{_SUFFIX}"
+        header = shard_header(len(digests), rows.shape[1], checksum.hexdigest())
+        path = self.directory / f"{name}{SUFFIX}"
 
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
@@ -246,8 +214,8 @@ class EmbeddingStore:
             )
             return
         self._bad.pop(name, None)
-        shard = _Shard(
-            path, digests, rows.shape[1], len(header) + digests.nbytes, checksum.hexdigest(), _signature(info)
+        shard = Shard(
+            path, digests, rows.shape[1], len(header) + digests.nbytes, checksum.hexdigest(), signature(info)
         )
         shard.verified = True  # written just now from these very arrays
         self._add(name, shard)
@@ -303,10 +271,10 @@ class EmbeddingStore:
             except FileNotFoundError:
                 self._forget(name, None)
                 continue
-            except _Unusable as problem:
+            except Unusable as problem:
                 self._reject(shard.path, str(problem), remove=problem.remove)
                 continue
-            parts_keys.extend(_hex(shard.keys))
+            parts_keys.extend(to_hex(shard.keys))
             merged.append(shard)
         if len(merged) < 2:
             return 0
@@ -316,7 +284,7 @@ class EmbeddingStore:
             return 0
         removed = 0
         for shard in merged:
-            name = shard.path.name[: -len(_SUFFIX)]
+            name = shard.path.name[: -len(SUFFIX)]
             if name in self._shards and self._shards[name] is not shard:
                 continue  # the merged shard has this very name (same keys): nothing to remove
             try:
@@ -334,7 +302,7 @@ class EmbeddingStore:
     def _refresh(self) -> None:
         """Index shards committed since the last look (by this or another process)."""
         try:
-            names = sorted(entry for entry in os.listdir(self.directory) if entry.endswith(_SUFFIX))
+            names = sorted(entry for entry in os.listdir(self.directory) if entry.endswith(SUFFIX))
         except FileNotFoundError:
             return
         except OSError as error:
@@ -345,13 +313,13 @@ class EmbeddingStore:
             )
             return
         for entry in names:
-            name = entry[: -len(_SUFFIX)]
+            name = entry[: -len(SUFFIX)]
             if entry.startswith(".") or name in self._shards:
                 continue  # "." = a temporary file of a write in progress
             path = self.directory / entry
             if name in self._bad:
                 try:
-                    if _signature(os.lstat(path)) == self._bad[name]:
+                    if signature(os.lstat(path)) == self._bad[name]:
                         continue  # the same bad file: warned once already
                 except OSError:
                     continue
@@ -359,12 +327,12 @@ class EmbeddingStore:
                 shard = self._open(path, name)
             except FileNotFoundError:
                 continue
-            except _Unusable as problem:
+            except Unusable as problem:
                 self._reject(path, str(problem), remove=problem.remove)
                 continue
             self._add(name, shard)
 
-    def _add(self, name: str, shard: _Shard) -> None:
+    def _add(self, name: str, shard: Shard) -> None:
         if self._dim is None:
             self._dim = shard.dim
         elif shard.dim != self._dim:
@@ -396,17 +364,17 @@ class EmbeddingStore:
 
     def _reject(self, path: Path, problem: str, remove: bool = True) -> None:
         """Warn, stop using the shard and remove it (a regular file or FIFO only), so later runs do not warn again."""
-        name = path.name[: -len(_SUFFIX)]
+        name = path.name[: -len(SUFFIX)]
         try:
             info = os.lstat(path)
         except OSError:
             info = None
-        self._forget(name, _signature(info) if info is not None else None)
+        self._forget(name, signature(info) if info is not None else None)
         removed = False
         if remove and info is not None and (stat.S_ISREG(info.st_mode) or stat.S_ISFIFO(info.st_mode)):
             try:
                 # Only the file we examined: a correct shard written under this name since then is kept.
-                if _signature(os.lstat(path)) == _signature(info):
+                if signature(os.lstat(path)) == signature(info):
                     os.unlink(path)
                     removed = True
             except OSError:
@@ -420,253 +388,41 @@ class EmbeddingStore:
 
     # ------------------------------------------------------------------ one shard
 
-    def _open(self, path: Path, name: str) -> _Shard:
+    def _open(self, path: Path, name: str) -> Shard:
         """Read and check a shard's header and keys (not its vectors)."""
-        fd = _open_regular(path)
+        fd = open_regular(path)
         try:
-            return _parse(fd, path, name)
+            return parse_shard(fd, path, name)
         except OSError as error:  # an I/O error is not proof that the file is bad: keep it
-            raise _Unusable(f"cannot be read ({error.strerror or error})", remove=False) from None
+            raise Unusable(f"cannot be read ({error.strerror or error})", remove=False) from None
         finally:
             os.close(fd)
 
     def _read_rows(self, name: str, rows: np.ndarray) -> np.ndarray:
         """Vectors of ``rows`` of shard ``name``, memory-mapped; the checksum is verified on first use."""
         shard = self._shards[name]
-        fd = _open_regular(shard.path)
+        fd = open_regular(shard.path)
         try:
             info = os.fstat(fd)
-            if _signature(info) != shard.signature:  # rewritten since indexed (a retried batch): check it again
-                fresh = _parse(fd, shard.path, name)
+            if signature(info) != shard.signature:  # rewritten since indexed (a retried batch): check it again
+                fresh = parse_shard(fd, shard.path, name)
                 if fresh.dim != shard.dim or len(fresh.keys) != len(shard.keys):
-                    raise _Unusable("it changed shape since it was indexed")
+                    raise Unusable("it changed shape since it was indexed")
                 shard = self._shards[name] = fresh
             if info.st_size == 0:
-                raise _Unusable("it is empty")
+                raise Unusable("it is empty")
             with mmap.mmap(fd, 0, access=mmap.ACCESS_READ) as mapped:
                 if not shard.verified:
                     with memoryview(mapped) as view:
                         digest = hashlib.sha256(view[shard.vectors_at - shard.keys.nbytes :]).hexdigest()
                     if digest != shard.checksum:
-                        raise _Unusable("checksum mismatch (the file was modified or partly written)")
+                        raise Unusable("checksum mismatch (the file was modified or partly written)")
                     shard.verified = True
                 matrix = np.frombuffer(mapped, dtype="<f4", count=len(shard.keys) * shard.dim, offset=shard.vectors_at)
                 out = matrix.reshape(len(shard.keys), shard.dim)[rows]  # fancy indexing: a copy, not a view
                 del matrix  # the map can only be closed once no array points into it
             return out
         except OSError as error:
-            raise _Unusable(f"cannot be read ({error.strerror or error})", remove=False) from None
+            raise Unusable(f"cannot be read ({error.strerror or error})", remove=False) from None
         finally:
             os.close(fd)
-
-
-# ---------------------------------------------------------------------- encoding through the store
-
-
-def encode_missing(
-    texts: Sequence[str],
-    encode: Callable[[list[str]], np.ndarray],
-    store: EmbeddingStore | None,
-    *,
-    write_every: int | Callable[[], int] = 1024,
-    progress: Callable[[int], None] | None = None,
-) -> tuple[np.ndarray, dict[str, int]]:
-    """Embeddings of ``texts`` (float32, one row per text, in order), encoding only what the store lacks.
-
-    Distinct missing texts are encoded ``write_every`` at a time and each batch is put into
-    the store as soon as it is encoded, so a run killed during encoding loses at most the
-    batch in flight. ``progress`` is called with each batch's size. Returns the array and
-    ``{"reused": r, "encoded": e, "duplicates": d}``: r + e distinct texts, d repeats of them
-    (r + e + d = len(texts)). With ``store=None`` every distinct text is encoded, nothing written.
-    ``write_every`` may be a callable, asked only when something is missing (it may load the model
-    to decide: a GPU encodes more texts a call than a CPU).
-    """
-    keys = [text_key(text) for text in texts]
-    first: dict[str, int] = {}
-    for i, key in enumerate(keys):
-        first.setdefault(key, i)
-    distinct_keys = list(first)
-    slot = {key: n for n, key in enumerate(distinct_keys)}
-    inverse = np.array([slot[key] for key in keys], dtype=np.int64)
-    if store is not None and distinct_keys:
-        distinct, found = store.get(distinct_keys)
-    else:
-        distinct, found = np.zeros((len(distinct_keys), 0), dtype=np.float32), np.zeros(len(distinct_keys), bool)
-    missing = np.flatnonzero(~found)
-    every = (write_every() if callable(write_every) else write_every) if len(missing) else 1
-    if every < 1:
-        raise ValueError(f"write_every must be >= 1, got {every}")
-    for start in range(0, len(missing), every):
-        batch = missing[start : start + every]
-        batch_texts = [texts[first[distinct_keys[i]]] for i in batch]
-        vectors = np.asarray(encode(batch_texts))
-        if vectors.ndim != 2 or vectors.shape[0] != len(batch):
-            raise ValueError(f"encode returned shape {vectors.shape} for {len(batch)} texts")
-        if distinct.shape[1] != vectors.shape[1]:
-            if found.any():
-                raise ValueError(
-                    f"encode returned dim {vectors.shape[1]} but the embedding store "
-                    f"{store.directory if store else ''} holds dim {distinct.shape[1]}"
-                )
-            distinct = np.zeros((len(distinct_keys), vectors.shape[1]), dtype=np.float32)
-        distinct[batch] = vectors
-        if store is not None:
-            store.put([distinct_keys[i] for i in batch], distinct[batch])
-        if progress is not None:
-            progress(len(batch))
-    counts = {
-        "reused": int(np.count_nonzero(found)),
-        "encoded": len(missing),
-        "duplicates": len(keys) - len(distinct_keys),
-    }
-    return np.ascontiguousarray(distinct[inverse], dtype=np.float32), counts
-
-
-# ---------------------------------------------------------------------- file format helpers
-
-
-class PackedKeys(Sequence[str]):
-    """Store keys held as raw 32-byte digests: 32 bytes a key, where a 64-digit hex str takes 113.
-
-    A sequence of the hex keys (``keys[i]`` is ``text_key(...)``; a slice is PackedKeys again;
-    equal to any sequence of the same hex keys), for the driver of a run over millions of
-    passages, which holds a key per row while searching. The store reads it without converting.
-    """
-
-    __slots__ = ("digests",)
-
-    def __init__(self, digests: np.ndarray) -> None:
-        self.digests = np.ascontiguousarray(digests, dtype="S32")
-
-    @classmethod
-    def from_hex(cls, keys: Sequence[str]) -> PackedKeys:
-        """Packed from hex keys (ValueError for anything that is not 64 hex digits)."""
-        return cls(_digests(keys))
-
-    def __len__(self) -> int:
-        return len(self.digests)
-
-    def __getitem__(self, index: Any) -> Any:
-        if isinstance(index, slice):
-            return PackedKeys(self.digests[index])
-        position = index + len(self.digests) if index < 0 else index
-        if not 0 <= position < len(self.digests):
-            raise IndexError(f"key {index} of {len(self.digests)}")
-        # A slice of one, not digests[i]: numpy strips the trailing zero bytes of an S32 element.
-        return self.digests[position : position + 1].tobytes().hex()
-
-    def __iter__(self) -> Any:
-        step = 65536  # hex strings made a block at a time, never all at once
-        for start in range(0, len(self.digests), step):
-            yield from _hex(self.digests[start : start + step])
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, PackedKeys):
-            return bool(np.array_equal(self.digests, other.digests))
-        return isinstance(other, Sequence) and not isinstance(other, str) and list(self) == list(other)
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __repr__(self) -> str:
-        return f"PackedKeys({len(self):,} keys)"
-
-
-def _digests(keys: Sequence[str]) -> np.ndarray:
-    """Hex keys as an (n,) S32 array of raw digests; ValueError for anything that is not 64 hex digits."""
-    if isinstance(keys, PackedKeys):
-        return keys.digests
-    raw = b""
-    if all(isinstance(key, str) and len(key) == 64 for key in keys):
-        try:
-            raw = bytes.fromhex("".join(keys))
-        except ValueError:
-            pass
-    if len(raw) != _KEY_BYTES * len(keys):  # fromhex skips spaces: a short result means a bad key too
-        bad = next(k for k in keys if not (isinstance(k, str) and len(k) == 64 and set(k) <= _HEX_DIGITS))
-        raise ValueError(f"embedding store keys are sha256 hex digests (text_key()), got {bad!r}")
-    return np.frombuffer(raw, dtype="S32").copy() if keys else np.empty(0, dtype="S32")
-
-
-def _hex(digests: np.ndarray) -> list[str]:
-    raw = digests.tobytes()
-    return [raw[i : i + _KEY_BYTES].hex() for i in range(0, len(raw), _KEY_BYTES)]
-
-
-def _shard_name(digests: np.ndarray) -> str:
-    return hashlib.sha256("\n".join(_hex(digests)).encode("ascii")).hexdigest()
-
-
-def _header(count: int, dim: int, checksum: str) -> bytes:
-    text = json.dumps(
-        {"format": FORMAT_VERSION, "count": count, "dim": dim, "dtype": "<f4", "sha256": checksum},
-        separators=(",", ":"),
-    ).encode("ascii")
-    fixed = len(_MAGIC) + 4
-    padded = -(-(fixed + len(text)) // _ALIGN) * _ALIGN - fixed
-    return _MAGIC + struct.pack("<I", padded) + text.ljust(padded, b" ")
-
-
-def _read_header(fd: int) -> dict[str, Any]:
-    fixed = len(_MAGIC) + 4
-    start = os.pread(fd, fixed, 0)
-    if len(start) < fixed or start[: len(_MAGIC)] != _MAGIC:
-        raise _Unusable("not an embedding shard (bad magic bytes)")
-    (length,) = struct.unpack("<I", start[len(_MAGIC) :])
-    data = os.pread(fd, length, fixed) if length <= _MAX_HEADER else b""
-    if len(data) != length:
-        raise _Unusable("header length out of range (truncated?)")
-    try:
-        header = json.loads(data.decode("ascii"))
-    except (UnicodeDecodeError, ValueError) as error:
-        raise _Unusable(f"unreadable header ({type(error).__name__})") from None
-    problems = [
-        not isinstance(header, dict),
-        isinstance(header, dict) and header.get("format") != FORMAT_VERSION,
-        isinstance(header, dict) and header.get("dtype") != "<f4",
-        isinstance(header, dict) and not all(_count(header.get(f)) for f in ("count", "dim")),
-        isinstance(header, dict) and not isinstance(header.get("sha256"), str),
-    ]
-    if any(problems):
-        raise _Unusable(f"header {header!r} is not format {FORMAT_VERSION} with count, dim, dtype <f4 and sha256")
-    header["_length"] = fixed + length
-    return header
-
-
-def _count(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
-
-
-def _parse(fd: int, path: Path, name: str) -> _Shard:
-    info = os.fstat(fd)
-    header = _read_header(fd)
-    count, dim, start = header["count"], header["dim"], header["_length"]
-    expected = start + count * _KEY_BYTES + count * dim * 4
-    if info.st_size != expected:
-        raise _Unusable(f"it has {info.st_size} bytes, its header says {expected} (truncated or appended to)")
-    raw = os.pread(fd, count * _KEY_BYTES, start)
-    if len(raw) != count * _KEY_BYTES:
-        raise _Unusable("its keys could not be read whole")
-    keys = np.frombuffer(raw, dtype="S32").copy() if count else np.empty(0, dtype="S32")
-    if _shard_name(keys) != name:
-        raise _Unusable("its keys do not match its name (keys modified, or the file renamed)")
-    return _Shard(path, keys, dim, start + count * _KEY_BYTES, header["sha256"], _signature(info))
-
-
-def _open_regular(path: Path) -> int:
-    """A read descriptor on ``path`` if it is a regular file; a FIFO is opened non-blocking, never read."""
-    try:
-        fd = os.open(path, _OPEN_FLAGS)
-    except FileNotFoundError:
-        raise
-    except OSError as error:  # permissions, I/O: not proof that the file is bad, so it is not removed
-        raise _Unusable(f"cannot be opened ({error.strerror or error})", remove=False) from None
-    mode = os.fstat(fd).st_mode
-    if not stat.S_ISREG(mode):
-        os.close(fd)
-
-        raise _Unusable(f"it is {describe_kind(mode)}, not a regular file")
-    return fd
-
-
-def _signature(info: os.stat_result) -> tuple[int, int, int]:
-    return (info.st_ino, info.st_size, info.st_mtime_ns)

@@ -17,7 +17,8 @@ from typing import Any
 import numpy as np
 
 from rag_eval._core.errors import RagEvalError
-from rag_eval._models.embeddings.store import EmbeddingStore, encode_missing, namespace_key, text_key
+from rag_eval._models.embeddings.incremental import encode_missing
+from rag_eval._models.embeddings.store import EmbeddingStore, namespace_key, text_key
 from rag_eval._models.files import file_digest
 
 # Texts tokenised per call: bounds the memory of the encodings held at once.
@@ -139,7 +140,6 @@ class TokenCounter:
         tokenizer.no_truncation()
         tokenizer.no_padding()
         if self.cache_dir is not None:
-
             try:
                 namespace = namespace_key(f"tokenizer:{file_digest(self.tokenizer_file)}", {"kind": "token_lengths"})
                 self._store = EmbeddingStore(self.cache_dir, namespace)

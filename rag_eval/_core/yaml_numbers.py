@@ -1,0 +1,39 @@
+"""A number that YAML 1.1 reads as text (``1e3``): the str that remembers it, so a message can say why.
+
+Apart from the loader (:mod:`rag_eval._core.yaml_loader`), which makes these strings, only
+messages (:mod:`rag_eval._core.messages`) look at the type.
+"""
+
+from __future__ import annotations
+
+import re
+
+# A number with an exponent that YAML 1.1 (PyYAML) reads as text: its floats need a dot and a
+# signed exponent, so 1e3 and 1.0e308 are strings while 1.0e+3 is a float.
+EXPONENT_NUMBER = re.compile(r"[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)[eE][-+]?[0-9]+", re.ASCII)
+
+
+class NumberAsText(str):
+    """An unquoted scalar such as ``1e3`` that YAML 1.1 read as text although it reads as a number.
+
+    It is an ordinary ``str`` everywhere (``1e3`` may be an id); only messages look at the
+    type, to say why a number field got text and how to write the number (:meth:`advice`).
+    """
+
+    __slots__ = ()
+
+    def advice(self) -> str:
+        """Why YAML read this as text, and the same number written so that YAML reads a number."""
+        mantissa, _, exponent = self.lower().partition("e")
+        if "." not in mantissa:
+            mantissa += ".0"
+        if exponent[:1] not in "+-":
+            exponent = "+" + exponent
+        forms = [f"{mantissa}e{exponent}"]
+        value = float(self)
+        if value.is_integer() and abs(value) < 1e16:  # whole and exact: plain digits read best
+            forms.insert(0, str(int(value)))
+        return (
+            f"YAML reads {self} as text, not as a number: in YAML 1.1 a number with an exponent needs a dot "
+            f"and a sign in the exponent; write {' or '.join(forms)}"
+        )

@@ -1,0 +1,68 @@
+"""Encoding through the embedding store: only the texts it lacks are encoded, each batch stored as soon as it is."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from rag_eval._models.embeddings.store import EmbeddingStore, text_key
+
+
+def encode_missing(
+    texts: Sequence[str],
+    encode: Callable[[list[str]], np.ndarray],
+    store: EmbeddingStore | None,
+    *,
+    write_every: int | Callable[[], int] = 1024,
+    progress: Callable[[int], None] | None = None,
+) -> tuple[np.ndarray, dict[str, int]]:
+    """Embeddings of ``texts`` (float32, one row per text, in order), encoding only what the store lacks.
+
+    Distinct missing texts are encoded ``write_every`` at a time and each batch is put into
+    the store as soon as it is encoded, so a run killed during encoding loses at most the
+    batch in flight. ``progress`` is called with each batch's size. Returns the array and
+    ``{"reused": r, "encoded": e, "duplicates": d}``: r + e distinct texts, d repeats of them
+    (r + e + d = len(texts)). With ``store=None`` every distinct text is encoded, nothing written.
+    ``write_every`` may be a callable, asked only when something is missing (it may load the model
+    to decide: a GPU encodes more texts a call than a CPU).
+    """
+    keys = [text_key(text) for text in texts]
+    first: dict[str, int] = {}
+    for i, key in enumerate(keys):
+        first.setdefault(key, i)
+    distinct_keys = list(first)
+    slot = {key: n for n, key in enumerate(distinct_keys)}
+    inverse = np.array([slot[key] for key in keys], dtype=np.int64)
+    if store is not None and distinct_keys:
+        distinct, found = store.get(distinct_keys)
+    else:
+        distinct, found = np.zeros((len(distinct_keys), 0), dtype=np.float32), np.zeros(len(distinct_keys), bool)
+    missing = np.flatnonzero(~found)
+    every = (write_every() if callable(write_every) else write_every) if len(missing) else 1
+    if every < 1:
+        raise ValueError(f"write_every must be >= 1, got {every}")
+    for start in range(0, len(missing), every):
+        batch = missing[start : start + every]
+        batch_texts = [texts[first[distinct_keys[i]]] for i in batch]
+        vectors = np.asarray(encode(batch_texts))
+        if vectors.ndim != 2 or vectors.shape[0] != len(batch):
+            raise ValueError(f"encode returned shape {vectors.shape} for {len(batch)} texts")
+        if distinct.shape[1] != vectors.shape[1]:
+            if found.any():
+                raise ValueError(
+                    f"encode returned dim {vectors.shape[1]} but the embedding store "
+                    f"{store.directory if store else ''} holds dim {distinct.shape[1]}"
+                )
+            distinct = np.zeros((len(distinct_keys), vectors.shape[1]), dtype=np.float32)
+        distinct[batch] = vectors
+        if store is not None:
+            store.put([distinct_keys[i] for i in batch], distinct[batch])
+        if progress is not None:
+            progress(len(batch))
+    counts = {
+        "reused": int(np.count_nonzero(found)),
+        "encoded": len(missing),
+        "duplicates": len(keys) - len(distinct_keys),
+    }
+    return np.ascontiguousarray(distinct[inverse], dtype=np.float32), counts
