@@ -134,6 +134,31 @@ def test_lower_is_better_metric_flips_best_and_wins(monkeypatch):
     assert (v.wins, v.ties, v.losses) == (0, 0, 8) and v.delta == pytest.approx((B - A).mean())
 
 
+def test_the_plots_draw_the_verdicts_own_means_cis_and_differences():
+    """One computation: the means plot's rows and the deltas plot's points are the verdict's (same seed, same pairing)."""
+    from rag_eval._compare.variants import mean_rows, sorted_deltas
+
+    decision = decide_run(RUN, M, "a", n_resamples=10_000, seed=0)
+    rows = mean_rows(RUN, M)
+    assert [r.label for r in rows] == [v.label for v in decision.variants]
+    for row in rows:
+        v = decision.variant(row.label)
+        assert (row.mean, row.low, row.high, row.n) == (v.mean, v.ci_low, v.ci_high, v.n)
+    deltas = sorted_deltas(RUN, M, "a")
+    assert deltas["b"].tolist() == sorted((B - A).tolist())
+    assert float(np.mean(deltas["c"])) == pytest.approx(decision.variant("c").delta, abs=1e-15)
+
+
+def test_wins_ties_losses_by_hand_in_either_direction(monkeypatch):
+    from rag_eval._compare.decision import wins_ties_losses
+    from rag_eval._scoring.metrics import measures
+
+    deltas = np.array([0.1, -0.2, 0.0, 0.3, 1e-13])  # 1e-13: within win_tie_loss's tolerance, a tie
+    assert wins_ties_losses(deltas, M) == (2, 2, 1)
+    monkeypatch.setitem(measures.FAMILIES, "ndcg", dataclasses.replace(measures.FAMILIES["ndcg"], higher_is_better=False))
+    assert wins_ties_losses(deltas, M) == (1, 2, 2)
+
+
 def test_bad_arguments():
     with pytest.raises(ValueError, match="at least 2 variants"):
         decide_run({"a": res(A)}, M)

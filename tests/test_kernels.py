@@ -1,6 +1,7 @@
 """The kernels' sorting helpers against plain numpy references (lexsort, first occurrence), and the
 engine's vectorised ranking against the one ranking rule (rag_eval._core.ranking)."""
 
+import math
 import random
 
 import numpy as np
@@ -10,8 +11,7 @@ from rag_eval._core import ranking
 from rag_eval._core.trec import format_run
 from rag_eval._scoring.engine import from_nested, prepare, read_run
 from rag_eval._scoring.engine.packed_ids import PackedIds
-from rag_eval._scoring.engine.ranks import RunRanker
-from rag_eval._scoring.engine.tables import byte_order_keys
+from rag_eval._scoring.engine.ranks import RunRanker, byte_order_keys
 from rag_eval._scoring.metrics.kernels import sort_desc_within_groups
 
 
@@ -169,3 +169,45 @@ def test_byte_order_keys_is_the_rule_tie_break():
     rank = packed.byte_rank(np.arange(len(ids)))
     assert [table.docs[i] for i in np.argsort(-rank)] == by_rule
     assert by_rule == sorted(ids, key=lambda d: d.encode("utf-8"), reverse=True)
+
+
+# ---- the discount, the evidence kernels and the dataset value, by hand --------------------------
+
+
+def test_the_discount_is_log2_of_rank_plus_one():
+    from rag_eval._scoring.metrics.kernels import log2_rank
+
+    assert log2_rank(np.arange(1, 5)).tolist() == [1.0, math.log2(3), 2.0, math.log2(5)]
+    assert float(log2_rank(7)) == 3.0
+
+
+def test_evidence_kernels_on_the_golden_counts():
+    """docs/semantics.md's golden values: evidence [10,20) and [40,50) (20 characters); the top chunk [0,15)
+    covers 5 of them and reads 15; the top 3 cover all 20 and read 60."""
+    from rag_eval._scoring.metrics.evidence_kernels import (
+        EvidenceCounts,
+        evidence_iou,
+        evidence_precision,
+        evidence_recall,
+    )
+
+    counts = EvidenceCounts(np.array([5.0, 20.0, 0.0]), np.array([20.0, 20.0, 20.0]), np.array([15.0, 60.0, 0.0]))
+    assert evidence_recall(counts).tolist() == [0.25, 1.0, 0.0]
+    assert evidence_precision(counts).tolist() == [5 / 15, 20 / 60, 0.0]  # nothing read: precision 0
+    assert evidence_iou(counts).tolist() == [5 / (15 + 15), 20 / 60, 0.0]
+
+
+def test_the_dataset_value_macro_and_micro_by_hand():
+    """q1: DCG 1, IDCG 2 (nDCG 0.5); q2: DCG 3, IDCG 3 (1.0); q3 left out (NaN, no relevant document)."""
+    from rag_eval._scoring.metrics.aggregation import dataset_value
+    from rag_eval._scoring.metrics.measures import parse_metric
+
+    ndcg = parse_metric("ndcg@10")
+    parts = {"dcg@10": np.array([1.0, 3.0, 0.0]), "idcg@10": np.array([2.0, 3.0, 0.0])}
+    values = np.array([0.5, 1.0, np.nan])
+    assert dataset_value(ndcg, values, "macro", lambda m: parts[str(m)]) == 0.75
+    assert dataset_value(ndcg, values, "micro", lambda m: parts[str(m)]) == 4 / 5
+    recall = parse_metric("recall@10")  # no micro rule: the macro mean under either aggregation
+    assert dataset_value(recall, values, "micro", lambda m: parts[str(m)]) == 0.75
+    assert math.isnan(dataset_value(ndcg, np.array([np.nan]), "macro", lambda m: parts[str(m)]))
+    assert math.isnan(dataset_value(ndcg, np.array([np.nan]), "micro", lambda m: np.array([0.0])))

@@ -7,16 +7,69 @@ import re
 import pytest
 
 from rag_eval._core.errors import MetricError
-from rag_eval._scoring.metrics.kernels import KERNELS
-from rag_eval._scoring.metrics.measures import FAMILIES, Metric, parse_metric, valid_metric_names
+from rag_eval._scoring.metrics import evidence_kernels, kernels
+from rag_eval._scoring.metrics.measures import FAMILIES, Metric, Micro, parse_metric, valid_metric_names
 
 
-def test_every_ranking_family_has_a_kernel_and_no_kernel_lacks_a_family():
-    # Evidence families are computed by rag_eval._scoring.evidence (interval arithmetic), not by a ranking kernel.
-    assert set(KERNELS) == {name for name, family in FAMILIES.items() if family.kind == "ranking"}
+def _public_functions(module) -> set:
+    return {v for k, v in vars(module).items() if callable(v) and getattr(v, "__module__", "") == module.__name__
+            and not k.startswith("_") and not isinstance(v, type)}
+
+
+def test_every_family_carries_its_own_kernel_from_its_kind_and_every_kernel_has_a_family():
+    # The record is the only table of kernels: a ranking family's kernel is a ranking kernel (KernelContext, k),
+    # an evidence family's an evidence kernel (EvidenceCounts); no two families share one.
+    by_kind = {"ranking": _public_functions(kernels), "evidence": _public_functions(evidence_kernels)}
+    for family in FAMILIES.values():
+        assert family.kernel in by_kind[family.kind], family.name
+    assert len({family.kernel for family in FAMILIES.values()}) == len(FAMILIES)
     assert {name for name, family in FAMILIES.items() if family.kind == "evidence"} == {
         "evidence_recall", "evidence_precision", "evidence_iou"
     }
+    every_kernel = {f for f in by_kind["ranking"] if f.__code__.co_varnames[:2] == ("ctx", "k")}
+    assert every_kernel == {f.kernel for f in FAMILIES.values() if f.kind == "ranking"}
+    assert {f.kernel for f in FAMILIES.values() if f.kind == "evidence"} == {
+        evidence_kernels.evidence_recall, evidence_kernels.evidence_precision, evidence_kernels.evidence_iou
+    }
+
+
+def test_only_ndcg_has_a_micro_rule_and_its_parts_keep_the_cutoff_and_level():
+    assert {name: f.micro for name, f in FAMILIES.items() if f.micro is not None} == {"ndcg": Micro("dcg", "idcg")}
+    assert [str(m) for m in parse_metric("ndcg@10").micro_parts] == ["dcg@10", "idcg@10"]
+    assert [str(m) for m in parse_metric("doc_ndcg").micro_parts] == ["doc_dcg", "doc_idcg"]
+    assert parse_metric("map@10").micro_parts is None and parse_metric("evidence_recall@5").micro_parts is None
+
+
+@pytest.mark.parametrize(
+    ("text", "rank_cutoff", "shown_of_10", "shown_of_3"),
+    [
+        ("ndcg@5", 5, 5, 3),  # k counts ranks: at most top_k of them are shown
+        ("ndcg", None, 10, 3),  # no cutoff: the whole ranking
+        ("r_precision", None, 10, 3),
+        ("doc_recall@20", 20, 10, 3),
+        ("evidence_recall@2", 2, 2, 2),
+        ("evidence_recall@2000chars", None, 10, 3),  # a budget is no number of ranks
+        ("evidence_iou@512tokens", None, 10, 3),
+    ],
+)
+def test_the_cutoff_rule_counts_ranks_never_a_budget(text, rank_cutoff, shown_of_10, shown_of_3):
+    metric = parse_metric(text)
+    assert metric.rank_cutoff == rank_cutoff
+    assert (metric.ranks_shown(10), metric.ranks_shown(3)) == (shown_of_10, shown_of_3)
+
+
+def test_direction_orders_best_first(monkeypatch):
+    import dataclasses
+
+    from rag_eval._scoring.metrics import measures
+
+    higher = parse_metric("ndcg@10")
+    assert sorted([0.2, 0.9, 0.5], key=higher.best_first_key) == [0.9, 0.5, 0.2]
+    assert higher.best([0.2, 0.9, 0.5]) == 0.9
+    monkeypatch.setitem(measures.FAMILIES, "ndcg", dataclasses.replace(measures.FAMILIES["ndcg"], higher_is_better=False))
+    lower = parse_metric("ndcg@10")
+    assert sorted([0.2, 0.9, 0.5], key=lower.best_first_key) == [0.2, 0.5, 0.9]
+    assert lower.best([0.2, 0.9, 0.5]) == 0.2
 
 
 @pytest.mark.parametrize(
@@ -207,3 +260,11 @@ def test_every_suggested_document_or_evidence_name_parses(typo):
     suggestion = re.search(r"did you mean '([^']+)'", str(raised.value))
     assert suggestion, str(raised.value)
     parse_metric(suggestion.group(1).replace("@k", "@10"))
+
+
+def test_what_counts_as_relevant_comes_from_the_record():
+    # Graded families gain from every grade > 0; binary ones count grades >= the threshold; unjudged never counts.
+    ndcg, recall = parse_metric("ndcg@10"), parse_metric("recall@10")
+    assert [ndcg.is_relevant(g, 2.0) for g in (None, -1.0, 0.0, 0.5, 1.0, 2.0)] == [False, False, False, True, True, True]
+    assert [recall.is_relevant(g, 2.0) for g in (None, -1.0, 0.0, 0.5, 1.0, 2.0)] == [False, False, False, False, False, True]
+    assert parse_metric("doc_map").is_relevant(1.0, 1.0) and not parse_metric("doc_map").is_relevant(0.5, 1.0)

@@ -10,25 +10,27 @@ import numpy as np
 import pytest
 from conftest import REPO, results_from_columns
 
-from rag_eval._commands.runner import execute
-from rag_eval._data.config.schema import load_config
-from rag_eval._report import plots
-from rag_eval._report.plots import (
-    MeanRow,
+from rag_eval._compare.decision import MeanRow
+from rag_eval._compare.variants import (
     SweepPoint,
     at_k_curves,
     at_k_cutoffs,
-    build_plots,
     choose_baseline,
     mean_rows,
+    sorted_deltas,
+    sweep_points,
+)
+from rag_eval._data.config.schema import load_config
+from rag_eval._report import plots
+from rag_eval._report.plots import (
+    build_plots,
     means_with_ci_svg,
     metric_at_k_svg,
     per_query_deltas_svg,
     plot_lines,
     sensitivity_svg,
-    sorted_deltas,
-    sweep_points,
 )
+from rag_eval._run.execute import execute
 from rag_eval._scoring.results import Results
 from rag_eval._scoring.stats import bootstrap_ci
 
@@ -113,6 +115,30 @@ def test_deltas_are_paired_by_query_and_sorted():
     # a - b on q1..q3 (q4 is left out for a): -0.5, 0, 0.25 -> sorted.
     assert deltas["a"].tolist() == [-0.5, 0.0, 0.25]
     assert deltas["c"].tolist() == [-0.75, -0.5, -0.25, 0.0]  # 0.25 - (0.5, 1, 0.25, 0.75)
+
+
+def test_plots_read_the_direction_of_the_metric_record(monkeypatch):
+    """Every built-in metric is higher-is-better; a lower-is-better record turns best, worst and wins around."""
+    import dataclasses
+
+    from rag_eval._scoring.metrics import measures
+
+    monkeypatch.setitem(measures.FAMILIES, "ndcg", dataclasses.replace(measures.FAMILIES["ndcg"], higher_is_better=False))
+    # Means: a 0.5, b 0.625, c 0.25: the lowest is now the best.
+    assert [r.label for r in mean_rows(HAND, "ndcg@10")] == ["c", "a", "b"]
+    assert choose_baseline(HAND, "ndcg@10", None) == "c"
+    deltas = sorted_deltas(HAND, "ndcg@10", "b")  # worst first: the largest increases first
+    assert deltas["a"].tolist() == [0.25, 0.0, -0.5]
+    assert deltas["c"].tolist() == [0.0, -0.25, -0.5, -0.75]
+    # c - b: three decreases (better now) and one tie; a - b: one of each.
+    assert plots._wins(deltas["c"], "ndcg@10") == "3 better, 1 equal, 0 worse"
+    assert plots._wins(deltas["a"], "ndcg@10") == "1 better, 1 equal, 1 worse"
+
+
+def test_wins_are_counted_in_the_direction_of_the_metric():
+    deltas = sorted_deltas(HAND, "ndcg@10", "b")
+    assert plots._wins(deltas["c"], "ndcg@10") == "0 better, 1 equal, 3 worse"
+    assert plots._wins(np.array([]), "ndcg@10") == "0 better, 0 equal, 0 worse"
 
 
 def test_at_k_cutoffs():

@@ -19,11 +19,12 @@ import pytest
 import yaml
 from conftest import REPO
 
-from rag_eval._commands.runner import RetrieverOutcome, RunOutcome, execute
 from rag_eval._data.config.schema import LoadedConfig, RunConfig, load_config
 from rag_eval._data.datasets import Dataset, Query, load_yaml_query_set
 from rag_eval._report.format import code_span, escape_cell, escape_inline
 from rag_eval._report.markdown import render_run_report
+from rag_eval._run.execute import execute
+from rag_eval._run.outcome import RetrieverOutcome, RunOutcome
 from rag_eval._scoring.evaluate import evaluate
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
@@ -423,6 +424,28 @@ def test_derivations_show_the_worst_queries_beyond_the_limit():
     every = render_run_report(hand_run(report={"detailed_queries": 4}))
     headings = [line for line in every.split("\n") if line.startswith("### ")]
     assert len(headings) == 4 and "Every judged query." in every
+
+
+def test_best_and_worst_follow_the_direction_of_the_metric_record(monkeypatch):
+    """Reports read the direction from the record: for a lower-is-better metric the lowest mean is bold and
+    the detailed queries are those with the highest values (every built-in metric is higher-is-better today)."""
+    import dataclasses
+
+    from rag_eval._scoring.metrics import measures
+
+    run = hand_run()  # scored before the record changes: the numbers are those of the test above
+    monkeypatch.setitem(measures.FAMILIES, "ndcg", dataclasses.replace(measures.FAMILIES["ndcg"], higher_is_better=False))
+    report = render_run_report(run)
+    summary = section(report, "## 📊 Summary", "## ")
+    rows = {line.split(" | ")[0][2:]: line.split(" | ")[1:] for line in summary.split("\n")
+            if line.startswith(("| alpha", "| beta"))}
+    assert rows["alpha"][0] == "0.5849" and rows["beta"][0] == "**0.5426**"  # ndcg@3: now the lowest is best
+    assert rows["alpha"][1] == "**0.5556**"  # recall@3 keeps its own direction
+    derivations = section(report, "## 🧮 How nDCG@3 was computed", "## ")
+    # Mean nDCG@3: q-ocean (0.895 + 0.7908)/2 = 0.843 and q|pipe (0.8597 + 0.7602)/2 = 0.81 are the worst now.
+    headings = [line for line in derivations.split("\n") if line.startswith("### ")]
+    assert headings == ["### q-ocean: “Which ocean is the largest?”", "### q\\|pipe: “A query \\| with a pipe and \\*stars\\*”"]
+    assert "The 2 of 4 judged queries with the highest mean ndcg@3 over alpha and beta, highest first." in derivations
 
 
 def test_missed_relevant_passages_are_listed():

@@ -27,10 +27,10 @@ from rag_eval._data.config.schema import LoadedConfig, RunConfig
 from rag_eval._data.datasets import Dataset, Query
 from rag_eval._models.chunking import summarize_chunks
 from rag_eval._models.embeddings.truncation import truncation_warning
-from rag_eval._report.documents import cut_window, marked_text
+from rag_eval._report.emphasis import cut_window, marked_text
 from rag_eval._report.markdown import render_run_report
-from rag_eval._run.documents import ChunkingRecord, computable_metrics, own_spans_record
-from rag_eval._run.outcome import RetrieverOutcome, RunOutcome
+from rag_eval._run.documents import computable_metrics, own_spans_record
+from rag_eval._run.outcome import ChunkingRecord, RetrieverOutcome, RunOutcome
 from rag_eval._scoring.evidence import evaluate_evidence
 
 G, N = "guide.md", "notes/b|1.txt"  # the second id holds a pipe: it must stay inside its table cell

@@ -16,10 +16,10 @@ import numpy as np
 import pytest
 import yaml
 
-from rag_eval._commands.runner import execute
 from rag_eval._core.errors import InputFormatError, RetrieverError
 from rag_eval._data.config.schema import load_config
 from rag_eval._run.checks import check_ranking
+from rag_eval._run.execute import execute
 from rag_eval._run.results_file import (
     SNIPPET_CHARS,
     SNIPPET_RANKS,
@@ -285,3 +285,58 @@ def test_files_a_run_writes_hold_together(tmp_path, evaluation):
         loaded = ResultsFile.from_document("run.json", document)  # the checks recompute every aggregate
         assert loaded.results.options["aggregation"] == "micro"
         assert loaded.results.aggregate["ndcg@4"] == outcome.results.aggregate["ndcg@4"]
+
+
+# ---- one rule for the writer and the check; one strict JSON parser ------------------------------------------
+
+
+@pytest.mark.parametrize("aggregation", ["macro", "micro"])
+def test_the_check_recomputes_each_aggregate_bit_for_bit_with_the_evaluators_rule(aggregation):
+    """The check and the evaluator share rag_eval._scoring.metrics.aggregation: the same values in the same order give
+    the same bits (the tolerance is for files written on other machines, not for a second copy of the rule)."""
+    from rag_eval import evaluate
+    from rag_eval._scoring.consistency import check_numbers
+    from rag_eval._scoring.metrics.aggregation import dataset_value
+    from rag_eval._scoring.metrics.measures import parse_metric
+
+    judgements = {"q1": {"a": 3, "b": 1, "c": 2}, "q2": {"d": 1, "e": 2}, "q3": {"f": 0}}
+    run = {"q1": {"a": 0.9, "c": 0.3, "x": 0.5}, "q2": {"e": 0.1, "d": 0.7, "y": 0.4}, "q3": {"f": 0.2}}
+    results = evaluate(judgements, run, ["ndcg@2", "dcg@2", "idcg@2", "recall@2"], aggregation=aggregation)
+    section = results.to_dict()
+    check_numbers(section["metrics"], section["options"], section["per_query"], section["left_out"],
+                  section["aggregate"])
+    rows = section["per_query"].values()
+
+    def column(name):
+        return np.array([np.nan if row[name] is None else row[name] for row in rows])
+
+    for name in section["metrics"]:
+        recomputed = dataset_value(parse_metric(name), column(name), aggregation, lambda part: column(str(part)))
+        assert recomputed == results.aggregate[name]
+    # By hand, q1 ranks a (3), x (unjudged), c: DCG@2 = 3, IDCG@2 = 3 + 2/log2(3); q2 ranks d (1), y, e:
+    # DCG@2 = 1, IDCG@2 = 2 + 1/log2(3); q3 has nothing relevant (left out of nDCG).
+    dcg, idcg = [3.0, 1.0], [3 + 2 / math.log2(3), 2 + 1 / math.log2(3)]
+    expected = sum(dcg) / sum(idcg) if aggregation == "micro" else (dcg[0] / idcg[0] + dcg[1] / idcg[1]) / 2
+    assert results.aggregate["ndcg@2"] == pytest.approx(expected, rel=1e-15)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('{"a": ' + "1" * 5000 + "}", "r.json: invalid JSON: a number is too long to read (Exceeds the limit (4300 "
+                                      "digits) for integer string conversion"),
+        ("[" * 3000 + "]" * 3000, "r.json: arrays or objects nested too deeply to parse (more than 500 levels at line 1, "
+                                  "column 501); a results file is a few levels deep"),
+        ('{"a": [1, {"b": -Infinity}]}', "r.json: a[1].b: -Infinity is not JSON (strict parsers reject it); results "
+                                         "files write null for a missing value and hold no infinite number"),
+        ('{"a": {"b c": NaN}}', 'r.json: a["b c"]: NaN is not JSON (strict parsers reject it)'),
+        ("{\n  \"a\": 1,\n}", "r.json: line 3, column 1: not valid JSON (Expecting property name enclosed in double "
+                                "quotes)"),
+    ],
+)
+def test_results_files_are_parsed_by_the_one_strict_json_parser(tmp_path, text, message):
+    (tmp_path / "r.json").write_text(text)
+    with pytest.raises(InputFormatError) as raised:
+        load_results_file(tmp_path / "r.json")
+    assert str(raised.value).removeprefix(f"{tmp_path}/").startswith(message), str(raised.value)
+    assert "\n" not in str(raised.value)

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from rag_eval._commands.runner import execute
 from rag_eval._data.config.schema import load_config
+from rag_eval._run.execute import execute
 from rag_eval.cli import main
 
 REPO = Path(__file__).resolve().parents[1]

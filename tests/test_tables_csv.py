@@ -10,9 +10,9 @@ import pandas as pd
 import pytest
 from conftest import REPO, results_from_columns
 
-from rag_eval._commands.runner import execute
 from rag_eval._data.config.schema import load_config
 from rag_eval._report.tables_csv import per_query_csv
+from rag_eval._run.execute import execute
 from rag_eval._scoring.results import Results, combined_dataframe
 
 NAN = float("nan")

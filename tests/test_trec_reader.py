@@ -160,7 +160,7 @@ def test_packed_ids_round_trip_in_memory_proportional_to_the_ids():
 def test_results_survive_hash_collisions(tmp_path, monkeypatch):
     """Every match is confirmed on the ids, so even a hash that collides always is exact."""
     from rag_eval import evaluate
-    from rag_eval._scoring.engine import tables
+    from rag_eval._scoring.engine import pairs
 
     rng = random.Random(5)
     qrels = {f"q{q}": {f"d{rng.randint(0, 40)}": rng.randint(0, 3) for _ in range(15)} for q in range(20)}
@@ -174,7 +174,7 @@ def test_results_survive_hash_collisions(tmp_path, monkeypatch):
         n = table.values.size if rows is None else len(rows)
         return np.zeros(n, dtype=np.uint64)
 
-    monkeypatch.setattr(tables, "doc_hashes", colliding)
+    monkeypatch.setattr(pairs, "doc_hashes", colliding)
     monkeypatch.setattr(PackedIds, "hashes", lambda self, rows=None: np.zeros(len(self) if rows is None else len(rows),
                                                                             dtype=np.uint64))
     in_memory = evaluate(qrels, run, metrics)
@@ -219,7 +219,7 @@ def test_files_joined_in_small_blocks_agree_with_the_dict_join(tmp_path, monkeyp
     """Large inputs are hashed and looked up a block at a time; forcing tiny blocks (and
     judged queries the run never answered) must give the same numbers as the dict join."""
     from rag_eval import evaluate
-    from rag_eval._scoring.engine import tables
+    from rag_eval._scoring.engine import pairs
 
     rng = random.Random(block)
     qrels = {f"q{q}": {f"d{rng.randint(0, 60)}": rng.randint(0, 3) for _ in range(12)} for q in range(25)}
@@ -234,8 +234,8 @@ def test_files_joined_in_small_blocks_agree_with_the_dict_join(tmp_path, monkeyp
     metrics = ["ndcg@10", "ndcg", "map", "mrr", "recall@20", "precision@5", "r_precision"]
     expected = evaluate(qrels, run, metrics, no_relevant="zero")  # the dict join: no pair hashing at all
 
-    monkeypatch.setattr(tables, "_LOOKUP_BLOCK_ROWS", block)
-    monkeypatch.setattr(tables, "_SCRATCH_ROWS", block)
+    monkeypatch.setattr(pairs, "_LOOKUP_BLOCK_ROWS", block)
+    monkeypatch.setattr(pairs, "_SCRATCH_ROWS", block)
     from_files = evaluate(
         engine.read_qrels(tmp_path / "q"), engine.read_run(tmp_path / "r"), metrics, no_relevant="zero",
     )

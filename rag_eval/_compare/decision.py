@@ -13,8 +13,12 @@ Pure (no I/O, no global random state); the markdown lives in :mod:`rag_eval._rep
   two-sided t-test, exact under normal differences (noncentral t, see :func:`t_test_power`).
 * :func:`segment_table`: each variant's mean per tag value (``topic:billing``).
 * :func:`mean_context_size`: the mean size of the top k chunks of a run with spans.
+* the pieces the verdict and the plots share (rag_eval._compare.variants): :func:`mean_row` (a
+  variant's mean of its defined values with its bootstrap CI), :func:`paired_differences` and
+  :func:`wins_ties_losses`.
 
-"Best" and wins follow the metric's own direction (a lower-is-better metric's best is the lowest).
+"Best" and wins follow the metric's own direction, read from its record (a lower-is-better
+metric's best is the lowest).
 """
 
 from __future__ import annotations
@@ -40,17 +44,22 @@ if TYPE_CHECKING:
 __all__ = [
     "ContextSize",
     "Decision",
+    "MeanRow",
     "Power",
     "Segment",
     "SegmentTable",
     "VariantDecision",
     "decide_run",
+    "defined_values",
     "mean_context_size",
+    "mean_row",
     "minimum_detectable_difference",
+    "paired_differences",
     "queries_needed",
     "query_tags",
     "segment_table",
     "t_test_power",
+    "wins_ties_losses",
 ]
 
 ALPHA = 0.05
@@ -141,6 +150,52 @@ def queries_needed(sd: float, difference: float, alpha: float = ALPHA, power: fl
     return n
 
 
+# ---- what the verdict and the plots share ------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MeanRow:
+    """One variant's mean of its per-query values (queries left out excluded) and its percentile bootstrap CI."""
+
+    label: str
+    mean: float
+    low: float
+    high: float
+    n: int
+
+
+def defined_values(results: Results, metric: str) -> np.ndarray:
+    """The per-query values of ``metric`` that are not NaN (a NaN: a query left out of its mean)."""
+    values = np.asarray(results.values[metric], dtype=np.float64)
+    return values[~np.isnan(values)]
+
+
+def mean_row(label: str, results: Results, metric: str, *, confidence: float = 0.95, n_resamples: int = 10_000,
+             seed: int = 0) -> MeanRow | None:
+    """``label``'s mean of ``metric`` with its bootstrap CI (seeded: the same numbers each run); None without values."""
+    values = defined_values(results, metric)
+    if values.size == 0:
+        return None
+    low, high = stats.bootstrap_ci(values, confidence=confidence, n_resamples=n_resamples, seed=seed)
+    return MeanRow(label, float(values.mean()), low, high, int(values.size))
+
+
+def paired_differences(metric: str, base: Results, other: Results) -> np.ndarray | None:
+    """Per-query ``other - base`` over the queries both scored (rag_eval._compare.regression.pair_by_query,
+    sorted by query id); None when no query has a value on both sides."""
+    try:
+        values = pair_by_query(metric, base, other)
+    except ComparisonError:  # no query has a value on both sides: nothing to compare
+        return None
+    return stats.paired_deltas(values.baseline, values.candidate)
+
+
+def wins_ties_losses(deltas: np.ndarray, metric: str) -> tuple[int, int, int]:
+    """Queries better / equal / worse than the baseline, in the metric's direction (``deltas``: variant - baseline)."""
+    wins, ties, losses = stats.win_tie_loss(deltas) if deltas.size else (0, 0, 0)
+    return (wins, ties, losses) if parse_metric(metric).higher_is_better else (losses, ties, wins)
+
+
 # ---- the verdict over variants --------------------------------------------------------------
 
 
@@ -222,11 +277,9 @@ class _Paired:
 
 
 def _paired(metric: str, base: Results, other: Results, n_resamples: int, seed: int) -> _Paired | None:
-    try:
-        values = pair_by_query(metric, base, other)
-    except ComparisonError:  # no query has a value on both sides: nothing to test
+    deltas = paired_differences(metric, base, other)
+    if deltas is None:
         return None
-    deltas = stats.paired_deltas(values.baseline, values.candidate)
     return _Paired(deltas, stats.permutation_test(deltas, n_resamples=n_resamples, seed=seed))
 
 
@@ -253,23 +306,18 @@ def decide_run(
         raise ValueError(f"a decision needs at least 2 variants, got {len(results)}")
     if baseline is not None and baseline not in results:
         raise ValueError(f"baseline {baseline!r} is not one of the variants: {', '.join(results)}")
-    name = str(parse_metric(metric))
-    higher = parse_metric(metric).higher_is_better
-    sign = 1.0 if higher else -1.0
+    parsed = parse_metric(metric)
+    name = str(parsed)
 
     summary: dict[str, tuple[int, float, float, float]] = {}
     for label, res in results.items():
-        column = np.asarray(res.values[name], dtype=np.float64)
-        kept = column[~np.isnan(column)]
-        if kept.size == 0:
-            summary[label] = (0, math.nan, math.nan, math.nan)
-            continue
-        low, high = stats.bootstrap_ci(kept, confidence=confidence, n_resamples=n_resamples, seed=seed)
-        summary[label] = (int(kept.size), float(kept.mean()), low, high)
+        row = mean_row(label, res, name, confidence=confidence, n_resamples=n_resamples, seed=seed)
+        summary[label] = (0, math.nan, math.nan, math.nan) if row is None else (row.n, row.mean, row.low, row.high)
+
     # Best first; a variant without any value goes last; equal means keep config order (sort is stable).
     def rank_key(label: str) -> tuple[bool, float]:
         mean = summary[label][1]
-        return (True, 0.0) if math.isnan(mean) else (False, -sign * mean)
+        return (True, 0.0) if math.isnan(mean) else (False, parsed.best_first_key(mean))
 
     order = sorted(results, key=rank_key)
     best = order[0]
@@ -290,9 +338,7 @@ def decide_run(
                                indistinguishable_from_best=lab == best)
         pair = vs_base.get(lab)
         if pair is not None:
-            wins, ties, losses = stats.win_tie_loss(pair.deltas)
-            if not higher:
-                wins, losses = losses, wins
+            wins, ties, losses = wins_ties_losses(pair.deltas, name)
             line = replace(line, delta=float(pair.deltas.mean()), n_paired=int(pair.deltas.size), p_raw=pair.p,
                             p_holm=holm_base[lab], wins=wins, ties=ties, losses=losses)
         if lab in holm_best:

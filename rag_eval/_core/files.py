@@ -17,6 +17,7 @@ import json
 import os
 import re
 import stat
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -119,27 +120,60 @@ JSON_NESTING_SHOWN = 500
 _JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
 
 
+@dataclass(frozen=True)
+class StrictJson:
+    """How a file rag_eval writes itself (a results file) is read back: strict JSON, as it was written.
+
+    Python's json reads a bare ``NaN``, ``Infinity`` or ``-Infinity``; strict parsers (JavaScript's
+    JSON.parse, jq) refuse them, and so does :func:`parse_json` given this, naming the field that
+    holds one. Its failures are worded as such a file's readers have always said them:
+    ``PATH: line L, column C: not valid JSON (reason)``.
+    """
+
+    holds: str  # what the file holds instead of a bare constant, said after refusing one
+    depth: str  # how deep the file nests, said when it is nested too deeply to parse
+
+
 def parse_json(
     text: str,
     source: str | os.PathLike[str],
     error: type[RagEvalError] = InputFormatError,
     line: int | None = None,
+    *,
+    strict: StrictJson | None = None,
 ) -> Any:
     """``json.loads(text)``, every failure one line: ``SOURCE: line L: invalid JSON: ... (column C)``.
 
-    Besides syntax errors this covers a document nested too deeply for Python's
-    stack (RecursionError, with the place it gets too deep) and an integer too long
-    to convert (ValueError). ``line``: ``text`` is that line of a JSON Lines file,
-    named ``SOURCE:LINE:`` as line formats are.
+    The one JSON parser of rag_eval. Besides syntax errors this covers a document nested too
+    deeply for Python's stack (RecursionError, with the place it gets too deep) and an integer too
+    long to convert (ValueError). ``line``: ``text`` is that line of a JSON Lines file, named
+    ``SOURCE:LINE:`` as line formats are. ``strict``: the file is one rag_eval wrote (see
+    :class:`StrictJson`): bare NaN and Infinity are refused too, and failures are worded for it.
     """
+    bare: list[_Bare] = []
+
+    def constant(name: str) -> _Bare:
+        found = _Bare(name)
+        bare.append(found)
+        return found
+
     try:
-        return json.loads(text)
+        data = json.loads(text) if strict is None else json.loads(text, parse_constant=constant)
     except json.JSONDecodeError as failure:
+        if strict is not None:
+            raise error(
+                f"{source}: line {failure.lineno}, column {failure.colno}: not valid JSON ({failure.msg})"
+            ) from None
         where = _json_place(source, line, failure.lineno)
         raise error(f"{where}: invalid JSON: {failure.msg} (column {failure.colno})") from None
     except RecursionError:
         offset = _deeper_than(text, JSON_NESTING_SHOWN) or 0
         text_line, column = _line_column(text, offset)
+        if strict is not None:
+            raise error(
+                f"{source}: arrays or objects nested too deeply to parse (more than {JSON_NESTING_SHOWN} levels at "
+                f"line {text_line}, column {column}); {strict.depth}"
+            ) from None
         raise error(
             f"{_json_place(source, line, text_line)}: invalid JSON: nested more than {JSON_NESTING_SHOWN} levels deep "
             f"(column {column}); flatten the structure"
@@ -148,6 +182,41 @@ def parse_json(
         reason = " ".join(str(failure).split(";")[0].split())
         where = f"{source}:{line}" if line is not None else str(source)
         raise error(f"{where}: invalid JSON: a number is too long to read ({reason})") from None
+    if bare and strict is not None:
+        where, name = _find_bare(data)
+        raise error(f"{source}: {where}: {name} is not JSON (strict parsers reject it); {strict.holds}")
+    return data
+
+
+class _Bare:
+    """Stands in for a bare NaN / Infinity while parsing strictly, so that its field can be named."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+
+def _find_bare(data: Any) -> tuple[str, str]:
+    """(field path, constant) of the first bare constant in ``data``, in document order."""
+    stack: list[tuple[str, Any]] = [("", data)]
+    while stack:  # iterative: the document may be deeper than Python's recursion limit allows
+        where, node = stack.pop()
+        if isinstance(node, _Bare):
+            return where or "(top level)", node.name
+        if isinstance(node, dict):
+            stack.extend((f"{where}{json_key(k) if where else k}", v) for k, v in reversed(node.items()))
+        elif isinstance(node, list):
+            stack.extend((f"{where}[{i}]", v) for i, v in reversed(list(enumerate(node))))
+    return "(top level)", "NaN"  # pragma: no cover - not reached: parse_constant saw one
+
+
+_PLAIN_KEY = re.compile(r"^[A-Za-z0-9_@-]+$")
+
+
+def json_key(name: Any) -> str:
+    """A key in a field path of a JSON document: ``.name`` for a plain key, ``["odd key"]`` for one
+    holding dots, spaces or brackets (``results.per_query["q 2.x"].ndcg@10``)."""
+    name = str(name)
+    return f".{name}" if _PLAIN_KEY.match(name) else f"[{json.dumps(name, ensure_ascii=False)}]"
 
 
 def _json_place(source: str | os.PathLike[str], line: int | None, text_line: int) -> str:

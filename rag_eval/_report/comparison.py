@@ -11,7 +11,17 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from rag_eval._compare.regression import GateResult, Verdict
-from rag_eval._report.format import code_span, escape_cell, escape_inline, fmt, fmt_grade, fmt_p, signed
+from rag_eval._report.format import (
+    code_span,
+    escape_cell,
+    escape_inline,
+    fmt,
+    fmt_grade,
+    fmt_p,
+    one_line,
+    shorten,
+    signed,
+)
 from rag_eval._run.documents import chunking_text
 from rag_eval._scoring.metrics.measures import parse_metric
 
@@ -131,7 +141,7 @@ def _movers(verdict: Verdict, result: GateResult) -> list[str]:
         for qid, _ in rows:
             b = verdict.baseline.results.values[metric][b_index[qid]]
             c = verdict.candidate.results.values[metric][c_index[qid]]
-            text = escape_cell(_shorten(texts.get(qid, ""), 90))
+            text = escape_cell(shorten(one_line(texts.get(qid, "")), 90))
             lines.append(f"| {escape_cell(qid)} | {text} | {fmt(b)} | {fmt(c)} | {signed(c - b)} |")
         lines.append("")
     return lines
@@ -139,7 +149,8 @@ def _movers(verdict: Verdict, result: GateResult) -> list[str]:
 
 def _side_by_side(verdict: Verdict, result: GateResult, passages: Mapping[str, Mapping[str, str]]) -> list[str]:
     metric = result.gate.metric
-    k = parse_metric(metric).k or 10
+    # The ranks the metric reads; 10 when it reads the whole ranking or a budget of characters or tokens.
+    k = parse_metric(metric).rank_cutoff or 10
     worst = [m for m in _ordered_moves(verdict, metric) if m[1] < 0][:SIDE_BY_SIDE]
     if not worst:
         return []
@@ -195,10 +206,8 @@ def _relevance_rule(metric: str, options: Mapping[str, Any]) -> Callable[[float 
     Graded metrics (nDCG, DCG) gain from every grade > 0; binary metrics (recall,
     precision, MRR, ...) count grades at or above the relevance threshold.
     """
-    if parse_metric(metric).is_graded:
-        return lambda grade: grade is not None and grade > 0
-    threshold = float(options.get("relevance_threshold", 1.0))
-    return lambda grade: grade is not None and grade >= threshold
+    parsed, threshold = parse_metric(metric), float(options.get("relevance_threshold", 1.0))
+    return lambda grade: parsed.is_relevant(grade, threshold)
 
 
 def _cell(
@@ -212,17 +221,8 @@ def _cell(
         return " | "
     doc, _, grade = entry
     text = passages.get(doc, {}).get("text", "")
-    label = code_span(doc, in_table=True) + (f" {escape_cell(_shorten(text, 60))}" if text else "")
+    label = code_span(doc, in_table=True) + (f" {escape_cell(shorten(one_line(text), 60))}" if text else "")
     if is_relevant(grade) and doc not in other_relevant:
         label = f"**{label}** ({change})"
     grade_text = "unjudged" if grade is None else fmt_grade(grade)
     return f" {label} | {grade_text} "
-
-
-
-
-
-
-def _shorten(text: str, limit: int) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"

@@ -3,10 +3,9 @@
 A verdict table (every variant ranked by the main metric, with its CI, its paired difference
 to the baseline with a Holm-corrected p-value, wins/ties/losses and its costs), a sentence
 naming the variants the data cannot separate from the best, the power line, and one table
-per tag key. The numbers come from :mod:`rag_eval.decision`; rounding happens here only.
+per tag key. The numbers come from :mod:`rag_eval._compare.decision`; rounding happens here only.
 
-:func:`decision_lines` is called from :func:`rag_eval._report.markdown.render_run_report`
-(import it inside the function: this module imports the markdown helpers).
+:func:`decision_lines` is called from :func:`rag_eval._report.markdown.render_run_report`.
 """
 
 from __future__ import annotations
@@ -23,8 +22,8 @@ from rag_eval._compare.decision import (
     mean_context_size,
     segment_table,
 )
+from rag_eval._compare.variants import sweep_points
 from rag_eval._report.format import code_span, escape_cell, escape_inline, fmt, fmt_p, signed
-from rag_eval._report.plots import sweep_points
 from rag_eval._scoring.metrics.measures import parse_metric
 
 if TYPE_CHECKING:
@@ -67,7 +66,7 @@ def decision_lines(
 def sensitivity_lines(run: RunOutcome, main: str) -> list[str]:
     """For a sweep: one table per varied parameter, the main metric's mean by its value (rows: the other values).
 
-    The same numbers as the sensitivity plots (rag_eval._report.plots.sweep_points), readable without them.
+    The same numbers as the sensitivity plots (rag_eval._compare.variants.sweep_points), readable without them.
     """
 
     variants = getattr(run.config, "variants", None) or {}
@@ -106,12 +105,9 @@ def context_sizes(run: RunOutcome, main: str) -> dict[str, ContextSize]:
     """Mean context size of the top k of every retriever with spans (document datasets).
 
     k is the main metric's cutoff when it counts chunks, else the run's top_k (a budget
-    metric such as ``evidence_recall@512tokens`` has no chunk count).
+    metric such as ``evidence_recall@512tokens`` has no chunk count): :meth:`Metric.ranks_shown`.
     """
-    metric = parse_metric(main)
-    top_k = run.config.model.top_k
-    k = metric.k if metric.k is not None and metric.unit is None else top_k
-    k = min(k, top_k)
+    k = parse_metric(main).ranks_shown(run.config.model.top_k)
     cache: dict[tuple[str, int, int], int] = {}  # chunks shared by variants of one chunking are counted once
     return {
         o.label: mean_context_size(o.spans, run.dataset.documents, o.results.query_ids, k, cache)

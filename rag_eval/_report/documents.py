@@ -8,52 +8,32 @@ The report then says, in place of the passage sections of rag_eval._report.markd
   (method, size, overlap, chunks, mean length, and how many chunks the encoder cuts);
 - the document and evidence metrics in one table (comparable across chunkings), the
   chunk-level metrics apart (each chunking builds its own ideal ranking, so they are not);
-- for the detailed queries, each retrieved chunk in rank order with its document, its
-  offsets and the query's evidence inside it in bold, the evidence no chunk covered, and
-  the query's evidence recall, precision and IoU at those chunks, worked out in characters.
-
-The per-query evidence numbers are recomputed here from the spans shown (a handful of
-intervals per query), as the passage report recomputes nDCG term by term: the reader
-sees the arithmetic, and tests check it against rag_eval._scoring.evidence.
+- for the detailed queries, each retrieved chunk with its evidence in bold
+  (rag_eval._report.retrieved_chunks).
 """
 
 from __future__ import annotations
 
 import math
-import re
-import string
-import unicodedata
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from rag_eval._core.ranking import ranked
-from rag_eval._core.spans import chunk_id, parse_chunk_id
 from rag_eval._models.embeddings.truncation import truncation_warning
 from rag_eval._report.format import (
-    code_span,
     count_queries,
-    detail_intro,
     escape_cell,
     escape_inline,
     fmt,
-    fmt_grade,
     means_sentence,
-    select_detailed_queries,
     semantics_phrases,
 )
-from rag_eval._scoring.evidence import EvidenceCoverage, covered_evidence
 from rag_eval._scoring.metrics.measures import parse_metric
 
 if TYPE_CHECKING:  # annotations only
     from rag_eval._data.datasets import Dataset
     from rag_eval._run.outcome import RetrieverOutcome, RunOutcome
-    from rag_eval._scoring.evidence import EvidenceCoverage
 
-Interval = tuple[int, int]
 MISSING = "–"  # a metric not computed for a retriever (said under the table)
-# A cut moves to the nearest space within this many characters, so that words stay whole.
-WORD_SLACK = 20
-_WHITESPACE = re.compile(r"\s+")
 _OWN_REASON = "it returns its own spans, and chunk-level metrics need a chunking to build the ideal ranking from"
 
 
@@ -263,7 +243,7 @@ def _metric_table(outcomes: Sequence[RetrieverOutcome], metrics: Sequence[str], 
             for o in outcomes
             if name in o.results.aggregate and not math.isnan(o.results.aggregate[name])
         ]
-        best[name] = fmt(max(values)) if values else None
+        best[name] = fmt(parse_metric(name).best(values)) if values else None  # in the metric's direction
     lines = [
         "| Retriever | Chunking | " + " | ".join(metrics) + " |",
         "|---|---|" + "---:|" * len(metrics),
@@ -344,358 +324,11 @@ def per_query_missing_note(main: str) -> str:
     return f"n/a = {_nothing(main)} for the query (left out of the mean)."
 
 
-# ---- detailed queries ----------------------------------------------------------------------------
-
-
-def shown_cutoff(main: str, top_k: int) -> int:
-    """How many chunks the detailed queries show: the main metric's k when it counts chunks, else top_k."""
-    metric = parse_metric(main)
-    if metric.k is not None and metric.budget_unit is None:
-        return min(metric.k, top_k)
-    return top_k
-
-
-def detailed_lines(run: RunOutcome, main: str) -> list[str]:
-    """For each detailed query and retriever: the chunks with their evidence in bold, what was missed, the numbers."""
-    config = run.config.model
-    chosen, worst = select_detailed_queries(run, main, config.report.detailed_queries)
-    if not chosen:
-        return []
-    k = shown_cutoff(main, config.top_k)
-    limit = config.report.passage_chars
-    lines = [
-        f"## 🧩 Retrieved chunks and their evidence (top {k})",
-        "",
-        detail_intro(run, main, chosen, worst),
-        "",
-        (
-            "Each query's top chunks in rank order, with their document and offsets; the query's evidence inside "
-            f"a chunk is in **bold**, and the Evidence column counts its characters. A chunk longer than {limit} "
-            "characters is cut around its evidence (… marks a cut; the Offsets cell says which characters are shown)."
-        ),
-        "",
-    ]
-    no_relevant = run.outcomes[0].results.options.get("no_relevant", "skip")
-    for qid in chosen:
-        query = run.dataset.queries.get(qid)
-        evidence = run.dataset.evidence.get(qid, ())
-        lines += [f"### {escape_inline(qid)}: “{escape_inline(query.text if query else '')}”", ""]
-        lines += [_evidence_line(evidence), ""]
-        for outcome in run.outcomes:
-            lines += query_chunks(
-                outcome, qid, run.dataset.documents, evidence, k, limit, len(run.outcomes) > 1, no_relevant
-            )
-    return lines
-
-
-def _evidence_line(evidence: Sequence[Any]) -> str:
-    if not evidence:
-        return "Evidence: none (the query is judged by document only)."
-    by_doc: dict[str, list[Any]] = {}
-    for span in sorted(evidence, key=lambda s: (s.doc, s.start, s.end)):
-        by_doc.setdefault(span.doc, []).append(span)
-    chars = sum(_length(_union((s.start, s.end) for s in spans)) for spans in by_doc.values())
-    parts = []
-    for doc, spans in by_doc.items():
-        where = ", ".join(
-            f"[{s.start}, {s.end})" + ("" if s.grade == 1 else f" grade {fmt_grade(s.grade)}") for s in spans
-        )
-        parts.append(f"{code_span(doc)} {where}")
-    count = f"{len(evidence)} span{'' if len(evidence) == 1 else 's'}"
-    return f"Evidence ({count}, {chars:,} characters): " + "; ".join(parts) + "."
-
-
-def ranked_spans(outcome: RetrieverOutcome, qid: str) -> list[tuple[str, int, int, float]]:
-    """The spans ``outcome`` retrieved for ``qid``, best first by the one ranking rule (score desc, chunk id desc)."""
-
-    if outcome.spans is not None:
-        items = outcome.spans.get(qid, [])
-    else:  # a record without spans: its ranking is keyed by chunk id
-        items = []
-        for key, score in outcome.ranking.get(qid, {}).items():
-            span = parse_chunk_id(key)
-            if span is not None:
-                items.append((*span, score))
-    by_id = {chunk_id(doc, start, end): (doc, start, end, float(score)) for doc, start, end, score in items}
-    return [by_id[key] for key, _ in ranked({key: span[3] for key, span in by_id.items()})]
-
-
-def query_chunks(
-    outcome: RetrieverOutcome,
-    qid: str,
-    documents: Mapping[str, str],
-    evidence: Sequence[Any],
-    k: int,
-    limit: int,
-    multiple: bool = True,
-    no_relevant: str = "skip",
-) -> list[str]:
-    """One retriever's top ``k`` chunks for one query, the evidence they missed and its evidence numbers."""
-    title = outcome.chunking.title if outcome.chunking else None
-    lines = (
-        [f"#### {escape_inline(outcome.label)}" + (f" ({escape_inline(title)})" if title else ""), ""]
-        if multiple
-        else []
-    )
-    shown = ranked_spans(outcome, qid)[:k]
-    wanted = _evidence_by_doc(evidence)
-    if not shown:
-        lines += ["Nothing was retrieved for this query.", ""]
-    else:
-        lines += ["| Rank | Document | Offsets | Score | Evidence | Text |", "|---:|---|---|---:|---:|---|"]
-        for rank, (doc, start, end, score) in enumerate(shown, start=1):
-            text = documents.get(doc, "")
-            marks = _clip(wanted.get(doc, []), start, end)
-            window = cut_window(text, start, end, marks, limit)
-            offsets = f"[{start}, {end})"
-            if window != (start, end):
-                offsets += f", shown [{window[0]}, {window[1]})"
-            cell = marked_text(
-                text, window[0], window[1], marks, cut_before=window[0] > start, cut_after=window[1] < end
-            )
-            lines.append(
-                f"| {rank} | {code_span(doc, in_table=True)} | {offsets} | {_score(score)} | "
-                f"{_length(marks):,} | {cell} |"
-            )
-        lines.append("")
-    coverage = _coverage(evidence, shown)
-    if wanted:
-        lines += _missed_lines(wanted, coverage.missed, documents, limit, k)
-    lines += [_numbers_line(coverage, shown, no_relevant), ""]
-    return lines
-
-
-def _coverage(evidence: Sequence[Any], shown: Sequence[tuple[str, int, int, float]]) -> EvidenceCoverage:
-    """What the shown chunks cover of the evidence, by the evidence metrics' own rule (rag_eval._scoring.evidence)."""
-
-    if not evidence:
-        return EvidenceCoverage((), ())
-    found = covered_evidence({"q": list(evidence)}, {"q": list(shown)}, max(len(shown), 1))
-    return found.get("q", EvidenceCoverage((), ()))
-
-
-def _missed_lines(
-    wanted: Mapping[str, list[Interval]],
-    missed_pieces: Sequence[tuple[str, int, int]],
-    documents: Mapping[str, str],
-    limit: int,
-    k: int,
-) -> list[str]:
-    missed = []
-    for doc, start, end in missed_pieces:
-        piece = next((p for p in wanted.get(doc, []) if p[0] <= start and end <= p[1]), (start, end))
-        text = documents.get(doc, "")
-        window = cut_window(text, start, end, [], limit)
-        quoted = marked_text(text, window[0], window[1], [], cut_before=False, cut_after=window[1] < end)
-        part = "" if (start, end) == piece else f", part of the evidence [{piece[0]}, {piece[1]})"
-        missed.append(f"- {code_span(doc)} [{start}, {end}){part}: “{quoted}”")
-    if not missed:
-        return [f"Every character of the evidence lies inside the top {k} chunks.", ""]
-    return [f"Evidence not inside the top {k} chunks:", "", *missed, ""]
-
-
-def _numbers_line(coverage: EvidenceCoverage, shown: Sequence[tuple[str, int, int, float]], no_relevant: str) -> str:
-    """The query's evidence recall, precision and IoU at the chunks shown, worked out in characters."""
-    covered = sum(end - start for _, start, end in coverage.covered)
-    total = covered + sum(end - start for _, start, end in coverage.missed)
-    at = f"At the {len(shown)} chunk{'' if len(shown) == 1 else 's'} shown"
-    if total == 0:
-        effect = "scored 0 (no_relevant: zero)" if no_relevant == "zero" else "left out of the means"
-        return f"{at}: no evidence span for this query, so its evidence metrics are {effect}."
-    context = sum(end - start for _, start, end, _ in shown)
-    recall = f"evidence recall = {covered:,} / {total:,} = **{fmt(covered / total)}**"
-    precision = (
-        f"precision = {covered:,} / {context:,} = **{fmt(covered / context)}**"
-        if context
-        else "precision = **0.0000** (nothing retrieved)"
-    )
-    union = context + total - covered
-    iou = f"IoU = {covered:,} / ({context:,} + {total - covered:,}) = **{fmt(covered / union)}**"
-    return f"{at}: {recall}; {precision}; {iou}."
-
-
-def _score(score: float) -> str:
-    return f"{score:.4f}" if math.isfinite(score) else str(score)
-
-
-# ---- marking evidence in a chunk's text ----------------------------------------------------------
-
-
-def cut_window(text: str, start: int, end: int, marks: Sequence[Interval], limit: int) -> Interval:
-    """The part of ``text[start:end]`` to show: all of it within ``limit`` characters, else a cut around the marks.
-
-    The cut keeps the marked span (the evidence, sorted, inside [start, end)) in the middle of
-    ``limit`` characters; evidence longer than ``limit`` is shown from its beginning. Each cut
-    moves inward to a space within WORD_SLACK characters (a quarter of ``limit`` at most), never
-    into the evidence, so that words stay whole.
-    """
-    if end - start <= limit:
-        return start, end
-    a, b = (marks[0][0], marks[-1][1]) if marks else (start, start)
-    if b - a >= limit:
-        s, e = a, a + limit
-    else:
-        room = limit - (b - a)
-        before = min(room // 2, a - start)
-        after = min(room - before, end - b)
-        before = min(room - after, a - start)
-        s, e = a - before, b + after
-    slack = min(WORD_SLACK, limit // 4)
-    if s > start:
-        stop = min(s + slack, a) if marks else s + slack
-        space = _WHITESPACE.search(text, s, max(stop, s))
-        if space is not None and space.end() < e:
-            s = space.end()
-    if e < end:
-        low = max(e - slack, s + 1) if b > e else max(e - slack, b, s + 1)
-        spaces = list(_WHITESPACE.finditer(text, low, e))
-        if spaces:
-            e = spaces[-1].start()
-    return s, e
-
-
-def marked_text(
-    text: str, start: int, end: int, marks: Sequence[Interval], cut_before: bool = False, cut_after: bool = False
-) -> str:
-    """``text[start:end]`` as one line of markdown (table-safe) with the ``marks`` in bold, … at each cut.
-
-    Whitespace runs become one space, and a mark's outer spaces move outside its bold (GFM
-    ignores ``** x**``). Emphasis opens and closes by CommonMark's flanking rules: where
-    ``**`` could not (a mark that starts with punctuation right after a letter, for
-    instance), the mark is written ``<b>…</b>`` instead, which renders the same.
-    """
-    pieces: list[tuple[str, bool]] = []
-    position = start
-    for a, b in marks:
-        a, b = max(a, start), min(b, end)
-        if a >= b:
-            continue
-        if position < a:
-            pieces.append((text[position:a], False))
-        pieces.append((text[a:b], True))
-        position = b
-    if position < end:
-        pieces.append((text[position:end], False))
-    tokens = _normalised(pieces)
-    escaped = [(escape_cell(t) if bold else _escape_spaced(t), bold) for t, bold in tokens]
-    out = "…" if cut_before else ""
-    for i, (piece, bold) in enumerate(escaped):
-        if not bold:
-            out += piece
-            continue
-        before = out[-1] if out else None
-        after = escaped[i + 1][0][0] if i + 1 < len(escaped) else ("…" if cut_after else None)
-        if _can_open(before, piece[0]) and _can_close(piece[-1], after):
-            out += f"**{piece}**"
-        else:
-            out += f"<b>{piece}</b>"
-    return out + ("…" if cut_after else "")
-
-
-def _normalised(pieces: Sequence[tuple[str, bool]]) -> list[tuple[str, bool]]:
-    """Pieces with whitespace runs as one space, marks without outer spaces, no space at either end."""
-    tokens: list[tuple[str, bool]] = []
-
-    def plain(value: str) -> None:
-        if tokens and not tokens[-1][1]:
-            value = tokens.pop()[0] + value
-        value = _WHITESPACE.sub(" ", value)
-        if value:
-            tokens.append((value, False))
-
-    for piece, bold in pieces:
-        piece = _WHITESPACE.sub(" ", piece)
-        if not bold:
-            plain(piece)
-            continue
-        core = piece.strip(" ")
-        if not core:  # evidence of spaces only: nothing to show in bold
-            plain(piece)
-            continue
-        if piece.startswith(" "):
-            plain(" ")
-        tokens.append((core, True))
-        if piece.endswith(" "):
-            plain(" ")
-    if tokens and not tokens[0][1]:
-        tokens[0] = (tokens[0][0].lstrip(" "), False)
-    if tokens and not tokens[-1][1]:
-        tokens[-1] = (tokens[-1][0].rstrip(" "), False)
-    return [token for token in tokens if token[0]]
-
-
-def _escape_spaced(value: str) -> str:
-    """escape_cell, keeping one leading and one trailing space (escape_cell strips them)."""
-    core = value.strip(" ")
-    if not core:
-        return " " if value else ""
-    return (" " if value[0] == " " else "") + escape_cell(core) + (" " if value[-1] == " " else "")
-
-
-def _punctuation(ch: str, symbols: bool) -> bool:
-    """CommonMark's punctuation: ASCII punctuation and Unicode P* (0.29, GitHub); 0.31 adds S* (symbols)."""
-    if ch in string.punctuation:
-        return True
-    category = unicodedata.category(ch)
-    return category.startswith("P") or (symbols and category.startswith("S"))
-
-
-def _can_open(before: str | None, first: str) -> bool:
-    """Whether ``**`` between ``before`` (None: line start) and ``first`` is left-flanking under 0.29 and 0.31."""
-    if not _punctuation(first, symbols=True):
-        return True
-    return before is None or before.isspace() or _punctuation(before, symbols=False)
-
-
-def _can_close(last: str, after: str | None) -> bool:
-    """Whether ``**`` between ``last`` and ``after`` (None: line end) is right-flanking under 0.29 and 0.31."""
-    if not _punctuation(last, symbols=True):
-        return True
-    return after is None or after.isspace() or _punctuation(after, symbols=False)
-
-
-# ---- intervals (a handful per query: plain Python is clearer than numpy here) ----------------
-
-
-def _union(intervals: Iterable[Interval]) -> list[Interval]:
-    """Sorted, disjoint intervals covering the same characters; touching ones are merged."""
-    merged: list[list[int]] = []
-    for start, end in sorted(intervals):
-        if merged and start <= merged[-1][1]:
-            merged[-1][1] = max(merged[-1][1], end)
-        else:
-            merged.append([start, end])
-    return [(start, end) for start, end in merged]
-
-
-def _length(intervals: Iterable[Interval]) -> int:
-    return sum(end - start for start, end in intervals)
-
-
-def _clip(intervals: Sequence[Interval], start: int, end: int) -> list[Interval]:
-    return [(max(a, start), min(b, end)) for a, b in intervals if a < end and b > start]
-
-
-def _evidence_by_doc(spans: Iterable[Any]) -> dict[str, list[Interval]]:
-    """``{doc: union of the spans' intervals}`` for evidence spans or ``(doc, start, end, ...)`` tuples."""
-    by_doc: dict[str, list[Interval]] = {}
-    for span in spans:
-        doc, start, end = (span.doc, span.start, span.end) if hasattr(span, "doc") else span[:3]
-        by_doc.setdefault(doc, []).append((start, end))
-    return {doc: _union(pieces) for doc, pieces in sorted(by_doc.items())}
-
-
 __all__ = [
     "chunking_lines",
     "counts_line",
-    "cut_window",
-    "detailed_lines",
-    "marked_text",
     "per_query_missing_note",
-    "query_chunks",
-    "ranked_spans",
     "semantics_lines",
-    "shown_cutoff",
     "summary_lines",
     "truncation_note",
 ]

@@ -135,12 +135,11 @@ def mean_notes(
         )
     elif results.options.get("no_relevant") == "zero" and parsed.uses_relevance:
         threshold = float(results.options.get("relevance_threshold", 1.0))
-        # The metric's own notion of relevant: any grade > 0 gains for nDCG, binary metrics need the threshold.
-        relevant = (lambda g: g > 0) if parsed.is_graded else (lambda g: g >= threshold)
         if parsed.is_evidence:  # an evidence metric needs evidence, whatever the document grades say
             none = [q for q in results.query_ids if not (evidence or {}).get(q)]
-        else:
-            none = [q for q in results.query_ids if not any(relevant(g) for g in judgements.get(q, {}).values())]
+        else:  # the metric's own notion of relevant (its record)
+            none = [q for q in results.query_ids
+                    if not any(parsed.is_relevant(g, threshold) for g in judgements.get(q, {}).values())]
         if none:
             notes.append(f"{count_queries(len(none), 'judged')} with no {lacking} scored 0 (no_relevant: zero)")
     return notes
@@ -233,7 +232,11 @@ def count_queries(n: int, adjective: str = "") -> str:
 
 
 def select_detailed_queries(run: RunOutcome, main: str, limit: int) -> tuple[list[str], bool]:
-    """All judged queries up to ``limit``; beyond that the ``limit`` worst (lowest mean of ``main``)."""
+    """All judged queries up to ``limit``; beyond that the ``limit`` worst by the mean of ``main``.
+
+    Worst in the metric's direction (the lowest mean, or the highest for a lower-is-better
+    metric), ties by query id; a query no retriever has a value for comes last.
+    """
     if not run.outcomes:
         return [], False
     query_ids = list(run.outcomes[0].results.query_ids)
@@ -241,13 +244,16 @@ def select_detailed_queries(run: RunOutcome, main: str, limit: int) -> tuple[lis
         return query_ids, False
 
     columns = [o.results.values[main] for o in run.outcomes if main in o.results.values]
+    metric = parse_metric(main)
 
-    def mean_value(index: int) -> float:
+    def worst_first(index: int) -> tuple[bool, float, str]:
         values = [column[index] for column in columns]
         values = [v for v in values if not math.isnan(v)]
-        return sum(values) / len(values) if values else math.inf
+        if not values:
+            return True, 0.0, query_ids[index]
+        return False, -metric.best_first_key(sum(values) / len(values)), query_ids[index]
 
-    order = sorted(range(len(query_ids)), key=lambda i: (mean_value(i), query_ids[i]))
+    order = sorted(range(len(query_ids)), key=worst_first)
     return [query_ids[i] for i in order[:limit]], True
 
 
@@ -260,15 +266,26 @@ def detail_intro(run: RunOutcome, main: str, chosen: Sequence[str], worst: bool)
     if not labels:  # no retriever has the main metric (a document dataset's own-spans retrievers): ids decide
         return f"The first {len(chosen)} of {count_queries(len(run.outcomes[0].results.query_ids), 'judged')} by id."
     by = f"{main} of {labels[0]}" if len(labels) == 1 else f"mean {main} over {_and(labels)}"
+    end = "lowest" if parse_metric(main).higher_is_better else "highest"  # the worst end, in the metric's direction
     return (
-        f"The {len(chosen)} of {count_queries(len(run.outcomes[0].results.query_ids), 'judged')} with the lowest "
-        f"{by}, lowest first."
+        f"The {len(chosen)} of {count_queries(len(run.outcomes[0].results.query_ids), 'judged')} with the {end} "
+        f"{by}, {end} first."
     )
 
 
 def fmt(value: float | None) -> str:
     """A metric value as printed everywhere in reports."""
     return "n/a" if value is None or math.isnan(value) else f"{value:.{DECIMALS}f}"
+
+
+def one_line(text: str) -> str:
+    """``text`` with every run of white space (line breaks too) as one space, trimmed."""
+    return " ".join(str(text).split())
+
+
+def shorten(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters, the cut marked with an ellipsis (report cells and quotes)."""
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
 def fmt_grade(grade: float) -> str:

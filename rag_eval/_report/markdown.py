@@ -1,12 +1,11 @@
 """The run report: Results in, GitHub-flavoured markdown out (pure, no I/O).
 
 Shaped like the ocean-facts seed: what was evaluated and with which semantics,
-a summary table, a per-query table, then for each query the derivation of its
-nDCG@k: retrieved passages with grades, the term-by-term DCG table, the ideal
-order with its IDCG table, the quotient, and a one-line interpretation.
-A dataset of documents gets its own counts, chunking, summary and detailed
-queries from rag_eval._report.documents (loaded only for such a dataset).
-Rounding happens here and only here.
+a summary table, a per-query table, then for each detailed query the derivation
+of its nDCG@k (rag_eval._report.derivation). A dataset of documents gets its own
+counts, chunking and summary from rag_eval._report.documents and its detailed
+queries from rag_eval._report.retrieved_chunks. Rounding happens in the report
+modules and only there.
 """
 
 from __future__ import annotations
@@ -16,27 +15,22 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
-from rag_eval._core.ranking import ranked_ids
-from rag_eval._report import documents
+from rag_eval._report import documents, retrieved_chunks
 from rag_eval._report.decision import decision_lines
+from rag_eval._report.derivation import derivation_lines
 from rag_eval._report.documents import chunking_lines, counts_line, semantics_lines
 from rag_eval._report.format import (
     code_span,
     count_queries,
-    detail_intro,
     escape_cell,
     escape_inline,
     fmt,
-    fmt_grade,
     mean_notes,
     means_sentence,
-    select_detailed_queries,
     semantics_phrases,
+    shorten,
 )
 from rag_eval._report.plots import plot_lines
-from rag_eval._scoring.metrics.kernels import gain_values
 from rag_eval._scoring.metrics.measures import parse_metric
 
 if TYPE_CHECKING:  # imported for annotations only: rendering needs no runner
@@ -50,7 +44,6 @@ def render_run_report(run: RunOutcome, plots: PlotSet | None = None) -> str:
     """The whole report.md of a run; ``plots`` (written beside it) are linked with their numbers in text."""
     config = run.config.model
     main = config.primary_metric
-    k = _derivation_cutoff(main, config.top_k)
     options = run.outcomes[0].results.options if run.outcomes else {}
     out: list[str] = []
     title = config.report.title or f"RAG Evaluation: {run.config.name}"
@@ -71,11 +64,11 @@ def render_run_report(run: RunOutcome, plots: PlotSet | None = None) -> str:
 
         out += documents.summary_lines(run)
         out += _per_query_table(run, main, documents.per_query_missing_note(main))
-        out += documents.detailed_lines(run, main)
+        out += retrieved_chunks.detailed_lines(run, main)
     else:
         out += _summary(run, main)
         out += _per_query_table(run, main)
-        out += _derivations(run, main, k)
+        out += derivation_lines(run, main)
     return "\n".join(out).rstrip() + "\n"
 
 
@@ -126,7 +119,7 @@ def _header(run: RunOutcome, options: Mapping[str, Any]) -> list[str]:
         index_s, search_s = (outcome.timings.get(key, float("nan")) for key in ("index_s", "search_s"))
         lines.append(
             f"| {escape_cell(outcome.label)} | {escape_cell(outcome.spec.adapter)} | "
-            f"{escape_cell(_shorten(params, 200))} | {index_s:.3f} | {search_s:.3f} | {escape_cell(notes)} |"
+            f"{escape_cell(shorten(params, 200))} | {index_s:.3f} | {search_s:.3f} | {escape_cell(notes)} |"
         )
     if dataset.has_documents:
 
@@ -245,7 +238,7 @@ def _summary(run: RunOutcome, main: str) -> list[str]:
     best = {}
     for name in metrics:
         values = [o.results.aggregate[name] for o in outcomes if not math.isnan(o.results.aggregate[name])]
-        best[name] = max(values) if values else None
+        best[name] = parse_metric(name).best(values) if values else None  # in the metric's direction
     lines.append("| Retriever | " + " | ".join(metrics) + " |" + (f" Note on {main} |" if why else ""))
     lines.append("|---|" + "---:|" * len(metrics) + ("---|" if why else ""))
     for outcome in outcomes:
@@ -331,209 +324,8 @@ def _per_query_table(
         text = run.dataset.queries[qid].text if qid in run.dataset.queries else ""
         cells = [NOT_COMPUTED if column is None else fmt(column[i]) for column in columns]
         any_missing = any_missing or "n/a" in cells
-        lines.append(f"| {escape_cell(qid)} | {escape_cell(_shorten(text, 100))} | " + " | ".join(cells) + " |")
+        lines.append(f"| {escape_cell(qid)} | {escape_cell(shorten(text, 100))} | " + " | ".join(cells) + " |")
     note = ["", not_applicable] if any_missing else []
     if any(column is None for column in columns):
         note += ["", f"{NOT_COMPUTED} = {main} not computed for this retriever (see the summary)."]
     return lines + note + [""]
-
-
-# ---- derivations ---------------------------------------------------------------------------
-
-
-def _derivation_cutoff(main: str, top_k: int) -> int | None:
-    """The cutoff of the derivation: the main metric's k; None for plain ``ndcg``.
-
-    trec_eval's ``ndcg`` has no cutoff: DCG over the whole ranking, IDCG over every
-    judged relevant passage. Cutting its ideal at top_k would print another number.
-    """
-    metric = parse_metric(main)
-    if metric.k is not None:
-        return metric.k
-    return None if metric.name == "ndcg" else top_k
-
-
-def _at(k: int | None) -> str:
-    return "" if k is None else f"@{k}"
-
-
-
-
-def _derivations(run: RunOutcome, main: str, k: int | None) -> list[str]:
-    config = run.config.model
-    chosen, worst = select_detailed_queries(run, main, config.report.detailed_queries)
-    if not chosen:
-        return []
-    options = run.outcomes[0].results.options
-    gain = options.get("gain", "linear")
-    heading = f"## 🧮 How nDCG{_at(k)} was computed"
-    lines = [heading, "", detail_intro(run, main, chosen, worst), ""]
-    for qid in chosen:
-        query = run.dataset.queries.get(qid)
-        lines += [f"### {escape_inline(qid)}: “{escape_inline(query.text if query else '')}”", ""]
-        for outcome in run.outcomes:
-            lines += derivation(
-                outcome.label,
-                outcome.ranking.get(qid, {}),
-                run.dataset.judgements.get(qid, {}),
-                run.dataset.corpus,
-                k,
-                gain,
-                config.report.passage_chars,
-                multiple=len(run.outcomes) > 1,
-                no_relevant=options.get("no_relevant", "skip"),
-            )
-    return lines
-
-
-
-
-def derivation(
-    label: str,
-    scores: Mapping[str, float],
-    judgements: Mapping[str, float],
-    corpus: Mapping[str, Mapping[str, str]],
-    k: int | None,
-    gain: str,
-    passage_chars: int,
-    multiple: bool = True,
-    no_relevant: str = "skip",
-) -> list[str]:
-    """The ocean-facts derivation of one query's nDCG@k (``k`` None: plain nDCG) for one retriever.
-
-    A query without any relevant passage is worded after the ``no_relevant``
-    policy: undefined and left out (skip) or scored 0 (zero), as in the tables.
-    """
-
-    at = _at(k)
-    ranked = ranked_ids(scores)[:k]
-    lines = [f"#### {escape_inline(label)}", ""] if multiple else []
-    if not ranked:
-        relevant = sum(1 for g in judgements.values() if g > 0)
-        if relevant or no_relevant == "zero":
-            value = "0.0000" if relevant else "0.0000 (no passage is judged relevant; scored 0)"
-        else:
-            value = "undefined (no passage is judged relevant)"
-        return lines + [f"Nothing was retrieved for this query: DCG{at} = 0, nDCG{at} = {value}.", ""]
-    lines += ["| Rank | Passage | Grade |", "|---:|---|---:|"]
-    for rank, doc in enumerate(ranked, start=1):
-        grade = judgements.get(doc)
-        grade_text = "unjudged" if grade is None else fmt_grade(grade)
-        lines.append(f"| {rank} | {passage_cell(doc, corpus, passage_chars)} | {grade_text} |")
-    lines.append("")
-
-    grades = [judgements.get(doc) for doc in ranked]
-    dcg, dcg_lines = _dcg_table(grades, gain, "DCG", k)
-    ideal_grades = sorted((g for g in judgements.values() if g > 0), reverse=True)[:k]  # k None: all
-    idcg, idcg_lines = _dcg_table(ideal_grades, gain, "IDCG", k)
-    lines += dcg_lines
-    ideal_text = ", ".join(fmt_grade(g) for g in ideal_grades) or "nothing: no passage is judged relevant"
-    cut = f"cut at {k}" if k is not None else "not cut"
-    lines += [f"Ideal order (all judged passages with grade > 0, best first, {cut}): [{ideal_text}]", ""]
-    lines += idcg_lines
-    if idcg > 0:
-        ndcg = dcg / idcg
-        lines.append(f"**nDCG{at}** = DCG{at} / IDCG{at} = {fmt(dcg)} / {fmt(idcg)} = **{fmt(ndcg)}**")
-    elif no_relevant == "zero":
-        ndcg = math.nan
-        lines.append(
-            f"**nDCG{at}** = **0.0000**: IDCG{at} = 0 because no passage is judged relevant, "
-            "and such a query scores 0 (no_relevant: zero)."
-        )
-    else:
-        ndcg = math.nan
-        lines.append(
-            f"**nDCG{at}** is undefined: IDCG{at} = 0 because no passage is judged relevant (left out of the mean)."
-        )
-    lines += ["", f"*{interpretation(ndcg, grades, judgements, k)}*", ""]
-    missed = [
-        doc
-        for doc, g in sorted(judgements.items(), key=lambda item: (-item[1], item[0]))
-        if g > 0 and doc not in ranked
-    ]
-    if missed:
-        passages = "Relevant passage" if len(missed) == 1 else "Relevant passages"
-        lines += [f"{passages} not in the top {k}:" if k is not None else f"{passages} not retrieved:", ""]
-        lines += [
-            f"- {passage_cell(doc, corpus, passage_chars, in_table=False)} (grade {fmt_grade(judgements[doc])})"
-            for doc in missed
-        ]
-        lines.append("")
-    return lines
-
-
-def _dcg_table(grades: Sequence[float | None], gain: str, name: str, k: int | None) -> tuple[float, list[str]]:
-
-    values = np.array([np.nan if g is None else g for g in grades], dtype=np.float64)
-    gains = gain_values(values, gain) if values.size else values
-    exponential = gain == "exponential"
-    head = (
-        "| Position (i) | Grade | "
-        + ("Gain 2^grade − 1 | " if exponential else "")
-        + "log₂(i+1) | "
-        + ("gain / log₂(i+1) |" if exponential else "grade / log₂(i+1) |")
-    )
-    lines = [f"**{name}{_at(k)}**", "", head, "|---:|---:|" + ("---:|" if exponential else "") + "---:|---:|"]
-    total = 0.0
-    terms = []
-    for i, (grade, g) in enumerate(zip(grades, gains.tolist()), start=1):
-        discount = math.log2(i + 1)
-        term = g / discount
-        total += term
-        terms.append(fmt(term))
-        grade_text = "unjudged (0)" if grade is None else fmt_grade(grade)
-        gain_cell = f"{fmt(g)} | " if exponential else ""
-        lines.append(f"| {i} | {grade_text} | {gain_cell}{fmt(discount)} | {fmt(term)} |")
-    if not terms:
-        lines = [f"**{name}{_at(k)}** = 0 (no terms)", ""]
-        return 0.0, lines
-    lines += ["", f"{name}{_at(k)} = " + " + ".join(terms) + f" = **{fmt(total)}**", ""]
-    return total, lines
-
-
-def interpretation(ndcg: float, grades: Sequence[float | None], judgements: Mapping[str, float], k: int | None) -> str:
-    """One plain sentence on what the nDCG value says about this ranking."""
-    if math.isnan(ndcg):
-        return "No passage is judged relevant for this query, so nDCG cannot tell good from bad rankings here."
-    relevant_total = sum(1 for g in judgements.values() if g > 0)
-    found = sum(1 for g in grades if g is not None and g > 0)
-    first = next((i for i, g in enumerate(grades, start=1) if g is not None and g > 0), None)
-    unjudged = sum(1 for g in grades if g is None)
-    where = f"in the top {k}" if k is not None else "retrieved"
-    facts = f"{found} of {relevant_total} relevant passage{'' if relevant_total == 1 else 's'} {where}"
-    if first is not None:
-        facts += f", the first at rank {first}"
-    if unjudged:
-        facts += f"; {unjudged} unjudged passage{'s' if unjudged > 1 else ''} counted as not relevant"
-    if ndcg >= 0.95:
-        verdict = "Excellent: nearly the ideal order"
-    elif ndcg >= 0.8:
-        verdict = "Good: the best passages are near the top, with some misordering"
-    elif ndcg >= 0.5:
-        verdict = "Fair: relevant passages are found but ranked low, or some are missed"
-    elif ndcg > 0:
-        verdict = "Poor: most of the relevant material is missing or ranked low"
-    else:
-        verdict = "Failed: no relevant passage was found"  # the facts say where it was looked for
-    return f"{verdict} ({facts})."
-
-
-# ---- formatting helpers --------------------------------------------------------------------
-
-
-
-
-
-
-def passage_cell(doc: str, corpus: Mapping[str, Mapping[str, str]], limit: int, in_table: bool = True) -> str:
-    """``text`` (id), the text cut to ``limit`` characters, the id shown exactly (see :func:`code_span`)."""
-    passage = corpus.get(doc, {})
-    text = _shorten(" ".join(str(passage.get("text", "")).split()), limit)
-    shown = code_span(doc, in_table)
-    return f"{escape_cell(text)} ({shown})" if text else shown
-
-
-def _shorten(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
-
-

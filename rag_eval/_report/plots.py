@@ -1,8 +1,9 @@
 """Plots of a run as SVG text: means with CIs, per-query differences, metric@k curves, sweep sensitivity.
 
-Plots are renderers like the markdown report: they read a run's Results (and, for the
-metric@k curves, re-score its stored rankings at other cutoffs with the same options)
-and return SVG text; they never write files. matplotlib is imported only inside the
+Plots are renderers like the markdown report: they draw numbers computed below them
+(rag_eval._compare.variants: means with bootstrap CIs, paired differences, the metric@k
+curves re-scored from the stored rankings, sweep points) and return SVG text; they
+compute nothing and never write files. matplotlib is imported only inside the
 drawing functions, through its object-oriented API (no pyplot: no global figure
 state, no GUI backend chosen behind the user's back), so ``import rag_eval`` stays
 free of it. The SVG is deterministic: a fixed hash salt for element ids, no date in
@@ -20,38 +21,31 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from rag_eval._compare.regression import pair_by_query
-from rag_eval._core.errors import ComparisonError
-from rag_eval._core.spans import parse_chunk_id
+from rag_eval._compare.decision import MeanRow, wins_ties_losses
+from rag_eval._compare.variants import (
+    SweepPoint,
+    at_k_curves,
+    choose_baseline,
+    mean_rows,
+    sorted_deltas,
+    sweep_points,
+    value_text,
+)
 from rag_eval._report.format import fmt
 from rag_eval._run.inputs import AT_K, DELTAS, MEANS, plot_file_part
-from rag_eval._scoring.evaluate import evaluate
-from rag_eval._scoring.evidence import evaluate_evidence
-from rag_eval._scoring.metrics.measures import Metric, parse_metric
-from rag_eval._scoring.stats import bootstrap_ci, win_tie_loss
 
 if TYPE_CHECKING:
-    from rag_eval._run.outcome import RetrieverOutcome, RunOutcome
-    from rag_eval._scoring.results import Results
+    from rag_eval._run.outcome import RunOutcome
 
 __all__ = [
-    "MeanRow",
     "PlotSet",
-    "SweepPoint",
-    "at_k_curves",
-    "at_k_cutoffs",
     "build_plots",
-    "choose_baseline",
-    "mean_rows",
-    "mean_rows_plain",
     "means_with_ci_svg",
     "metric_at_k_svg",
     "per_query_deltas_svg",
     "plot_lines",
     "run_plots",
     "sensitivity_svg",
-    "sorted_deltas",
-    "sweep_points",
 ]
 
 # Everything that makes two renderings of the same data differ, fixed: element ids are
@@ -59,32 +53,6 @@ __all__ = [
 # depend on the font file's version), and "$" is plain text, never mathtext.
 _RC: dict[str, Any] = {"svg.hashsalt": "rag_eval", "svg.fonttype": "none", "text.parse_math": False}
 _METADATA = {"Date": None, "Creator": "rag_eval"}
-_CONFIDENCE = 0.95
-_RESAMPLES = 10_000
-_SEED = 0
-# The cutoffs of the metric@k curves: these, then top_k itself (one evaluation per variant for all of them).
-_CUTOFFS = (1, 2, 3, 5, 10, 20, 50, 100, 200, 500, 1000)
-
-
-@dataclass(frozen=True)
-class MeanRow:
-    """One variant in the means plot: the mean of its per-query values and a 95% bootstrap CI."""
-
-    label: str
-    mean: float
-    low: float
-    high: float
-    n: int
-
-
-@dataclass(frozen=True)
-class SweepPoint:
-    """One variant in a sensitivity plot: its value of the parameter, its series (the other varied values)."""
-
-    label: str
-    value: Any
-    series: str
-    mean: float
 
 
 @dataclass
@@ -94,160 +62,6 @@ class PlotSet:
     files: dict[str, str] = field(default_factory=dict)
     texts: dict[str, str] = field(default_factory=dict)
     data: dict[str, Any] = field(default_factory=dict)
-
-
-# ---- the data drawn ------------------------------------------------------------------------------
-
-
-def mean_rows(results_by_label: Mapping[str, Results], metric: str) -> list[MeanRow]:
-    """Each variant's mean of per-query ``metric`` (queries left out excluded) with a 95% percentile bootstrap CI.
-
-    Ordered best first (ties: the run's order). A variant with no defined value is left out.
-    """
-
-    rows = []
-    for label, results in results_by_label.items():
-        values = _defined(results, metric)
-        if values.size == 0:
-            continue
-        low, high = bootstrap_ci(values, confidence=_CONFIDENCE, n_resamples=_RESAMPLES, seed=_SEED)
-        rows.append(MeanRow(label, float(values.mean()), low, high, int(values.size)))
-    return sorted(rows, key=lambda row: -row.mean)
-
-
-def choose_baseline(results_by_label: Mapping[str, Results], metric: str, declared: str | None) -> str | None:
-    """The declared baseline when it is a label of the run, else the variant with the best mean (None if none)."""
-    if declared is not None and declared in results_by_label:
-        return declared
-    rows = mean_rows_plain(results_by_label, metric)
-    return max(rows, key=lambda label: rows[label]) if rows else None
-
-
-def mean_rows_plain(results_by_label: Mapping[str, Results], metric: str) -> dict[str, float]:
-    """``{label: mean of defined per-query values}`` without CIs (cheap), for variants with any value."""
-    means = {}
-    for label, results in results_by_label.items():
-        values = _defined(results, metric)
-        if values.size:
-            means[label] = float(values.mean())
-    return means
-
-
-def sorted_deltas(results_by_label: Mapping[str, Results], metric: str, baseline: str) -> dict[str, np.ndarray]:
-    """Per-query ``variant - baseline`` of ``metric`` for every other variant, sorted ascending.
-
-    Paired by query id with rag_eval._compare.regression.pair_by_query (queries left out on either
-    side are not paired); a variant with no paired query is left out.
-    """
-
-    base = results_by_label[baseline]
-    out = {}
-    for label, results in results_by_label.items():
-        if label == baseline:
-            continue
-        try:
-            paired = pair_by_query(metric, base, results)
-        except ComparisonError:
-            continue
-        out[label] = np.sort(paired.candidate - paired.baseline)
-    return out
-
-
-def at_k_cutoffs(top_k: int) -> list[int]:
-    """The cutoffs of the metric@k curves: 1, 2, 3, 5, 10, 20, 50, ... below ``top_k``, and ``top_k``."""
-    return sorted({k for k in _CUTOFFS if k < top_k} | {top_k})
-
-
-def at_k_curves(run: RunOutcome, metric: str) -> tuple[str, dict[str, dict[int, float]]] | None:
-    """``(family, {label: {k: value}})``: the main metric's family at each cutoff of :func:`at_k_cutoffs`.
-
-    Each variant's stored ranking is scored again at every cutoff with the run's options
-    (rag_eval._scoring.evaluate for passages, rag_eval.evaluate_evidence for spans of documents); a
-    budget metric (``evidence_recall@2000chars``) is drawn by number of chunks. None when the
-    family takes no cutoff (``r_precision``). A variant whose answer cannot give the family
-    (own spans for a chunk-level metric) is left out.
-    """
-
-    main = parse_metric(metric)
-    if main.family.cutoff == "none":
-        return None
-    metrics = [Metric(main.name, k, main.doc) for k in at_k_cutoffs(run.config.model.top_k)]
-    family = str(Metric(main.name, None, main.doc)) + "@k"
-    curves = {}
-    for outcome in run.outcomes:
-        results = _score_at(run, outcome, metrics)
-        if results is not None:
-            curves[outcome.label] = {m.k: float(results.aggregate[str(m)]) for m in metrics if m.k is not None}
-    return family, curves
-
-
-def _score_at(run: RunOutcome, outcome: RetrieverOutcome, metrics: list[Any]) -> Results | None:
-    evaluation = run.config.model.evaluation
-    if outcome.spans is None:  # a passage run
-
-        return evaluate(run.dataset.judgements, outcome.ranking, metrics, **evaluation.passage_options())
-
-    chunks = None
-    if not (metrics[0].doc or metrics[0].is_evidence):  # chunk level: the ideal ranking needs the whole chunking
-        chunks = _chunking(run, outcome)
-        if chunks is None:
-            return None
-    return evaluate_evidence(
-        dict(run.dataset.evidence),
-        outcome.spans,
-        metrics,
-        document_judgements=run.dataset.document_judgements,
-        chunks=chunks,
-        documents=run.dataset.documents,
-        **evaluation.document_options(),
-    )
-
-
-def _chunking(run: RunOutcome, outcome: RetrieverOutcome) -> list[tuple[str, int, int]] | None:
-    """Every chunk the retriever indexed (its corpus ids name them), None for its own spans."""
-
-    record = outcome.chunking
-    if record is None or record.kind == "own":
-        return None
-    if record.kind == "documents":
-        return [(doc, 0, len(text)) for doc, text in run.dataset.documents.items()]
-    parsed = [parse_chunk_id(key) for key in (outcome.corpus or {})]
-    return None if not parsed or any(p is None for p in parsed) else parsed  # type: ignore[return-value]
-
-
-def sweep_points(
-    results_by_label: Mapping[str, Results],
-    metric: str,
-    variants: Mapping[str, Mapping[str, Any]],
-    templates: Mapping[str, str] | None = None,
-) -> dict[str, list[SweepPoint]]:
-    """``{parameter: points}`` for each varied parameter: each variant's mean against its value.
-
-    A point's series names the variant's other varied values (``b=0.4``), so a line joins
-    variants that differ in this parameter only. When the variants vary more than one
-    retriever (``templates``: label -> retriever), the series starts with the retriever
-    (``dense: overlap=0``): two grids over the same parameters are two lines, not one.
-    """
-    means = mean_rows_plain(results_by_label, metric)
-    params: list[str] = []
-    for varied in variants.values():
-        params.extend(p for p in varied if p not in params)
-    templates = templates or {}
-    several_retrievers = len({templates.get(label) for label in variants}) > 1
-    out: dict[str, list[SweepPoint]] = {}
-    for param in params:
-        points = []
-        for label, varied in variants.items():
-            if param not in varied or label not in means:
-                continue
-            series = ", ".join(f"{p}={_text(v)}" for p, v in varied.items() if p != param)
-            if several_retrievers:
-                series = f"{templates[label]}: {series}" if series else templates[label]
-            series = series or "all"
-            points.append(SweepPoint(label, varied[param], series, means[label]))
-        if points:
-            out[param] = points
-    return out
 
 
 # ---- drawing -------------------------------------------------------------------------------------
@@ -276,7 +90,7 @@ def means_with_ci_svg(rows: Sequence[MeanRow], metric: str = "metric", baseline:
 
 def per_query_deltas_svg(deltas_by_label: Mapping[str, Sequence[float] | np.ndarray], metric: str = "metric",
                          baseline: str = "baseline") -> str:
-    """One line per variant: its per-query differences to the baseline, sorted ascending (left: losses)."""
+    """One line per variant: its per-query differences to the baseline, sorted worst first (left: losses)."""
 
     def draw(fig: Any) -> None:
         ax = fig.add_subplot()
@@ -330,11 +144,11 @@ def sensitivity_svg(param: str, points: Sequence[SweepPoint], metric: str = "met
         values = sorted(values, key=float)
     categories: list[str] = []
     for value in values:
-        if _text(value) not in categories:
-            categories.append(_text(value))
+        if value_text(value) not in categories:
+            categories.append(value_text(value))
 
     def position(value: Any) -> int:
-        return categories.index(_text(value))
+        return categories.index(value_text(value))
 
     def draw(fig: Any) -> None:
         ax = fig.add_subplot()
@@ -408,7 +222,7 @@ def build_plots(run: RunOutcome, main: str, baseline: str | None = None) -> Plot
         plots.data[DELTAS] = deltas
         plots.files[DELTAS] = per_query_deltas_svg(deltas, main, chosen)
         plots.texts[DELTAS] = f"per-query differences in {main} to {chosen}, sorted: " + "; ".join(
-            f"{label} {_wins(d)}" for label, d in deltas.items()
+            f"{label} {_wins(d, main)}" for label, d in deltas.items()
         )
     curves = at_k_curves(run, main)
     if curves is not None and curves[1]:
@@ -464,25 +278,10 @@ def plot_lines(names: Sequence[str], texts: Mapping[str, str] | None = None) -> 
 # ---- helpers -------------------------------------------------------------------------------------
 
 
-def _defined(results: Results, metric: str) -> np.ndarray:
-    values = np.asarray(results.values[metric], dtype=np.float64)
-    return values[~np.isnan(values)]
-
-
-def _wins(deltas: np.ndarray) -> str:
-
-    wins, ties, losses = win_tie_loss(deltas) if deltas.size else (0, 0, 0)
+def _wins(deltas: np.ndarray, metric: str) -> str:
+    wins, ties, losses = wins_ties_losses(deltas, metric)
     return f"{wins} better, {ties} equal, {losses} worse"
 
 
 def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
-def _text(value: Any) -> str:
-    """A parameter value as shown: 0.5, 200, intfloat/e5-small-v2 (floats that are whole keep no .0)."""
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return str(value)
-
-

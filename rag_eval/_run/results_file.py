@@ -18,9 +18,8 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import math
-import re
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
@@ -28,11 +27,13 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, Strict, StrictInt, StrictStr, ValidationError, model_validator
 
 from rag_eval._core.errors import InputFormatError, MetricError
-from rag_eval._core.files import MAX_DOCUMENT_BYTES, read_text
+from rag_eval._core.files import MAX_DOCUMENT_BYTES, StrictJson, json_key, parse_json, read_text
+from rag_eval._core.messages import shown
 from rag_eval._core.ranking import ranked
 from rag_eval._core.versions import package_versions
+from rag_eval._scoring.consistency import FieldProblem, check_numbers
 from rag_eval._scoring.evidence import span_grades
-from rag_eval._scoring.metrics.measures import Metric, parse_metric
+from rag_eval._scoring.metrics.measures import parse_metric
 from rag_eval._scoring.results import Results
 
 if TYPE_CHECKING:
@@ -45,6 +46,11 @@ RESULTS_KIND = "rag_eval.results"
 # (cut to SNIPPET_CHARS, as the report cuts them), not the corpus.
 SNIPPET_RANKS = 10
 SNIPPET_CHARS = 60
+# Results files are strict JSON, read back as strictly as they are written.
+RESULTS_JSON = StrictJson(
+    holds="results files write null for a missing value and hold no infinite number",
+    depth="a results file is a few levels deep",
+)
 
 # A finite float64 (an integer is accepted: JSON does not tell 1 from 1.0; true is not a number).
 Number = Annotated[float, Strict(), Field(allow_inf_nan=False)]
@@ -101,123 +107,29 @@ class ResultsSection(_Section):
             try:
                 canonical = str(parse_metric(name))
             except MetricError as error:
-                raise _At(f"metrics[{i}]", str(error)) from None
+                raise FieldProblem(f"metrics[{i}]", str(error)) from None
             if canonical != name:
-                raise _At(f"metrics[{i}]", f"{name!r} is not a canonical metric name; results files hold {canonical!r}")
+                raise FieldProblem(f"metrics[{i}]", f"{name!r} is not a canonical metric name; results files hold {canonical!r}")
             if name in seen:
-                raise _At(f"metrics[{i}]", f"{name} is listed twice")
+                raise FieldProblem(f"metrics[{i}]", f"{name} is listed twice")
             seen.add(name)
         for name in self.metrics:
             if name not in self.aggregate:
-                raise _At("aggregate", f"no value for {name} (write null for a metric with no value)")
+                raise FieldProblem("aggregate", f"no value for {name} (write null for a metric with no value)")
         for name in self.aggregate:
             if name not in seen:
-                raise _At(f"aggregate.{name}", f"{name} is not among results.metrics")
+                raise FieldProblem(f"aggregate.{name}", f"{name} is not among results.metrics")
         for qid, row in self.per_query.items():
             for name in self.metrics:
                 if name not in row:
-                    raise _At(f"per_query{_key(qid)}", f"no value for {name} (a query left out of the mean is null)")
+                    raise FieldProblem(f"per_query{json_key(qid)}", f"no value for {name} (a query left out of the mean is null)")
             for name in row:
                 if name not in seen:
-                    raise _At(f"per_query{_key(qid)}.{name}", f"{name} is not among results.metrics")
+                    raise FieldProblem(f"per_query{json_key(qid)}.{name}", f"{name} is not among results.metrics")
         if self.num_queries is not None and self.num_queries != len(self.per_query):
-            raise _At("num_queries", f"is {self.num_queries} but per_query holds {len(self.per_query)} queries")
-        check_numbers(self)
+            raise FieldProblem("num_queries", f"is {self.num_queries} but per_query holds {len(self.per_query)} queries")
+        check_numbers(self.metrics, self.options, self.per_query, self.left_out, self.aggregate)
         return self
-
-
-# ---- the numbers hold together ---------------------------------------------------------------------
-
-CORRUPTED = "this file was edited or corrupted: regenerate it with rag-eval run"
-# Relative tolerance between an aggregate and the mean recomputed here: the writer sums with numpy
-# (pairwise), this check with math.fsum; the two differ by ~1e-16 relative, an edit by far more.
-AGGREGATE_RTOL = 1e-9
-# How far above 1 a bounded value may lie: DCG multiplies each gain by 1/log2(rank+1) while IDCG
-# divides by log2(rank+1), so a perfect ranking's nDCG can be 1 plus a rounding error.
-BOUND_SLACK = 1e-9
-
-
-def check_numbers(section: ResultsSection) -> None:
-    """Refuse values that do not hold together as ``rag-eval run`` writes them (an edit or a corruption).
-
-    - ``left_out`` names metrics of the file and queries of ``per_query``, only for metrics that
-      need a relevant passage, and a per-query value is null exactly for the queries it lists;
-    - values and aggregates of bounded metrics (:attr:`Family.bounded`) lie in [0, 1], DCG and IDCG >= 0;
-    - every aggregate equals the mean of the per-query values that are not null (within
-      :data:`AGGREGATE_RTOL`), or is null when there is none. Under ``aggregation: micro``, nDCG@k's
-      aggregate is sum DCG@k / sum IDCG@k over the queries in its mean: it is checked when the file
-      also holds dcg@k and idcg@k. Without them it is checked only for its bounds, because the
-      per-query nDCG values do not determine it (each query's weight is its IDCG, not in the file).
-    """
-    metrics = {name: parse_metric(name) for name in section.metrics}
-    aggregation = section.options.get("aggregation", "macro")
-    if aggregation not in ("macro", "micro"):
-        raise _At("options.aggregation", f"{aggregation!r} is neither 'macro' nor 'micro'; {CORRUPTED}")
-    for name, qids in section.left_out.items():
-        metric = metrics.get(name)
-        if metric is None:
-            raise _At(f"left_out{_key(name)}", f"{name} is not among results.metrics; {CORRUPTED}")
-        for i, qid in enumerate(qids):
-            where = f"left_out{_key(name)}[{i}]"
-            if not metric.uses_relevance:
-                raise _At(where, f"{name} has a value for every query, so none is left out of its mean; {CORRUPTED}")
-            row = section.per_query.get(qid)
-            if row is None:
-                raise _At(where, f"{_short(qid)!r} is not a query of results.per_query; {CORRUPTED}")
-            if row[name] is not None:
-                raise _At(
-                    where,
-                    f"{_short(qid)!r} is listed as left out of the mean but its {name} is {row[name]!r}, not null; "
-                    f"{CORRUPTED}",
-                )
-    left_out = {name: set(qids) for name, qids in section.left_out.items()}
-    for qid, row in section.per_query.items():
-        for name, value in row.items():
-            where = f"per_query{_key(qid)}{_key(name)}"
-            if value is None:
-                if qid not in left_out.get(name, ()):
-                    raise _At(
-                        where,
-                        f"is null but the query is not listed in results.left_out{_key(name)}; only a query "
-                        f"left out of the mean has no value; {CORRUPTED}",
-                    )
-            else:
-                _check_bounds(where, name, metrics[name].family.bounded, value)
-    for name, metric in metrics.items():
-        _check_aggregate(section, name, metric, micro=aggregation == "micro" and metric.name == "ndcg")
-
-
-def _check_bounds(where: str, name: str, bounded: bool, value: float) -> None:
-    if value < 0 or (bounded and value > 1 + BOUND_SLACK):
-        limits = "in [0, 1]" if bounded else ">= 0"
-        raise _At(where, f"{value!r} is impossible: every {name} lies {limits}; {CORRUPTED}")
-
-
-def _check_aggregate(section: ResultsSection, name: str, metric: Metric, micro: bool) -> None:
-    where = f"aggregate{_key(name)}"
-    aggregate = section.aggregate[name]
-    if aggregate is not None:
-        _check_bounds(where, name, metric.family.bounded, aggregate)
-    kept = [row for row in section.per_query.values() if row[name] is not None]
-    expected: float | None
-    if micro:
-        dcg, idcg = str(replace(metric, name="dcg")), str(replace(metric, name="idcg"))
-        if dcg not in section.aggregate or idcg not in section.aggregate:
-            return  # not determined by the file (see check_numbers)
-        # "or 0.0" only for the type checker: DCG and IDCG are never null (nothing is left out of their mean).
-        total_ideal = math.fsum(row[idcg] or 0.0 for row in kept)
-        expected = math.fsum(row[dcg] or 0.0 for row in kept) / total_ideal if total_ideal > 0 else None
-        what = f"sum {dcg} / sum {idcg} over the queries in the mean (aggregation: micro)"
-    else:
-        values = [value for row in kept if (value := row[name]) is not None]
-        expected = math.fsum(values) / len(values) if values else None
-        what = "the mean of the per-query values"
-    if expected is None:
-        if aggregate is not None:
-            raise _At(where, f"is {aggregate!r} but no query has a value to average (it would be null); {CORRUPTED}")
-    elif aggregate is None or not math.isclose(aggregate, expected, rel_tol=AGGREGATE_RTOL, abs_tol=0.0):
-        got = "null" if aggregate is None else repr(aggregate)
-        raise _At(where, f"{got} is not {what}, {expected!r}; {CORRUPTED}")
 
 
 class ResultsDocument(_Section):
@@ -239,14 +151,6 @@ class ResultsDocument(_Section):
     # Document datasets: what the retriever indexed (its chunking; compared by fingerprint) and notes.
     chunking: dict[StrictStr, Any] | None = None
     notes: list[StrictStr] = Field(default_factory=list)
-
-
-class _At(ValueError):
-    """A problem inside a section, ``where`` relative to it (for the one-line message)."""
-
-    def __init__(self, where: str, message: str) -> None:
-        super().__init__(message)
-        self.where = where
 
 
 # ---- a loaded results file ------------------------------------------------------------------------
@@ -324,52 +228,7 @@ def load_results_file(path: str | Path) -> ResultsFile:
     each with one line naming the file and the field.
     """
     text = read_text(path, "results file (JSON written by `rag-eval run`)", MAX_DOCUMENT_BYTES, InputFormatError)
-    return ResultsFile.from_document(path, parse_json(text, path))
-
-
-def parse_json(text: str, path: str | Path) -> Any:
-    """Strict JSON: ``NaN``, ``Infinity`` and ``-Infinity`` are refused, naming the field that holds one."""
-    bare: list[str] = []
-
-    def constant(name: str) -> _Bare:
-        bare.append(name)
-        return _Bare(name)
-
-    try:
-        data = json.loads(text, parse_constant=constant)
-    except json.JSONDecodeError as error:
-        raise InputFormatError(f"{path}: line {error.lineno}, column {error.colno}: not valid JSON ({error.msg})") from None
-    except RecursionError:
-        raise InputFormatError(
-            f"{path}: arrays or objects nested too deeply to parse; a results file is a few levels deep"
-        ) from None
-    if bare:
-        where, name = _find_bare(data)
-        raise InputFormatError(
-            f"{path}: {where}: {name} is not JSON (strict parsers reject it); results files write null for a "
-            "missing value and hold no infinite number"
-        )
-    return data
-
-
-class _Bare:
-    """Stands in for a bare NaN / Infinity while parsing, so its field can be named."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-
-def _find_bare(data: Any) -> tuple[str, str]:
-    stack: list[tuple[str, Any]] = [("", data)]
-    while stack:  # iterative: the document may be deeper than Python's recursion limit allows
-        where, node = stack.pop()
-        if isinstance(node, _Bare):
-            return where or "(top level)", node.name
-        if isinstance(node, dict):
-            stack.extend((f"{where}{_key(k) if where else k}", v) for k, v in reversed(node.items()))
-        elif isinstance(node, list):
-            stack.extend((f"{where}[{i}]", v) for i, v in reversed(list(enumerate(node))))
-    return "(top level)", "NaN"  # not reached: parse_constant saw one
+    return ResultsFile.from_document(path, parse_json(text, path, strict=RESULTS_JSON))
 
 
 def validate_document(data: Any, path: str | Path) -> ResultsDocument:
@@ -413,7 +272,7 @@ _EXPECTED = {
 def _problem(item: Mapping[str, Any]) -> str:
     where = _where(item["loc"])
     error = item.get("ctx", {}).get("error")
-    if isinstance(error, _At):
+    if isinstance(error, FieldProblem):
         return f"{_join(where, error.where)}: {error}"
     kind, value = item["type"], item.get("input")
     if kind == "missing":
@@ -433,7 +292,7 @@ def _where(loc: tuple[Any, ...]) -> str:
         elif part == "[key]":
             text += " (key)"
         else:
-            text += _key(part) if text else str(part)
+            text += json_key(part) if text else str(part)
     return text or "(top level)"
 
 
@@ -441,15 +300,6 @@ def _join(where: str, inner: str) -> str:
     if where == "(top level)":
         return inner
     return f"{where}{inner}" if inner.startswith("[") else f"{where}.{inner}"
-
-
-_PLAIN_KEY = re.compile(r"^[A-Za-z0-9_@-]+$")
-
-
-def _key(name: Any) -> str:
-    """``.name`` for a plain key, ``["odd key"]`` for one holding dots, spaces or brackets."""
-    name = str(name)
-    return f".{name}" if _PLAIN_KEY.match(name) else f"[{json.dumps(name, ensure_ascii=False)}]"
 
 
 def _json_kind(value: Any) -> str:
@@ -460,16 +310,12 @@ def _json_kind(value: Any) -> str:
     if isinstance(value, (int, float)):
         return f"the number {value!r}"
     if isinstance(value, str):
-        return f"the string {_short(value)!r}"
+        return f"the string {shown(value, 40)}"
     if isinstance(value, list):
         return "an array"
     if isinstance(value, dict):
         return "an object"
     return type(value).__name__
-
-
-def _short(text: str, limit: int = 40) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 # ---- building and writing ------------------------------------------------------------------------
@@ -576,7 +422,7 @@ def jsonable(value: Any) -> Any:
     if isinstance(value, np.generic):
         return jsonable(value.item())
     if isinstance(value, Mapping):
-        return {_json_key(k): jsonable(v) for k, v in value.items()}
+        return {_jsonjson_key(k): jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [jsonable(v) for v in value]
     if isinstance(value, (set, frozenset)):
@@ -586,7 +432,7 @@ def jsonable(value: Any) -> Any:
     return str(value)
 
 
-def _json_key(key: Any) -> str:
+def _jsonjson_key(key: Any) -> str:
     if isinstance(key, str):
         return key
     if key is None or isinstance(key, (bool, int)):

@@ -17,11 +17,11 @@ import numpy as np
 
 from rag_eval._core.errors import EvaluationError, InputFormatError, MetricError
 from rag_eval._scoring.engine import FlatTable, JoinedRun, from_dataframe, from_nested, prepare
-from rag_eval._scoring.metrics.kernels import GAINS, KernelContext, compute, dcg, has_relevant, idcg
+from rag_eval._scoring.metrics.aggregation import AGGREGATIONS, dataset_value
+from rag_eval._scoring.metrics.kernels import GAINS, KernelContext, dcg, idcg
 from rag_eval._scoring.metrics.measures import Metric, parse_metrics
 from rag_eval._scoring.results import Results
 
-AGGREGATIONS = ("macro", "micro")
 NO_RELEVANT_POLICIES = ("skip", "zero", "error")
 
 
@@ -119,14 +119,13 @@ def score(joined: JoinedRun, metrics: tuple[Metric, ...], options: EvaluationOpt
     for metric in metrics:
         if metric.is_graded:
             _check_gains_fit(ctx, metric, query_ids)
-        with np.errstate(over="ignore", invalid="ignore"):  # checked above: no overflow reaches a value
-            per_query = compute(ctx, metric)
-        defined = has_relevant(ctx, metric) if metric.uses_relevance else np.ones(len(query_ids), dtype=bool)
+        per_query = _kernel(ctx, metric)
+        defined = ctx.has_relevant(metric.is_graded) if metric.uses_relevance else np.ones(len(query_ids), dtype=bool)
         per_query, missing = apply_no_relevant(metric, per_query, defined, options, query_ids)
         if missing:
             left_out[str(metric)] = missing
         values[str(metric)] = per_query
-        aggregate[str(metric)] = _aggregate(ctx, metric, per_query, defined, options)
+        aggregate[str(metric)] = dataset_value(metric, per_query, options.aggregation, lambda part: _kernel(ctx, part))
     return Results(
         metrics=metrics,
         query_ids=tuple(query_ids),
@@ -205,23 +204,10 @@ def _check_gains_fit(ctx: KernelContext, metric: Metric, query_ids: list[str]) -
     )
 
 
-def _aggregate(
-    ctx: KernelContext, metric: Metric, per_query: np.ndarray, defined: np.ndarray, options: EvaluationOptions
-) -> float:
-    if options.aggregation == "micro" and metric.name == "ndcg":
-
-        keep = defined if options.no_relevant == "skip" else np.ones_like(defined)
-        with np.errstate(over="ignore"):
-            total_ideal = float(idcg(ctx, metric.k)[keep].sum())
-            total = float(dcg(ctx, metric.k)[keep].sum())
-        if not np.isfinite(total_ideal):  # each query's is finite (checked), their sum is not
-            raise EvaluationError(
-                f"{metric} with aggregation micro cannot be computed: the ideal DCGs of all queries add up past "
-                "the largest float64 (about 1.8e308); use smaller grades or aggregation macro"
-            )
-        return total / total_ideal if total_ideal > 0 else float("nan")
-    included = per_query[~np.isnan(per_query)]
-    return float(included.mean()) if included.size else float("nan")
+def _kernel(ctx: KernelContext, metric: Metric) -> np.ndarray:
+    """Per-query values of ``metric`` by its family's kernel (NaN only where nDCG's IDCG is 0)."""
+    with np.errstate(over="ignore", invalid="ignore"):  # gains are checked first: no overflow reaches a value
+        return metric.family.kernel(ctx, metric.k)
 
 
 def _table(data: Any, value_column: str, what: str) -> FlatTable:

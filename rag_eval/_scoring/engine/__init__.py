@@ -16,17 +16,19 @@ are free to change (they are tuned for speed and memory, see benchmarks/README.m
 - :class:`FlatTable`: the type the readers return and :func:`prepare` takes.
 
 Inside: ``reader`` (the TREC/BEIR reader), ``fast_numbers`` (strtod-exact number
-parsing), ``packed_ids`` (ids of any length as packed UTF-8 words), ``tables``
-(columns, checks, pair hashing), ``ranks`` (the ranking rule, vectorised) and
-``join`` (:func:`prepare`).
+parsing), ``packed_ids`` (ids of any length as packed UTF-8 words), ``flat_table``
+(the columns), ``tables`` (building and checking them from dicts and DataFrames),
+``pairs`` (hashing and matching (query, doc) pairs), ``ranks`` (the ranking rule,
+vectorised) and ``join`` (:func:`prepare`).
 
 Formatting a run as TREC text stays in rag_eval._core.trec: it turns dicts into lines and
 needs none of this machinery (columns, packed ids, the join).
 """
 
+from rag_eval._scoring.engine.flat_table import FlatTable
 from rag_eval._scoring.engine.join import JoinedRun, prepare
 from rag_eval._scoring.engine.reader import BEIR_QRELS, Layout, read_judgements, read_qrels, read_run
-from rag_eval._scoring.engine.tables import FlatTable, from_dataframe, from_nested, to_nested
+from rag_eval._scoring.engine.tables import from_dataframe, from_nested, to_nested
 
 __all__ = [
     "BEIR_QRELS",

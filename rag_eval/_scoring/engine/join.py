@@ -16,8 +16,10 @@ from itertools import chain, repeat
 import numpy as np
 
 from rag_eval._core.ranking import outranks
+from rag_eval._scoring.engine.flat_table import FlatTable
+from rag_eval._scoring.engine.pairs import find_pairs, pair_index
 from rag_eval._scoring.engine.ranks import RunRanker
-from rag_eval._scoring.engine.tables import FlatTable, find_pairs, pack_doc_ids, pair_index
+from rag_eval._scoring.engine.tables import pack_doc_ids
 from rag_eval._scoring.metrics.kernels import RankedJudgedRun
 
 

@@ -13,8 +13,10 @@ import threading
 import numpy as np
 
 from rag_eval._core.errors import EvaluationError
-from rag_eval._core.ranking import order_in_groups
-from rag_eval._scoring.engine.tables import FlatTable, byte_order_keys
+from rag_eval._core.ranking import id_rank, order_in_groups
+from rag_eval._scoring.engine.flat_table import FlatTable
+
+_FIXED_WIDTH_CHARS = 1 << 22  # byte_order_keys copies str ids to one fixed width up to this many characters
 
 
 class RunRanker:
@@ -255,3 +257,23 @@ def _ranks_in_order(
         place = at.copy()
         place[moved] = new_place[np.searchsorted(tied_at, at[moved])]
     return place - group_first
+
+
+def byte_order_keys(table: FlatTable, rows: np.ndarray) -> np.ndarray:
+    """Rank of each row's doc id in ascending byte order (UTF-8, as C's strcmp) among ``rows``.
+
+    This is the tie-break of rag_eval._core.ranking (equal scores: id descending), done on
+    many rows at once; tests/test_kernels.py checks it against ``ranking.ranked_ids``.
+    """
+    if table.packed_docs is not None:
+        return table.packed_docs.byte_rank(rows)
+    # Comparing str by code point is the same as comparing their UTF-8 bytes.
+    ids = table.docs[rows]
+    if ids.size and ids.size * max(map(len, ids)) > _FIXED_WIDTH_CHARS:
+        return id_rank(ids)  # long ids: no fixed-width copy of them all at the longest's width
+    if ids.size and "\x00" in "".join(ids):
+        # A fixed-width numpy str drops trailing NULs ('d\x00' would tie with 'd'): compare exactly.
+        # (A run's doc ids given as dicts are not checked for NULs; these rows are the ones ranked.)
+        return id_rank(ids)
+    _, rank = np.unique(ids.astype(str), return_inverse=True)
+    return rank.ravel().astype(np.int64)

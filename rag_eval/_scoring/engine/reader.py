@@ -29,8 +29,10 @@ from rag_eval._core.errors import InputFormatError
 from rag_eval._core.files import BOM, check_input_file
 from rag_eval._core.ids import id_problem, shown_id
 from rag_eval._scoring.engine.fast_numbers import NotANumber, is_overflow, number_or_none, parse_numbers
+from rag_eval._scoring.engine.flat_table import FlatTable
 from rag_eval._scoring.engine.packed_ids import PackedIds
-from rag_eval._scoring.engine.tables import FlatTable, check_unique_pairs, check_values
+from rag_eval._scoring.engine.pairs import check_unique_pairs
+from rag_eval._scoring.engine.tables import check_values
 
 
 @dataclass(frozen=True)

@@ -1,23 +1,15 @@
-"""Runs and judgements as flat columns, built from dicts, DataFrames or files.
+"""Runs and judgements as flat columns (:class:`FlatTable`), built from dicts and DataFrames, and checked.
 
-Evaluation works on columns (query code, doc id, value) rather than nested dicts,
-so that sorting and joining happen in numpy for all queries at once. Building the
-columns is also where input is checked: a NaN score, a non-numeric grade or the
-same document twice in one query is an error naming the query and the document.
-
-Doc ids are held either as Python strings (``docs``, from dicts and DataFrames)
-or, for tables read from files, as :class:`~rag_eval._scoring.engine.packed_ids.PackedIds`
-(``packed_docs``: the UTF-8 bytes of each id in uint64 words, ids of any length).
-Rows are matched on a 64-bit hash of (query, doc id) and every match is then
-confirmed on the ids themselves, so a hash collision can cost time but never
-change a result.
+Building the columns is where input is checked: a NaN score, a non-numeric grade, an id that
+breaks the rule of rag_eval._core.ids or the same document twice in one query is an error naming
+the query and the document. Tables read from files are built by rag_eval._scoring.engine.reader
+and checked with the same functions; pairs are matched by rag_eval._scoring.engine.pairs.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from collections.abc import Mapping as AbcMapping
-from dataclasses import dataclass
 from itertools import chain, repeat
 from numbers import Real
 from operator import contains, methodcaller
@@ -27,74 +19,14 @@ import numpy as np
 
 from rag_eval._core.errors import InputFormatError
 from rag_eval._core.ids import any_control_characters, id_problem, shown_id
-from rag_eval._core.ranking import id_rank
+from rag_eval._scoring.engine.flat_table import FlatTable
 from rag_eval._scoring.engine.packed_ids import PackedIds
+from rag_eval._scoring.engine.pairs import check_unique_pairs
 
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+__all__ = ["FlatTable", "check_unique_pairs", "check_values", "from_dataframe", "from_nested", "pack_doc_ids", "to_nested"]
+
 _VALUES = methodcaller("values")
 _ID_RULE = "ids must be non-empty and may not hold control characters"
-_SCRATCH_ROWS = 1 << 16  # rows per step where a whole-length temporary would add to the peak memory
-_LOOKUP_BLOCK_ROWS = 1 << 20  # judgements looked up at once (sorted within a block for locality)
-_FIXED_WIDTH_CHARS = 1 << 22  # byte_order_keys copies str ids to one fixed width up to this many characters
-
-
-class FlatTable:
-    """Rows of (query, doc id, value); ``query_codes`` index into ``query_keys``.
-
-    For a run the value is the retrieval score, for judgements the grade. Doc ids
-    are ``docs`` (object array of str) or ``packed_docs`` (packed UTF-8, see the
-    module docstring); ``docs`` is decoded from the packed ids on first use.
-    ``locate_error``, when given, re-reads the source and raises an error naming
-    the exact place of a problem found later (a duplicate pair).
-    """
-
-    __slots__ = ("_cache", "_doc_source", "_docs", "locate_error", "packed_docs", "query_codes", "query_keys", "values")
-
-    def __init__(
-        self,
-        query_keys: list[str],
-        query_codes: np.ndarray,
-        docs: np.ndarray | None = None,
-        values: np.ndarray | None = None,
-        *,
-        packed_docs: PackedIds | None = None,
-        doc_hashes: np.ndarray | None = None,
-        doc_source: Callable[[], np.ndarray] | None = None,
-        locate_error: Callable[[], None] | None = None,
-        all_keys_have_rows: bool = False,
-    ) -> None:
-        if docs is None and packed_docs is None and doc_source is None:
-            raise ValueError("FlatTable needs docs, packed_docs or doc_source")
-        self.query_keys = query_keys
-        self.query_codes = query_codes
-        self.values = values if values is not None else np.empty(0)
-        self.packed_docs = packed_docs
-        self._docs = docs
-        self._doc_source = doc_source
-        self.locate_error = locate_error
-        self._cache: dict = {}
-        if doc_hashes is not None:  # packed_docs.hashes(), computed while the words were at hand
-            self._cache[("hash", "packed")] = doc_hashes
-        if all_keys_have_rows:  # every query key has a row (the keys came from the rows)
-            self._cache["all_keys_have_rows"] = True
-
-    @property
-    def docs(self) -> np.ndarray:
-        """Doc ids as an object array of str."""
-        if self._docs is None:
-            if self.packed_docs is not None:
-                self._docs = self.packed_docs.decode()
-            elif self._doc_source is not None:
-                self._docs = self._doc_source()
-            else:  # pragma: no cover - the constructor requires one of the three
-                raise ValueError("FlatTable has no doc ids")
-        return self._docs
-
-    def __len__(self) -> int:
-        return int(self.values.size)
-
-    def __repr__(self) -> str:
-        return f"FlatTable({len(self)} rows, {len(self.query_keys)} queries)"
 
 
 def from_nested(data: Mapping[Any, Mapping[Any, Any]], what: str) -> FlatTable:
@@ -280,202 +212,6 @@ def check_values(table: FlatTable, what: str) -> None:
         )
 
 
-def check_unique_pairs(table: FlatTable, what: str) -> None:
-    """Reject the same document twice for one query (trec_eval refuses it too)."""
-    pair_index(table, "packed" if table.packed_docs is not None else "str", what)
-
-
-# ---- hashing and matching (query, doc) pairs -------------------------------------------
-
-
-def doc_hashes(table: FlatTable, kind: str, rows: np.ndarray | None = None) -> np.ndarray:
-    """64-bit hash of each row's doc id (``kind`` "packed" or "str")."""
-    cached = table._cache.get(("hash", kind))
-    if cached is not None:
-        return cached if rows is None else cached[rows]
-    if kind == "packed":
-        return _packed(table).hashes(rows)
-    dicts = table._cache.get("dicts")
-    if rows is None and dicts is not None and table._docs is None:
-        # str caches its hash; walking the dicts is faster than walking an object array.
-        return np.fromiter(map(hash, chain.from_iterable(dicts)), dtype=np.int64, count=len(table)).view(np.uint64)
-    docs = table.docs if rows is None else table.docs[rows]
-    return np.fromiter(map(hash, docs), dtype=np.int64, count=len(docs)).view(np.uint64)
-
-
-def query_mix(query_codes: np.ndarray) -> np.ndarray:
-    """The query's part of a (query, doc) pair hash, which is this XOR the doc hash (doc
-    hashes are well mixed already); a new array: code + 1 times the golden ratio."""
-    h = query_codes.astype(np.uint64)
-    h += np.uint64(1)
-    h *= _GOLDEN
-    return h
-
-
-@dataclass(frozen=True)
-class PairIndex:
-    """Sorted (pair hash, row) keys of a table: high bits hash, low ``shift`` bits row."""
-
-    kind: str
-    shift: int
-    keys: np.ndarray  # uint64, sorted
-
-
-def pair_index(table: FlatTable, kind: str, what: str = "run") -> PairIndex:
-    """The table's :class:`PairIndex` (cached); raises if a (query, doc) pair repeats."""
-    cached = table._cache.get(("pairs", kind))
-    if cached is not None:
-        return cached
-    n = len(table)
-    shift = max(1, (n - 1).bit_length())
-    # The keys are built in the doc hashes' own memory (the cache lets go of them: the index
-    # holds what matters), a block at a time, so that no second array of the table's length
-    # exists at once: this is the peak of reading a large run.
-    keys = doc_hashes(table, kind)
-    table._cache.pop(("hash", kind), None)
-    step = np.uint64(shift)
-    for lo in range(0, n, _SCRATCH_ROWS):
-        hi = min(lo + _SCRATCH_ROWS, n)
-        part = keys[lo:hi]
-        part ^= query_mix(table.query_codes[lo:hi])
-        part >>= step
-        part <<= step
-        part |= np.arange(lo, hi, dtype=np.uint64)
-    keys.sort()
-    index = PairIndex(kind, shift, keys)
-    _check_repeats(table, index, what)
-    table._cache[("pairs", kind)] = index
-    return index
-
-
-def _check_repeats(table: FlatTable, index: PairIndex, what: str) -> None:
-    if index.keys.size < 2:
-        return
-    high = index.keys >> np.uint64(index.shift)
-    same = np.flatnonzero(high[1:] == high[:-1])
-    if not same.size:
-        return
-    # Equal hashes: a repeated pair or a collision. Compare the ids themselves.
-    mask = np.uint64((1 << index.shift) - 1)
-    rows = np.unique(np.concatenate((index.keys[same], index.keys[same + 1])) & mask).astype(np.int64)
-    codes = table.query_codes[rows].tolist()
-    docs = table.docs[rows].tolist() if index.kind == "str" else _packed(table).to_bytes(rows)
-    seen: dict[tuple, int] = {}
-    repeated = []
-    for row, code, doc in zip(rows.tolist(), codes, docs):
-        if (code, doc) in seen:
-            repeated.append(row)
-        else:
-            seen[(code, doc)] = row
-    if repeated:
-        if table.locate_error is not None:
-            table.locate_error()
-        row = min(repeated)
-        raise InputFormatError(
-            f"{what}: query {table.query_keys[table.query_codes[row]]!r} lists doc {table.docs[row]!r} twice; "
-            "each document may appear once per query"
-        )
-
-
-def find_pairs(
-    index: PairIndex, table: FlatTable, query_codes: np.ndarray, other: FlatTable, other_rows: np.ndarray | None
-) -> tuple[np.ndarray, np.ndarray]:
-    """The (query, doc) pairs of ``other`` that ``table`` holds too.
-
-    ``other_rows`` selects rows of ``other`` (None: all) and ``query_codes`` gives
-    their queries as codes of ``table``. Returns (positions in ``other_rows``, rows of
-    ``table``) of the matches, in no particular order. Built to stay lean on memory:
-    millions of judgements are looked up a block at a time, so that the lookup's
-    temporaries stay small next to the tables.
-    """
-    m = other.values.size if other_rows is None else other_rows.size
-    if m <= _LOOKUP_BLOCK_ROWS:
-        return _find_pairs_block(index, table, query_codes, other, other_rows)
-    found_where, found_mine = [], []
-    for lo in range(0, m, _LOOKUP_BLOCK_ROWS):
-        hi = min(lo + _LOOKUP_BLOCK_ROWS, m)
-        rows = np.arange(lo, hi, dtype=np.int64) if other_rows is None else other_rows[lo:hi]
-        where, mine = _find_pairs_block(index, table, query_codes[lo:hi], other, rows)
-        found_where.append(where + lo)
-        found_mine.append(mine)
-    return np.concatenate(found_where), np.concatenate(found_mine)
-
-
-def _find_pairs_block(
-    index: PairIndex, table: FlatTable, query_codes: np.ndarray, other: FlatTable, other_rows: np.ndarray | None
-) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`find_pairs` for one block of rows."""
-    m = other.values.size if other_rows is None else other_rows.size
-    none = np.empty(0, dtype=np.int64)
-    if m == 0 or index.keys.size == 0:
-        return none, none
-    low = np.uint64((1 << index.shift) - 1)
-    hashes = doc_hashes(other, index.kind, other_rows)
-    needles = hashes.copy() if other_rows is None else hashes
-    del hashes
-    for lo in range(0, m, _SCRATCH_ROWS):  # the pair hashes, in place
-        needles[lo : lo + _SCRATCH_ROWS] ^= query_mix(query_codes[lo : lo + _SCRATCH_ROWS])
-    high = ~low
-    needles &= high  # the pair hash's high bits, where the index keys hold them
-    # (Every step below works in place where it can: this runs on millions of judgements.)
-    if m <= 1 << index.shift:
-        # Sort (hash, position) keys rather than argsort the hashes: a plain sort is much faster.
-        for lo in range(0, m, _SCRATCH_ROWS):
-            needles[lo : lo + _SCRATCH_ROWS] |= np.arange(lo, min(lo + _SCRATCH_ROWS, m), dtype=np.uint64)
-        needles.sort()
-        order = (needles & low).view(np.int64)
-        needles &= high
-    else:
-        order = np.argsort(needles)
-        needles = needles[order]
-    at = np.searchsorted(index.keys, needles)
-    inside = at < index.keys.size
-    np.minimum(at, index.keys.size - 1, out=at)
-    for lo in range(0, m, _SCRATCH_ROWS):
-        candidate = index.keys[at[lo : lo + _SCRATCH_ROWS]]
-        candidate &= high
-        inside[lo : lo + _SCRATCH_ROWS] &= candidate == needles[lo : lo + _SCRATCH_ROWS]
-    hit_at = np.flatnonzero(inside)
-    del inside, candidate, needles
-    if not hit_at.size:
-        return none, none
-    at = at[hit_at]  # from here on only the hits are kept
-    where = order[hit_at]
-    del order, hit_at
-    mine = (index.keys[at] & low).view(np.int64)
-    theirs = where if other_rows is None else other_rows[where]
-    same = table.query_codes[mine] == query_codes[where]
-    same &= same_ids(table, mine, other, theirs, index.kind)
-    if same.all():
-        return where, mine
-    # A hash shared by different pairs (a collision): look through all rows with that hash.
-    extra_where, extra_mine = [], []
-    for k in np.flatnonzero(~same).tolist():
-        j = int(at[k])
-        needle = index.keys[j] & high
-        position = int(where[k])
-        theirs_row = np.array([position if other_rows is None else int(other_rows[position])])
-        while j < index.keys.size and (index.keys[j] & high) == needle:
-            row = np.array([int(index.keys[j] & low)])
-            same_query = table.query_codes[row[0]] == query_codes[position]
-            if same_query and same_ids(table, row, other, theirs_row, index.kind)[0]:
-                extra_where.append(position)
-                extra_mine.append(int(row[0]))
-                break
-            j += 1
-    return (
-        np.concatenate((where[same], np.array(extra_where, dtype=np.int64))),
-        np.concatenate((mine[same], np.array(extra_mine, dtype=np.int64))),
-    )
-
-
-def same_ids(a: FlatTable, rows_a: np.ndarray, b: FlatTable, rows_b: np.ndarray, kind: str) -> np.ndarray:
-    """Whether doc ``a[rows_a]`` equals doc ``b[rows_b]``, elementwise."""
-    if kind == "str":
-        return np.asarray(a.docs[rows_a] == b.docs[rows_b], dtype=bool)
-    return _packed(a).equal(rows_a, _packed(b), rows_b)
-
-
 def pack_doc_ids(table: FlatTable, what: str) -> PackedIds:
     """The table's doc ids as :class:`PackedIds`, packing str ids (dicts, DataFrames) on first use.
 
@@ -507,33 +243,6 @@ def _unpackable(doc: str) -> str | None:
     except UnicodeEncodeError:
         return _id_problem(doc)
     return None
-
-
-def _packed(table: FlatTable) -> PackedIds:
-    """The table's packed doc ids (the join packs both sides before it compares them packed)."""
-    if table.packed_docs is None:  # pragma: no cover - a caller's mistake, not the user's
-        raise ValueError("this table's doc ids are not packed")
-    return table.packed_docs
-
-
-def byte_order_keys(table: FlatTable, rows: np.ndarray) -> np.ndarray:
-    """Rank of each row's doc id in ascending byte order (UTF-8, as C's strcmp) among ``rows``.
-
-    This is the tie-break of rag_eval._core.ranking (equal scores: id descending), done on
-    many rows at once; tests/test_kernels.py checks it against ``ranking.ranked_ids``.
-    """
-    if table.packed_docs is not None:
-        return table.packed_docs.byte_rank(rows)
-    # Comparing str by code point is the same as comparing their UTF-8 bytes.
-    ids = table.docs[rows]
-    if ids.size and ids.size * max(map(len, ids)) > _FIXED_WIDTH_CHARS:
-        return id_rank(ids)  # long ids: no fixed-width copy of them all at the longest's width
-    if ids.size and "\x00" in "".join(ids):
-        # A fixed-width numpy str drops trailing NULs ('d\x00' would tie with 'd'): compare exactly.
-        # (A run's doc ids given as dicts are not checked for NULs; these rows are the ones ranked.)
-        return id_rank(ids)
-    _, rank = np.unique(ids.astype(str), return_inverse=True)
-    return rank.ravel().astype(np.int64)
 
 
 def _as_id(value: Any) -> str:

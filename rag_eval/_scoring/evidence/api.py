@@ -25,6 +25,7 @@ from rag_eval._scoring.evidence.maxp import chunk_grades, chunk_run, collapse, d
 from rag_eval._scoring.evidence.metrics import EvidenceMetrics
 from rag_eval._scoring.evidence.ranks import rank_spans
 from rag_eval._scoring.evidence.tables import DocIndex, check_offsets, check_unique_spans, read_spans
+from rag_eval._scoring.metrics.aggregation import dataset_value
 from rag_eval._scoring.metrics.measures import Metric, parse_metrics
 from rag_eval._scoring.results import Results
 
@@ -105,8 +106,8 @@ def evaluate_evidence(
             )
             if missing:
                 left_out[str(metric)] = missing
-            included = values[str(metric)][~np.isnan(values[str(metric)])]
-            aggregate[str(metric)] = float(included.mean()) if included.size else float("nan")
+            # Evidence families have no micro rule: their dataset value is the macro mean under either aggregation.
+            aggregate[str(metric)] = dataset_value(metric, values[str(metric)], options.aggregation, _no_parts)
     if document_metrics:
         joined = document_run(inputs.ranked, inputs.grade_keys, inputs.grades, inputs.n_docs, query_ids,
                               inputs.unjudged, inputs.unanswered)
@@ -241,6 +242,10 @@ def _engine(inputs: Inputs, tokens: np.ndarray | None) -> EvidenceMetrics:
     return EvidenceMetrics(
         inputs.ranked, inputs.evidence_query, evidence.doc, evidence.start, evidence.end, inputs.n_docs, tokens
     )
+
+
+def _no_parts(part: Metric) -> np.ndarray:
+    raise ValueError(f"{part}: evidence metrics have no micro rule")  # pragma: no cover - measures lists none
 
 
 def _merge(results: Results, values: dict, aggregate: dict, left_out: dict) -> None:

@@ -4,13 +4,15 @@ For a query with evidence E (the union of its evidence spans, per document) and 
 spans R it reads (its top k, or its best spans that fit a budget), docs/semantics.md says:
 
 - covered = characters of E inside at least one span of R
-- evidence_recall = covered / |E|
-- evidence_precision = covered / sum of the lengths of R (a span counted as often as retrieved; 0 when R is empty)
-- evidence_iou = covered / (sum of the lengths of R + |E| - covered)
+- |E| = characters of the evidence, and the context = sum of the lengths of R (a span counted as
+  often as retrieved)
 
-Grades play no part. All evidence and all spans lie on one line (rag_eval._scoring.evidence.intervals),
-one segment per (query, document) that holds evidence; spans of other documents can cover
-nothing and only add their lengths. Each cutoff costs a mask, a running maximum and two
+and each family's kernel (rag_eval._scoring.metrics.evidence_kernels, named by its record) turns
+these three counts into its value: recall, precision, IoU. Grades play no part.
+
+All evidence and all spans lie on one line (rag_eval._scoring.evidence.intervals), one segment
+per (query, document) that holds evidence; spans of other documents can cover nothing and only
+add their lengths. Each cutoff costs a mask, a running maximum and two
 binary searches over the spans that lie in evidence documents.
 """
 
@@ -21,6 +23,7 @@ import numpy as np
 from rag_eval._core.errors import InputFormatError
 from rag_eval._scoring.evidence.intervals import Measure, intersect, on_one_line, union
 from rag_eval._scoring.evidence.ranks import RankedSpans
+from rag_eval._scoring.metrics.evidence_kernels import EvidenceCounts
 from rag_eval._scoring.metrics.measures import Metric
 
 
@@ -114,24 +117,13 @@ class EvidenceMetrics:
     # ---- the metrics --------------------------------------------------------------------
 
     def values(self, metric: Metric) -> tuple[np.ndarray, np.ndarray]:
-        """(per-query value, defined): NaN and False for a query without evidence."""
-        assert metric.k is not None and metric.is_evidence
+        """(per-query value, defined): the family's kernel on the counts; NaN and False for a query without evidence."""
+        if metric.k is None or not metric.is_evidence:
+            raise ValueError(f"not an evidence metric with a cutoff: {metric}")  # parse_metric guarantees both
         reads = self.context(metric.k, metric.unit)
-        covered = self.covered(reads, (metric.k, metric.unit))
-        evidence = self.evidence_chars
-        defined = evidence > 0
-        with np.errstate(invalid="ignore", divide="ignore"):
-            if metric.name == "evidence_recall":
-                value = covered / evidence
-            else:
-                context = self.context_chars(reads)
-                if metric.name == "evidence_precision":
-                    value = np.where(context > 0, covered / np.where(context > 0, context, 1.0), 0.0)
-                elif metric.name == "evidence_iou":
-                    value = covered / (context + evidence - covered)
-                else:  # pragma: no cover - FAMILIES lists only these three of kind "evidence"
-                    raise ValueError(f"not an evidence metric: {metric}")
-        return np.where(defined, value, np.nan), defined
+        counts = EvidenceCounts(self.covered(reads, (metric.k, metric.unit)), self.evidence_chars, self.context_chars(reads))
+        defined = counts.evidence > 0
+        return np.where(defined, metric.family.kernel(counts), np.nan), defined
 
     def coverage(self, reads: np.ndarray) -> tuple[tuple[np.ndarray, ...], tuple[np.ndarray, ...]]:
         """((query, doc, start, end) of covered evidence, the same of evidence no span read covers)."""

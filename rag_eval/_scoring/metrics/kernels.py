@@ -1,8 +1,10 @@
-"""Vectorised metric kernels: every query at once, float64, no rounding.
+"""Vectorised ranking kernels: every query at once, float64, no rounding.
 
 Input is a :class:`RankedJudgedRun`, the run already sorted into trec_eval's
 order and joined with the judgements; each kernel returns one float64 value per
-query. The kernels know nothing of files, dicts or policies: they only compute.
+query. The kernels know nothing of files, dicts, policies or metric names: each
+family's record (rag_eval._scoring.metrics.measures) names its kernel, and the
+evaluator calls it from there.
 """
 
 from __future__ import annotations
@@ -12,8 +14,6 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 import numpy as np
-
-from rag_eval._scoring.metrics.measures import Metric
 
 GAINS = ("linear", "exponential")
 T = TypeVar("T")
@@ -63,7 +63,7 @@ class KernelContext:
 
     @property
     def row_discount(self) -> np.ndarray:
-        return self.cached("row_discount", lambda: 1.0 / np.log2(self.data.row_pos + 2.0))
+        return self.cached("row_discount", lambda: 1.0 / log2_rank(self.data.row_pos + 1))
 
     @property
     def row_relevant(self) -> np.ndarray:
@@ -106,6 +106,22 @@ class KernelContext:
             return total - before[self.data.row_query]
 
         return self.cached("cumulative_relevant", compute)
+
+    def has_relevant(self, graded: bool) -> np.ndarray:
+        """Per query: whether it has something relevant to find, so that a metric needing one is defined.
+
+        ``graded``: something with gain > 0 (nDCG's ideal ranking is not empty); else a judgement
+        with grade >= the relevance threshold (the binary metrics).
+        """
+        if graded:
+            query, _, _ = self.ideal
+            return np.bincount(query, minlength=self.data.n_queries) > 0
+        return self.num_relevant > 0
+
+
+def log2_rank(rank: np.ndarray | int) -> np.ndarray:
+    """log2(rank + 1) of 1-based ranks: DCG's discount divides the gain at ``rank`` by it (trec_eval's)."""
+    return np.log2(np.asarray(rank, dtype=np.float64) + 1.0)
 
 
 def gain_values(grades: np.ndarray, gain: str) -> np.ndarray:
@@ -176,7 +192,7 @@ def dcg(ctx: KernelContext, k: int | None) -> np.ndarray:
 def idcg(ctx: KernelContext, k: int | None) -> np.ndarray:
     """DCG of the ideal ranking of all judged documents with gain > 0, cut at k."""
     query, pos, gains = ctx.ideal
-    contribution = gains / np.log2(pos + 2.0)
+    contribution = gains / log2_rank(pos + 1)
     if k is not None:
         contribution = np.where(pos < k, contribution, 0.0)
     return ctx.per_query_sum(contribution, query)
@@ -245,30 +261,3 @@ def judged(ctx: KernelContext, k: int | None) -> np.ndarray:
 def _safe_divide(top: np.ndarray, bottom: np.ndarray) -> np.ndarray:
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(bottom > 0, top / np.where(bottom > 0, bottom, 1.0), 0.0)
-
-
-KERNELS: dict[str, Callable[[KernelContext, int | None], np.ndarray]] = {
-    "ndcg": ndcg,
-    "dcg": dcg,
-    "idcg": idcg,
-    "precision": precision,
-    "recall": recall,
-    "mrr": mrr,
-    "map": average_precision,
-    "r_precision": r_precision,
-    "hit_rate": hit_rate,
-    "judged": judged,
-}
-
-
-def compute(ctx: KernelContext, metric: Metric) -> np.ndarray:
-    """Per-query values of ``metric`` (NaN only where nDCG's IDCG is 0)."""
-    return KERNELS[metric.name](ctx, metric.k)
-
-
-def has_relevant(ctx: KernelContext, metric: Metric) -> np.ndarray:
-    """Per query: whether the metric is defined (it has something relevant to find)."""
-    if metric.is_graded:
-        query, _, _ = ctx.ideal
-        return np.bincount(query, minlength=ctx.data.n_queries) > 0
-    return ctx.num_relevant > 0

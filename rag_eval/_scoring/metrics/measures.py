@@ -2,9 +2,11 @@
 
 Everything rag_eval knows about a metric family lives in its :class:`Family`
 record below: how it takes a cutoff, whether it is graded, whether it needs a
-relevant document to be defined, its direction, trec_eval's name for it, the
-other spellings accepted, and what it means. Parsers, reports, gates and results
-read these records; nothing else lists metric names.
+relevant document to be defined, its direction, how its per-query values become
+the dataset value (:attr:`Family.micro`), the kernel that computes it, trec_eval's
+name for it, the other spellings accepted, and what it means. The evaluator,
+reports, plots, gates and results files read these records; nothing else lists
+metric names or dispatches on them.
 
 ``parse_metric("nDCG@10")`` returns ``Metric("ndcg", 10)`` whose ``str`` is the
 canonical ``"ndcg@10"``. That string keys results JSON, report columns and
@@ -24,15 +26,34 @@ from __future__ import annotations
 
 import difflib
 import re
-from dataclasses import dataclass
-from typing import Iterable, Literal
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
+from typing import Literal
+
+import numpy as np
 
 from rag_eval._core.errors import MetricError
+from rag_eval._scoring.metrics import evidence_kernels, kernels
 
 Cutoff = Literal["required", "optional", "none"]
 Kind = Literal["ranking", "evidence"]
 DOC_PREFIX = "doc_"
 BUDGET_UNITS = ("chars", "tokens")
+
+
+# A family's kernel: ranking families take (KernelContext, k) (rag_eval._scoring.metrics.kernels),
+# evidence families take EvidenceCounts (rag_eval._scoring.metrics.evidence_kernels); both return
+# one float64 value per query.
+Kernel = Callable[..., np.ndarray]
+
+
+@dataclass(frozen=True)
+class Micro:
+    """How a family aggregates under ``aggregation: micro``: the sum over the queries in its mean of
+    one family's per-query values, divided by the sum of another's (nDCG: sum of DCG / sum of IDCG)."""
+
+    numerator: str
+    denominator: str
 
 
 @dataclass(frozen=True)
@@ -48,44 +69,48 @@ class Family:
     trec_cutoff_name: str | None  # trec_eval's measure with cutoff k: ``f"{trec_cutoff_name}_{k}"``
     aliases: tuple[str, ...]  # other accepted spellings (lower case), with or without a cutoff
     description: str
+    kernel: Kernel  # computes the per-query values (see Kernel above)
     bounded: bool = True  # every value lies in [0, 1] (False for DCG and IDCG, sums of gains: >= 0 only)
     # "ranking": computed on a ranked list with grades (passages, chunks, or documents with doc_);
     # "evidence": characters of evidence spans covered by retrieved chunks (rag_eval._scoring.evidence).
     kind: Kind = "ranking"
+    # The dataset value under aggregation "micro"; None: the mean of the per-query values, as under "macro".
+    micro: Micro | None = None
 
 
 FAMILIES: dict[str, Family] = {
     f.name: f
     for f in (
         Family("ndcg", "optional", True, True, True, "ndcg", "ndcg_cut", ("ndcg_cut",),
-               "normalised discounted cumulative gain (trec_eval ndcg / ndcg_cut.k)"),
+               "normalised discounted cumulative gain (trec_eval ndcg / ndcg_cut.k)", kernels.ndcg,
+               micro=Micro("dcg", "idcg")),
         Family("dcg", "optional", True, False, True, None, None, (),
-               "discounted cumulative gain of the ranking", bounded=False),
+               "discounted cumulative gain of the ranking", kernels.dcg, bounded=False),
         Family("idcg", "optional", True, False, True, None, None, (),
-               "DCG of the ideal ranking of all judged relevant documents", bounded=False),
+               "DCG of the ideal ranking of all judged relevant documents", kernels.idcg, bounded=False),
         Family("precision", "required", False, True, True, None, "P", ("p", "prec"),
-               "relevant in top k / k (trec_eval P_k)"),
+               "relevant in top k / k (trec_eval P_k)", kernels.precision),
         Family("recall", "required", False, True, True, None, "recall", ("r",),
-               "relevant in top k / all relevant (trec_eval recall_k)"),
+               "relevant in top k / all relevant (trec_eval recall_k)", kernels.recall),
         Family("mrr", "optional", False, True, True, "recip_rank", None, ("recip_rank", "rr"),
-               "1 / rank of the first relevant document (trec_eval recip_rank)"),
+               "1 / rank of the first relevant document (trec_eval recip_rank)", kernels.mrr),
         Family("map", "optional", False, True, True, "map", "map_cut", ("ap", "map_cut"),
-               "average precision (trec_eval map / map_cut_k)"),
+               "average precision (trec_eval map / map_cut_k)", kernels.average_precision),
         Family("r_precision", "none", False, True, True, "Rprec", None, ("rprec",),
-               "precision at rank R = number of relevant (trec_eval Rprec)"),
+               "precision at rank R = number of relevant (trec_eval Rprec)", kernels.r_precision),
         Family("hit_rate", "required", False, True, True, None, "success", ("success", "hits", "hit"),
-               "1 if any relevant document is in the top k (trec_eval success_k)"),
+               "1 if any relevant document is in the top k (trec_eval success_k)", kernels.hit_rate),
         Family("judged", "required", False, False, True, None, None, (),
-               "share of the top k that has any judgement (ir_measures Judged@k)"),
+               "share of the top k that has any judgement (ir_measures Judged@k)", kernels.judged),
         Family("evidence_recall", "required", False, True, True, None, None, (),
                "characters of the evidence inside the top k chunks / characters of the evidence",
-               kind="evidence"),
+               evidence_kernels.evidence_recall, kind="evidence"),
         Family("evidence_precision", "required", False, True, True, None, None, (),
                "characters of the evidence inside the top k chunks / sum of the lengths of the top k chunks",
-               kind="evidence"),
+               evidence_kernels.evidence_precision, kind="evidence"),
         Family("evidence_iou", "required", False, True, True, None, None, (),
                "covered evidence / (lengths of the top k chunks + evidence not covered): intersection over union",
-               kind="evidence"),
+               evidence_kernels.evidence_iou, kind="evidence"),
     )
 }
 
@@ -152,6 +177,47 @@ class Metric:
     def budget_unit(self) -> str | None:
         """"chars" or "tokens" when ``k`` is a context budget, else None (``k`` counts chunks)."""
         return self.unit
+
+    # ---- what the record says, read by the evaluator, reports, plots and results files ----------
+
+    @property
+    def rank_cutoff(self) -> int | None:
+        """How many ranks the metric reads: ``k`` when it counts ranks; None when it reads the whole
+        ranking (no ``k``) or a context budget in chars or tokens (no fixed number of ranks)."""
+        return self.k if self.unit is None else None
+
+    def ranks_shown(self, top_k: int) -> int:
+        """How many of a ``top_k`` ranking a report shows for this metric: :attr:`rank_cutoff`, at most
+        ``top_k``; all ``top_k`` when the metric has no rank cutoff."""
+        cutoff = self.rank_cutoff
+        return top_k if cutoff is None else min(cutoff, top_k)
+
+    @property
+    def micro_parts(self) -> tuple[Metric, Metric] | None:
+        """(numerator, denominator) metrics of the micro aggregate (``dcg@10``, ``idcg@10`` for
+        ``ndcg@10``), at this metric's cutoff and level; None when micro is the macro mean."""
+        micro = self.family.micro
+        if micro is None:
+            return None
+        return replace(self, name=micro.numerator), replace(self, name=micro.denominator)
+
+    def is_relevant(self, grade: float | None, threshold: float) -> bool:
+        """Whether a document of ``grade`` counts as relevant for this metric, as its kernel counts it.
+
+        Graded families gain from every grade > 0; binary ones count grades >= the relevance
+        ``threshold`` (trec_eval's -l); an unjudged document (None) never counts.
+        """
+        if grade is None:
+            return False
+        return grade > 0 if self.is_graded else grade >= threshold
+
+    def best_first_key(self, value: float) -> float:
+        """A sort key that puts better values first (``-value``, or ``value`` for a lower-is-better metric)."""
+        return -value if self.higher_is_better else value
+
+    def best(self, values: Iterable[float]) -> float:
+        """The best of ``values`` in the metric's direction (the largest, or the smallest when lower is better)."""
+        return max(values) if self.higher_is_better else min(values)
 
     @property
     def description(self) -> str:
@@ -305,6 +371,8 @@ def _unknown(raw: str) -> str:
     head = head[len(prefix) :]
     # After doc_, only ranking families are suggested (doc_ on an evidence family is refused).
     names = [s for s in _SPELLINGS if not prefix or FAMILIES[_SPELLINGS[s]].kind == "ranking"]
+    # difflib as rag_eval._core.messages.close_match uses it (25 names: no case-folding pass, no size limit needed);
+    # that module imports pydantic, which `import rag_eval` must not (tests/test_engine_interface.py).
     guesses = difflib.get_close_matches(head, names, n=1)
     hint = (
         f" (did you mean {prefix + _valid_form(_SPELLINGS[guesses[0]], cutoff if at else '')!r}?)" if guesses else ""

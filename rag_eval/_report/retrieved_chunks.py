@@ -1,0 +1,210 @@
+"""The detailed queries of a document dataset's report: each retrieved chunk with its evidence in bold.
+
+For each detailed query (rag_eval._report.format.select_detailed_queries) and each retriever:
+the top chunks in rank order with their document, offsets, score and the query's evidence inside
+them in bold (rag_eval._report.emphasis), the evidence no chunk covered, and the query's evidence
+recall, precision and IoU at those chunks, worked out in characters. What the chunks cover comes
+from rag_eval._scoring.evidence (the metrics' own rule), each value from its family's kernel, and
+how many chunks are shown from the main metric's record (:meth:`Metric.ranks_shown`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from rag_eval._core.ranking import ranked
+from rag_eval._core.spans import chunk_id, parse_chunk_id
+from rag_eval._report.emphasis import Interval, clip, cut_window, evidence_by_doc, marked_text, total_length, union
+from rag_eval._report.format import (
+    code_span,
+    detail_intro,
+    escape_inline,
+    fmt,
+    fmt_grade,
+    select_detailed_queries,
+)
+from rag_eval._scoring.evidence import EvidenceCoverage, covered_evidence
+from rag_eval._scoring.metrics.evidence_kernels import EvidenceCounts
+from rag_eval._scoring.metrics.measures import FAMILIES, parse_metric
+
+if TYPE_CHECKING:  # annotations only
+    from rag_eval._run.outcome import RetrieverOutcome, RunOutcome
+
+__all__ = ["detailed_lines", "query_chunks", "ranked_spans", "shown_cutoff"]
+
+
+def shown_cutoff(main: str, top_k: int) -> int:
+    """How many chunks the detailed queries show: the main metric's k when it counts chunks, else top_k."""
+    return parse_metric(main).ranks_shown(top_k)
+
+
+def detailed_lines(run: RunOutcome, main: str) -> list[str]:
+    """For each detailed query and retriever: the chunks with their evidence in bold, what was missed, the numbers."""
+    config = run.config.model
+    chosen, worst = select_detailed_queries(run, main, config.report.detailed_queries)
+    if not chosen:
+        return []
+    k = shown_cutoff(main, config.top_k)
+    limit = config.report.passage_chars
+    lines = [
+        f"## 🧩 Retrieved chunks and their evidence (top {k})",
+        "",
+        detail_intro(run, main, chosen, worst),
+        "",
+        (
+            "Each query's top chunks in rank order, with their document and offsets; the query's evidence inside "
+            f"a chunk is in **bold**, and the Evidence column counts its characters. A chunk longer than {limit} "
+            "characters is cut around its evidence (… marks a cut; the Offsets cell says which characters are shown)."
+        ),
+        "",
+    ]
+    no_relevant = run.outcomes[0].results.options.get("no_relevant", "skip")
+    for qid in chosen:
+        query = run.dataset.queries.get(qid)
+        evidence = run.dataset.evidence.get(qid, ())
+        lines += [f"### {escape_inline(qid)}: “{escape_inline(query.text if query else '')}”", ""]
+        lines += [_evidence_line(evidence), ""]
+        for outcome in run.outcomes:
+            lines += query_chunks(
+                outcome, qid, run.dataset.documents, evidence, k, limit, len(run.outcomes) > 1, no_relevant
+            )
+    return lines
+
+
+def _evidence_line(evidence: Sequence[Any]) -> str:
+    if not evidence:
+        return "Evidence: none (the query is judged by document only)."
+    by_doc: dict[str, list[Any]] = {}
+    for span in sorted(evidence, key=lambda s: (s.doc, s.start, s.end)):
+        by_doc.setdefault(span.doc, []).append(span)
+    chars = sum(total_length(union((s.start, s.end) for s in spans)) for spans in by_doc.values())
+    parts = []
+    for doc, spans in by_doc.items():
+        where = ", ".join(
+            f"[{s.start}, {s.end})" + ("" if s.grade == 1 else f" grade {fmt_grade(s.grade)}") for s in spans
+        )
+        parts.append(f"{code_span(doc)} {where}")
+    count = f"{len(evidence)} span{'' if len(evidence) == 1 else 's'}"
+    return f"Evidence ({count}, {chars:,} characters): " + "; ".join(parts) + "."
+
+
+def ranked_spans(outcome: RetrieverOutcome, qid: str) -> list[tuple[str, int, int, float]]:
+    """The spans ``outcome`` retrieved for ``qid``, best first by the one ranking rule (score desc, chunk id desc)."""
+
+    if outcome.spans is not None:
+        items = outcome.spans.get(qid, [])
+    else:  # a record without spans: its ranking is keyed by chunk id
+        items = []
+        for key, score in outcome.ranking.get(qid, {}).items():
+            span = parse_chunk_id(key)
+            if span is not None:
+                items.append((*span, score))
+    by_id = {chunk_id(doc, start, end): (doc, start, end, float(score)) for doc, start, end, score in items}
+    return [by_id[key] for key, _ in ranked({key: span[3] for key, span in by_id.items()})]
+
+
+def query_chunks(
+    outcome: RetrieverOutcome,
+    qid: str,
+    documents: Mapping[str, str],
+    evidence: Sequence[Any],
+    k: int,
+    limit: int,
+    multiple: bool = True,
+    no_relevant: str = "skip",
+) -> list[str]:
+    """One retriever's top ``k`` chunks for one query, the evidence they missed and its evidence numbers."""
+    title = outcome.chunking.title if outcome.chunking else None
+    lines = (
+        [f"#### {escape_inline(outcome.label)}" + (f" ({escape_inline(title)})" if title else ""), ""]
+        if multiple
+        else []
+    )
+    shown = ranked_spans(outcome, qid)[:k]
+    wanted = evidence_by_doc(evidence)
+    if not shown:
+        lines += ["Nothing was retrieved for this query.", ""]
+    else:
+        lines += ["| Rank | Document | Offsets | Score | Evidence | Text |", "|---:|---|---|---:|---:|---|"]
+        for rank, (doc, start, end, score) in enumerate(shown, start=1):
+            text = documents.get(doc, "")
+            marks = clip(wanted.get(doc, []), start, end)
+            window = cut_window(text, start, end, marks, limit)
+            offsets = f"[{start}, {end})"
+            if window != (start, end):
+                offsets += f", shown [{window[0]}, {window[1]})"
+            cell = marked_text(
+                text, window[0], window[1], marks, cut_before=window[0] > start, cut_after=window[1] < end
+            )
+            lines.append(
+                f"| {rank} | {code_span(doc, in_table=True)} | {offsets} | {_score(score)} | "
+                f"{total_length(marks):,} | {cell} |"
+            )
+        lines.append("")
+    coverage = _coverage(evidence, shown)
+    if wanted:
+        lines += _missed_lines(wanted, coverage.missed, documents, limit, k)
+    lines += [_numbers_line(coverage, shown, no_relevant), ""]
+    return lines
+
+
+def _coverage(evidence: Sequence[Any], shown: Sequence[tuple[str, int, int, float]]) -> EvidenceCoverage:
+    """What the shown chunks cover of the evidence, by the evidence metrics' own rule (rag_eval._scoring.evidence)."""
+
+    if not evidence:
+        return EvidenceCoverage((), ())
+    found = covered_evidence({"q": list(evidence)}, {"q": list(shown)}, max(len(shown), 1))
+    return found.get("q", EvidenceCoverage((), ()))
+
+
+def _missed_lines(
+    wanted: Mapping[str, list[Interval]],
+    missed_pieces: Sequence[tuple[str, int, int]],
+    documents: Mapping[str, str],
+    limit: int,
+    k: int,
+) -> list[str]:
+    missed = []
+    for doc, start, end in missed_pieces:
+        piece = next((p for p in wanted.get(doc, []) if p[0] <= start and end <= p[1]), (start, end))
+        text = documents.get(doc, "")
+        window = cut_window(text, start, end, [], limit)
+        quoted = marked_text(text, window[0], window[1], [], cut_before=False, cut_after=window[1] < end)
+        part = "" if (start, end) == piece else f", part of the evidence [{piece[0]}, {piece[1]})"
+        missed.append(f"- {code_span(doc)} [{start}, {end}){part}: “{quoted}”")
+    if not missed:
+        return [f"Every character of the evidence lies inside the top {k} chunks.", ""]
+    return [f"Evidence not inside the top {k} chunks:", "", *missed, ""]
+
+
+def _numbers_line(coverage: EvidenceCoverage, shown: Sequence[tuple[str, int, int, float]], no_relevant: str) -> str:
+    """The query's evidence recall, precision and IoU at the chunks shown, worked out in characters.
+
+    The values are the evidence families' own kernels (their records) applied to the counts shown.
+    """
+    covered = sum(end - start for _, start, end in coverage.covered)
+    total = covered + sum(end - start for _, start, end in coverage.missed)
+    at = f"At the {len(shown)} chunk{'' if len(shown) == 1 else 's'} shown"
+    if total == 0:
+        effect = "scored 0 (no_relevant: zero)" if no_relevant == "zero" else "left out of the means"
+        return f"{at}: no evidence span for this query, so its evidence metrics are {effect}."
+    context = sum(end - start for _, start, end, _ in shown)
+    counts = EvidenceCounts(*(np.array([float(n)]) for n in (covered, total, context)))
+    value = {name: float(FAMILIES[name].kernel(counts)[0]) for name in ("evidence_recall", "evidence_precision",
+                                                                        "evidence_iou")}
+    recall = f"evidence recall = {covered:,} / {total:,} = **{fmt(value['evidence_recall'])}**"
+    precision = (
+        f"precision = {covered:,} / {context:,} = **{fmt(value['evidence_precision'])}**"
+        if context
+        else "precision = **0.0000** (nothing retrieved)"
+    )
+    iou = f"IoU = {covered:,} / ({context:,} + {total - covered:,}) = **{fmt(value['evidence_iou'])}**"
+    return f"{at}: {recall}; {precision}; {iou}."
+
+
+def _score(score: float) -> str:
+    return f"{score:.4f}" if math.isfinite(score) else str(score)
