@@ -15,11 +15,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from rag_eval._commands.runner import execute
-from rag_eval._commands.runner import write_outputs as write
+from rag_eval._commands.outputs import write_outputs as write
 from rag_eval._compare.regression import Verdict, verdict_for_run
 from rag_eval._core.errors import ConfigError
 from rag_eval._data.config.schema import load_config
+from rag_eval._run.execute import execute
 
 
 def assert_no_regression(
@@ -34,10 +34,9 @@ def assert_no_regression(
 
     ``baseline_path`` and ``gates`` default to the config's ``regression`` section;
     ``retriever`` picks the retriever to check when the config has several.
-    Returns the verdict when every gate passes.
+    Returns the verdict when every gate passes. ``write_outputs``: also write the run's outputs
+    (report, results and run files, as ``rag-eval run`` does, without comparison.md).
     """
-
-
     config = load_config(config_path)
     section = config.model.regression
     if baseline_path is None and section is None:

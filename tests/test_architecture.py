@@ -179,3 +179,20 @@ def test_the_document_lists_the_same_layers_and_heavy_libraries():
 def test_below_the_faces_everything_is_private_by_name():
     public = [m for m in sorted(MODULES) if _layer(m) < len(LAYERS) - 1 and not m.split(".")[1].startswith("_")]
     assert public == [], "a module below the faces lives in a private package (the public API and rag_eval.extend are the faces)"
+
+
+def test_the_cli_dispatch_table_names_only_command_modules():
+    # rag_eval.cli imports a command's module with importlib when that command runs (the one dynamic
+    # import, docs/architecture.md): each must be a module of rag_eval._commands, so the layers still hold.
+    tree = ast.parse((PACKAGE / "cli.py").read_text(encoding="utf-8"))
+    (table,) = [
+        node.value for node in tree.body
+        if isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == ["COMMANDS"]
+    ]
+    commands = ast.literal_eval(table)
+    assert commands and set(commands) >= {"evaluate", "run", "validate", "compare", "schema"}
+    for command, module in commands.items():
+        assert f"rag_eval._commands.{module}" in MODULES, f"{command}: rag_eval._commands.{module} does not exist"
+        assert _layer(f"rag_eval._commands.{module}") == [name for name, _ in LAYERS].index("commands")
+    calls = [ast.unparse(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)]
+    assert calls.count("importlib.import_module") == 1  # the dispatch, and no other dynamic import in the CLI

@@ -22,6 +22,8 @@ from regression_fixtures import helpers
 from rag_eval.cli import main
 
 CORRUPTED = "this file was edited or corrupted: regenerate it with rag-eval run"
+# The wording of the resampling limit, shared by --resamples and regression.resamples.
+RESAMPLES_RULE = "must be from 100 to 1,000,000 (more does not change the printed digits, and costs memory)"
 
 
 
@@ -217,13 +219,13 @@ OPTION_CASES = [
     ("gate-drop-not-number", GOOD, ["--gate", "ndcg@10:max_drop=lots"], "gate 'ndcg@10:max_drop=lots': max_drop must be a number"),
     ("gate-metric-absent", GOOD, ["--gate", "mrr@10"], "incomparable results: base.json has no mrr@10"),
     ("resamples-huge", GOOD, ["--resamples", str(10**12)],
-     "argument --resamples: resamples must be from 100 to 1,000,000"),
-    ("resamples-few", GOOD, ["--resamples", "5"], "argument --resamples: resamples must be from 100 to 1,000,000"),
+     f"--resamples: {RESAMPLES_RULE} (got 1000000000000)"),
+    ("resamples-few", GOOD, ["--resamples", "5"], f"--resamples: {RESAMPLES_RULE} (got 5)"),
     ("resamples-text", GOOD, ["--resamples", "many"], "argument --resamples: expected a whole number, got 'many'"),
-    ("seed-negative", GOOD, ["--seed", "-1"], "argument --seed: seed must be >= 0 (numpy refuses negative seeds), got -1"),
-    ("confidence-above-1", GOOD, ["--confidence", "1.5"], "argument --confidence: confidence must be between 0 and 1"),
-    ("confidence-zero", GOOD, ["--confidence", "0"], "argument --confidence: confidence must be between 0 and 1"),
-    ("confidence-nan", GOOD, ["--confidence", "nan"], "argument --confidence: confidence must be between 0 and 1"),
+    ("seed-negative", GOOD, ["--seed", "-1"], "--seed: must be >= 0 (numpy refuses negative seeds) (got -1)"),
+    ("confidence-above-1", GOOD, ["--confidence", "1.5"], "--confidence: must be between 0 and 1 (exclusive) (got 1.5)"),
+    ("confidence-zero", GOOD, ["--confidence", "0"], "--confidence: must be between 0 and 1 (exclusive) (got 0.0)"),
+    ("confidence-nan", GOOD, ["--confidence", "nan"], "--confidence: must be between 0 and 1 (exclusive) (got nan)"),
     ("unknown-option", GOOD, ["--gates", "ndcg@10"], "unrecognized arguments: --gates"),
 ]
 

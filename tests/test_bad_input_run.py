@@ -233,13 +233,16 @@ def _config_name_control(ws, mp):
 def _config_seed_negative(ws, mp):
     regression = {"baseline": "base.json", "gates": {"ndcg@10": {}}, "seed": -1}
     path = config(ws, regression=regression)
-    return path, path, "regression.seed: Input should be greater than or equal to 0 (got -1)"
+    return path, path, "regression.seed: must be >= 0 (numpy refuses negative seeds) (got -1)"
 
 
 def _config_resamples_huge(ws, mp):
     regression = {"baseline": "base.json", "gates": {"ndcg@10": {}}, "resamples": 10**12}
     path = config(ws, regression=regression)
-    return path, path, "regression.resamples: Input should be less than or equal to 1000000 (got 1000000000000)"
+    return path, path, (
+        "regression.resamples: must be from 100 to 1,000,000 (more does not change the printed digits, and costs "
+        "memory) (got 1000000000000)"
+    )
 
 
 def _set_missing(ws, mp):

@@ -22,6 +22,8 @@ from rag_eval.cli import main
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).resolve().parent / "regression_fixtures"
 RESAMPLES = "2000"
+# The wording of the resampling limit, shared by --resamples and regression.resamples.
+RESAMPLES_RULE = "must be from 100 to 1,000,000 (more does not change the printed digits, and costs memory)"
 
 
 
@@ -255,8 +257,8 @@ def test_run_refuses_a_summary_that_is_its_baseline(runs, tmp_path, capsys):
         (["--gate", "ndcg@4:maxdrop=0.1"], "expected METRIC:max_drop=0.01"),
         (["--gate", "ndgc@4"], "gate 'ndgc@4'"),
         (["--gate", "ndcg@4:alpha=2"], "alpha must be between 0 and 1"),
-        (["--confidence", "1.5"], "confidence must be between 0 and 1"),
-        (["--resamples", "0"], "resamples must be from 100 to 1,000,000"),
+        (["--confidence", "1.5"], "--confidence: must be between 0 and 1 (exclusive) (got 1.5)"),
+        (["--resamples", "0"], f"--resamples: {RESAMPLES_RULE} (got 0)"),
     ],
 )
 def test_bad_options_exit_2(runs, capsys, extra, message):
@@ -278,7 +280,7 @@ def test_cli_and_config_share_the_resampling_limits(runs, capsys):
     for value, expected in [(MIN_RESAMPLES - 1, 2), (MIN_RESAMPLES, 0), (MAX_RESAMPLES + 1, 2)]:
         assert main(["compare", *pair, "--resamples", str(value)]) == expected
         err = capsys.readouterr().err
-        assert ("resamples must be from 100 to 1,000,000" in err) == (expected == 2)
+        assert (f"--resamples: {RESAMPLES_RULE} (got {value})" in err) == (expected == 2)
 
 
 def test_bad_files_exit_2(runs, tmp_path, capsys):

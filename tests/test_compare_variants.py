@@ -42,7 +42,8 @@ def test_a_folder_without_a_choice_lists_its_variants(capsys):
 def test_an_unknown_variant_gets_a_guess_and_a_file_refuses_the_flag(capsys, tmp_path: Path):
     code, _, err = run(capsys, str(SWEEP / f"{BASE}.json"), str(SWEEP), "--variant", "bm25.k1-0.9.b-0.5")
     assert code == 2 and err.startswith(
-        f"rag-eval: error: --variant bm25.k1-0.9.b-0.5: no such variant in {SWEEP} (did you mean 'bm25.k1-0.9.b-0.75'?)"
+        f"rag-eval: error: --variant bm25.k1-0.9.b-0.5: no such variant in {SWEEP}; did you mean 'bm25.k1-0.9.b-0.75'? "
+        "it has bm25.k1-0.9.b-0.4, "
     )
     code, _, err = run(capsys, str(SWEEP / f"{BASE}.json"), str(SWEEP / f"{CAND}.json"), "--variant", CAND)
     assert code == 2 and "is a results file, not a run's output folder" in err

@@ -9,11 +9,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from rag_eval._commands.runner import build_retriever, load_config_dataset
 from rag_eval._core.errors import ConfigError, RagEvalError
 from rag_eval._core.yaml_loader import MAX_ALIAS_NODES, MAX_NESTING, load_yaml
 from rag_eval._data.config.labels import LABEL_RULE
 from rag_eval._data.config.schema import folder_name, load_config
+from rag_eval._run.build import build_retriever
+from rag_eval._run.plan import load_config_dataset
 from rag_eval._scoring.stats import MAX_RESAMPLES, MIN_RESAMPLES
 from rag_eval.cli import main
 
@@ -593,10 +594,12 @@ def regression(**overrides) -> dict:
 @pytest.mark.parametrize(
     "field, value, expected",
     [
-        ("seed", -1, "regression.seed: Input should be greater than or equal to 0 (got -1)"),
-        ("resamples", 10**12, f"regression.resamples: Input should be less than or equal to {MAX_RESAMPLES} "
-                              "(got 1000000000000)"),
-        ("resamples", 99, f"regression.resamples: Input should be greater than or equal to {MIN_RESAMPLES} (got 99)"),
+        ("seed", -1, "regression.seed: must be >= 0 (numpy refuses negative seeds) (got -1)"),
+        ("resamples", 10**12, f"regression.resamples: must be from {MIN_RESAMPLES:,} to {MAX_RESAMPLES:,} (more does "
+                              "not change the printed digits, and costs memory) (got 1000000000000)"),
+        ("resamples", 99, f"regression.resamples: must be from {MIN_RESAMPLES:,} to {MAX_RESAMPLES:,} (more does not "
+                          "change the printed digits, and costs memory) (got 99)"),
+        ("confidence", 1.0, "regression.confidence: must be between 0 and 1 (exclusive) (got 1.0)"),
     ],
 )
 def test_regression_seed_and_resamples_are_bounded(project, field, value, expected):
@@ -615,7 +618,8 @@ def test_two_gates_on_one_metric_under_two_spellings_are_refused(project):
     regression = {"baseline": "b.json", "gates": {"ndcg@10": {"max_drop": 0.1}, "ndcg_cut_10": {}}}
     path = write(project / "configs" / "run.yaml", valid(regression=regression)).resolve()
     assert problems(path) == [
-        f"{path}: (top level): regression gates 'ndcg@10' and 'ndcg_cut_10' both gate ndcg@10; keep one"
+        f"{path}: regression.gates: 'ndcg@10' and 'ndcg_cut_10' both gate ndcg@10 (the same metric); "
+        "keep one gate per metric"
     ]
 
 

@@ -514,7 +514,7 @@ def test_an_unknown_chunker_is_named_with_a_did_you_mean_by_run_and_validate(tmp
     })
     assert (code, out) == (2, "")
     problem = (
-        f"{config}: retrievers[0](bm25).chunker: no chunker 'word' in chunking (did you mean 'words'?); chunkers: words"
+        f"{config}: retrievers[0](bm25).chunker: no chunker 'word' in chunking; did you mean 'words'? chunkers: words"
     )
     assert err == f"rag-eval: error: {problem}\n"
     assert not (tmp_path / "out").exists()

@@ -14,11 +14,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from rag_eval._commands.runner import execute, write_outputs
+from rag_eval._commands.outputs import write_outputs
 from rag_eval._core.errors import ConfigError
 from rag_eval._core.output_folder import MANIFEST, read_manifest
 from rag_eval._data.config.schema import load_config
-from rag_eval._run.inputs import check_outputs_are_not_inputs, planned_outputs
+from rag_eval._run.execute import execute
+from rag_eval._run.inputs import check_outputs_are_not_inputs
+from rag_eval._run.plan import plan_run
 from rag_eval.cli import main
 
 QUERY_SET = {
@@ -214,7 +216,7 @@ def test_the_planned_outputs_are_the_files_a_run_writes(ws, capsys):
     assert main(["run", "run.yaml", "--no-progress"]) == 0
     capsys.readouterr()
     written = set(os.listdir(ws / "out"))
-    planned = planned_outputs(load_config(path), comparison=True)
+    planned = plan_run(load_config(path), comparison=True).outputs
     assert sorted(planned) == sorted(written) == sorted(
         [MANIFEST, "report.md", "comparison.md", "bm.json", "bm.run", "other.json", "other.run", "per-query.csv",
          "plot-at-k.svg", "plot-deltas.svg", "plot-means.svg"]

@@ -10,11 +10,12 @@ import pytest
 import yaml
 from conftest import REPO
 
-import rag_eval._commands.runner as runner
-from rag_eval._commands.runner import execute, write_outputs
+import rag_eval._run.execute as runner
+from rag_eval._commands.outputs import write_outputs
 from rag_eval._core.output_folder import MANIFEST
 from rag_eval._data.config.schema import load_config
 from rag_eval._retrievers.ranking_cache import RankingCacheWarning, plain_answer
+from rag_eval._run.execute import execute
 
 OCEAN_FACTS = REPO / "datasets" / "ocean_facts.yaml"
 OCEAN_DOCUMENTS = REPO / "datasets" / "ocean_documents.yaml"

@@ -21,10 +21,12 @@ import pytest
 import yaml
 from conftest import REPO
 
-from rag_eval._commands.runner import RESULTS_SCHEMA_VERSION, execute, write_outputs
+from rag_eval._commands.outputs import write_outputs
 from rag_eval._core.errors import EvaluationError, RetrieverError
 from rag_eval._data.config.schema import load_config
 from rag_eval._data.datasets import load_yaml_query_set
+from rag_eval._run.execute import execute
+from rag_eval._run.results_file import RESULTS_SCHEMA_VERSION
 
 OCEAN = REPO / "datasets" / "ocean_facts.yaml"
 SEED = ["pacific-largest", "atlantic-separates", "sahara-hot-desert", "indian-third"]

@@ -3,22 +3,21 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import ValidationError
 
-from rag_eval._commands.runner import build_retriever, check_chunking_use, load_config_dataset
 from rag_eval._core.errors import ConfigError, RagEvalError
 from rag_eval._core.output_folder import check_output_folder, check_replaceable
 from rag_eval._core.yaml_loader import load_yaml
-from rag_eval._data.config.schema import DatasetSpec, load_config
+from rag_eval._data.config.schema import DatasetSpec, LoadedConfig, load_config
 from rag_eval._data.datasets import load_dataset
 from rag_eval._models.chunking import check_chunker
 from rag_eval._models.chunking.tokenizers import tokenizer_file
-from rag_eval._run.inputs import check_outputs_are_not_inputs, planned_outputs
-
-if TYPE_CHECKING:
-    from rag_eval._data.config.schema import LoadedConfig
+from rag_eval._run.build import build_retriever
+from rag_eval._run.chunking_use import check_chunking_use
+from rag_eval._run.inputs import check_outputs_are_not_inputs
+from rag_eval._run.plan import load_config_dataset, plan_run
 
 
 def validate_config(path: str | Path) -> tuple[list[str], str]:
@@ -29,7 +28,6 @@ def validate_config(path: str | Path) -> tuple[list[str], str]:
     parameters are validated against the class's ``Params`` model or constructor
     signature; no constructor, ``index`` or ``search`` is called.
     """
-
     try:
         config = load_config(path)
     except RagEvalError as error:
@@ -64,7 +62,6 @@ def validate_config(path: str | Path) -> tuple[list[str], str]:
 
 def _chunking_problems(config: LoadedConfig, dataset: Any) -> list[str]:
     """Each chunker's parameters (nothing is chunked, no custom chunker called) and their use with the dataset."""
-
     problems: list[str] = []
     for name, spec in config.model.chunking.items():
         try:
@@ -73,7 +70,6 @@ def _chunking_problems(config: LoadedConfig, dataset: Any) -> list[str]:
             problems += [f"{config.path}: {problem}" for problem in error.problems]
     tokenizer = config.model.evaluation.tokenizer
     if tokenizer != "words":
-
         try:
             tokenizer_file(tokenizer, "evaluation.tokenizer")
         except RagEvalError as error:
@@ -92,8 +88,6 @@ def _dataset_problems_of_invalid_config(path: Path) -> list[str]:
     Nothing is added when the file cannot be read or its dataset section is itself
     invalid: those problems are already in the config's list.
     """
-
-
     try:
         raw = load_yaml(path)
         spec = DatasetSpec.model_validate(raw["dataset"])
@@ -109,8 +103,7 @@ def _output_problems(config: LoadedConfig) -> list[str]:
     """What `run` would refuse about its outputs, checked the same way without writing or locking anything:
     the output folder itself, outputs that would replace an input, and files in the way that rag_eval did not write.
     """
-
-    outputs = planned_outputs(config, comparison=config.model.regression is not None)
+    outputs = plan_run(config).outputs
     problems = []
     for check in (
         lambda: check_outputs_are_not_inputs(config, outputs),

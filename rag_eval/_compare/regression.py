@@ -31,11 +31,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rag_eval._core.errors import ComparisonError, ConfigError
+from rag_eval._data.config.schema import check_resampling, repeated_gate
 from rag_eval._run.documents import chunking_text
+from rag_eval._run.plan import results_name
 from rag_eval._run.results_file import ResultsFile, load_results_file, results_document
 from rag_eval._scoring import stats
 from rag_eval._scoring.metrics.measures import parse_metric
-from rag_eval._scoring.stats import MAX_RESAMPLES, MIN_RESAMPLES, PairedComparison
+from rag_eval._scoring.stats import PairedComparison
 
 if TYPE_CHECKING:
     from rag_eval._run.outcome import RetrieverOutcome, RunOutcome
@@ -50,6 +52,7 @@ __all__ = [
     "check_comparable",
     "compare",
     "decide",
+    "default_gates",
     "gates_from_config",
     "load_results_file",
     "make_gate",
@@ -60,6 +63,11 @@ __all__ = [
 ]
 
 SEMANTIC_OPTIONS = ("gain", "aggregation", "no_relevant", "relevance_threshold")
+# A per-query change at most this large is float noise: the query is unchanged (the tolerance of
+# rag_eval._scoring.stats.win_tie_loss, which counts the wins, ties and losses of every gate).
+UNCHANGED_WITHIN = 1e-12
+# How compare() and decide() name their resampling arguments in an error (the config's limits, checked alike).
+_RESAMPLING_ARGUMENTS = {"resamples": "n_resamples"}
 # Options of document datasets that change only some metrics: compared only when a gated metric reads them.
 # min_evidence_fraction makes chunk grades (chunk-level metrics); budget_tokens counts token budgets.
 METRIC_OPTIONS = {
@@ -186,6 +194,21 @@ class Verdict:
         """One readable line per failed gate."""
         return [f"{g.gate.metric}: {g.reason}" for g in self.failed]
 
+    def moved_queries(self, metric: str) -> list[tuple[str, float]]:
+        """``(query, change)`` of every query whose ``metric`` changed, worst first; the change is in the
+        metric's own direction (> 0: better), so a lower-is-better metric's drop counts as a gain.
+
+        A change within :data:`UNCHANGED_WITHIN` is float noise, as the win/tie/loss counts have it.
+        """
+        sign = 1.0 if _higher_is_better(metric) else -1.0
+        moves = [(q, sign * d) for q, d in self.deltas.get(metric, {}).items() if abs(d) > UNCHANGED_WITHIN]
+        return sorted(moves, key=lambda item: (item[1], item[0]))
+
+    def regressed_queries(self, metric: str) -> list[tuple[str, float]]:
+        """``(query, candidate - baseline)`` of every query that got worse in ``metric``, worst first."""
+        sign = 1.0 if _higher_is_better(metric) else -1.0
+        return [(q, sign * change) for q, change in self.moved_queries(metric) if change < 0]
+
 
 # ---- gates ---------------------------------------------------------------------------------
 
@@ -219,15 +242,25 @@ def parse_gates(texts: Sequence[str]) -> list[Gate]:
 
 
 def _refuse_repeated_metrics(named: Sequence[tuple[str, Gate]], where: str) -> None:
-    """One gate per metric: with two, which limit applies would depend on their order."""
-    first: dict[str, str] = {}
-    for name, gate in named:
-        if gate.metric in first:
-            raise ConfigError(
-                f"{where}: {first[gate.metric]} and {name} both gate {gate.metric} (the same metric); "
-                "keep one gate per metric"
-            )
-        first[gate.metric] = name
+    """One gate per metric (the rule of the config's regression.gates too)."""
+    problem = repeated_gate([(name, gate.metric) for name, gate in named])
+    if problem:
+        raise ConfigError(f"{where}: {problem}")
+
+
+def default_gates(baseline: ResultsFile) -> list[Gate]:
+    """The gate of a comparison given none: ndcg@10 with max_drop 0, or doc_ndcg@10 on a document dataset
+    (a gate that holds across chunkings); ConfigError when the results have no such metric."""
+    if baseline.chunking is not None:
+        if "doc_ndcg@10" in baseline.results.values:
+            return [make_gate("doc_ndcg@10")]
+        raise ConfigError(
+            "no --gate given and the results have no doc_ndcg@10; e.g. --gate evidence_recall@5:max_drop=0.01 "
+            "(document and evidence metrics compare any two chunkings)"
+        )
+    if "ndcg@10" in baseline.results.values:
+        return [make_gate("ndcg@10")]
+    raise ConfigError("no --gate given and the results have no ndcg@10; e.g. --gate ndcg@5:max_drop=0.01")
 
 
 def make_gate(metric: str, max_drop: float = 0.0, alpha: float | None = None, where: str = "gate") -> Gate:
@@ -393,7 +426,7 @@ def decide(
     (strictly: p == alpha is not significant).
     """
 
-    check_resampling(confidence, n_resamples, seed)
+    check_resampling(confidence, n_resamples, seed, names=_RESAMPLING_ARGUMENTS)
     if len(gates) != len(paired) or any(g.metric != p.metric for g, p in zip(gates, paired)):
         raise ValueError("decide: paired[i] must hold the values of gates[i].metric")
     comparisons = [
@@ -450,29 +483,14 @@ def compare(
     """
     if not gates:
         raise ConfigError("no gates given; e.g. --gate ndcg@10:max_drop=0.01")
-    twice = [metric for metric, count in Counter(g.metric for g in gates).items() if count > 1]
-    if twice:  # parse_gates and gates_from_config name the two spellings; here they are already parsed
-        raise ConfigError(f"gates: {twice[0]} is gated twice; keep one gate per metric")
-    check_resampling(confidence, n_resamples, seed)
+    # parse_gates and gates_from_config name the two spellings; here they are parsed, and named by their limits.
+    _refuse_repeated_metrics([(f"{g.metric} ({g.describe()})", g) for g in gates], "gates")
+    check_resampling(confidence, n_resamples, seed, names=_RESAMPLING_ARGUMENTS)
     check_comparable(baseline, candidate, [g.metric for g in gates])
     paired = [pair_by_query(gate.metric, baseline.results, candidate.results) for gate in gates]
     results = decide(gates, paired, confidence=confidence, n_resamples=n_resamples, seed=seed)
     deltas = {p.metric: p.deltas() for p in paired}
     return Verdict(baseline, candidate, results, confidence, deltas)
-
-
-def check_resampling(confidence: float, n_resamples: int, seed: int) -> None:
-    """Refuse a confidence outside (0, 1), resamples outside the shared limits, a negative seed."""
-    if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not 0 < confidence < 1:
-        raise ConfigError(f"confidence must be between 0 and 1 (exclusive), got {confidence!r}")
-    if isinstance(n_resamples, bool) or not isinstance(n_resamples, int) or not (
-        MIN_RESAMPLES <= n_resamples <= MAX_RESAMPLES
-    ):
-        raise ConfigError(
-            f"resamples must be an integer from {MIN_RESAMPLES:,} to {MAX_RESAMPLES:,}, got {n_resamples!r}"
-        )
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise ConfigError(f"seed must be an integer >= 0 (numpy refuses negative seeds), got {seed!r}")
 
 
 def gates_from_config(gates: Mapping[str, Any]) -> list[Gate]:
@@ -503,7 +521,7 @@ def verdict_for_run(run: RunOutcome, baseline: ResultsFile | None = None) -> Ver
         baseline = load_results_file(run.config.resolve(spec.baseline))
     outcome = _pick(run, spec.retriever, baseline.label)
     candidate = ResultsFile.from_document(
-        run.config.output_dir / f"{outcome.label}.json", results_document(run, outcome), results=outcome.results
+        run.config.output_dir / results_name(outcome.label), results_document(run, outcome), results=outcome.results
     )
     return compare(
         baseline,

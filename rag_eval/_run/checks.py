@@ -1,4 +1,10 @@
-"""What a retriever answered, checked: the shape of a ranking, before anything is evaluated."""
+"""What a retriever answered, checked: the shape of a ranking, before anything is evaluated.
+
+A retriever that fails while the run calls it, or answers something invalid, raises
+:class:`RetrieverRunError`: the error names the retriever, and ``rag-eval run`` adds the
+config that holds it. A retriever that cannot be built is a plain RetrieverError naming the
+config already.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +16,14 @@ import numpy as np
 
 from rag_eval._core.errors import RetrieverError
 from rag_eval._core.ranking import top_k as best_of
+
+# A span of a document, (doc, start, end), and a retrieved one with its score.
+Span = tuple[str, int, int]
+ScoredSpan = tuple[str, int, int, float]
+
+
+class RetrieverRunError(RetrieverError):
+    """A retriever failed in ``index()`` or ``search()``, or returned an invalid answer; the message names it."""
 
 
 def check_ranking(
@@ -23,37 +37,37 @@ def check_ranking(
     """
 
     if not isinstance(raw, Mapping):
-        raise RetrieverError(f"retriever {label!r}: search() returned {type(raw).__name__}, expected {{qid: {{doc_id: score}}}}")
+        raise RetrieverRunError(f"retriever {label!r}: search() returned {type(raw).__name__}, expected {{qid: {{doc_id: score}}}}")
     ranking: dict[str, dict[str, float]] = {}
     for qid, scored in raw.items():
         if qid not in queries:
-            raise RetrieverError(f"retriever {label!r}: search() answered query {qid!r}, which was not asked")
+            raise RetrieverRunError(f"retriever {label!r}: search() answered query {qid!r}, which was not asked")
         if not isinstance(scored, Mapping):
-            raise RetrieverError(f"retriever {label!r}: query {qid!r}: expected {{doc_id: score}}, got {type(scored).__name__}")
+            raise RetrieverRunError(f"retriever {label!r}: query {qid!r}: expected {{doc_id: score}}, got {type(scored).__name__}")
         clean: dict[str, float] = {}
         for doc, score in scored.items():
             if doc not in corpus:
-                raise RetrieverError(f"retriever {label!r}: query {qid!r}: returned doc {doc!r}, which is not in the corpus")
+                raise RetrieverRunError(f"retriever {label!r}: query {qid!r}: returned doc {doc!r}, which is not in the corpus")
             if not isinstance(score, _SCORE_TYPES) or isinstance(score, _NOT_SCORES):
                 # A str ("1.0") or a bool is not a score, even where float() would take it.
-                raise RetrieverError(
+                raise RetrieverRunError(
                     f"retriever {label!r}: query {qid!r}, doc {doc!r}: score {_short_repr(score)} "
                     f"({type(score).__name__}) is not a number; return an int or a float"
                 )
             try:
                 value = float(score)
             except (TypeError, ValueError):
-                raise RetrieverError(f"retriever {label!r}: query {qid!r}, doc {doc!r}: score {score!r} is not a number") from None
+                raise RetrieverRunError(f"retriever {label!r}: query {qid!r}, doc {doc!r}: score {score!r} is not a number") from None
             except OverflowError:  # an int past float64's range
-                raise RetrieverError(
+                raise RetrieverRunError(
                     f"retriever {label!r}: query {qid!r}, doc {doc!r}: score {_short_repr(score)} is too large for a "
                     "float64; return scores a float can hold"
                 ) from None
             if math.isnan(value):
-                raise RetrieverError(f"retriever {label!r}: query {qid!r}, doc {doc!r}: score is NaN")
+                raise RetrieverRunError(f"retriever {label!r}: query {qid!r}, doc {doc!r}: score is NaN")
             if math.isinf(value):
                 # Results files are strict JSON, which has no Infinity; a ranking needs no infinite score.
-                raise RetrieverError(
+                raise RetrieverRunError(
                     f"retriever {label!r}: query {qid!r}, doc {doc!r}: score is {value}; scores must be finite numbers"
                 )
             clean[doc] = value

@@ -22,65 +22,28 @@ the run file, the evaluation and the report.
 from __future__ import annotations
 
 import hashlib
-import math
 import sys
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-import numpy as np
-
-from rag_eval._core.errors import ConfigError, RagEvalError, RetrieverError
+from rag_eval._core.errors import ConfigError, RagEvalError
 from rag_eval._core.ranking import top_k as best_of
-from rag_eval._core.spans import Chunk, chunk_id, parse_chunk_id, span_problem
+from rag_eval._core.spans import Chunk, chunk_id
 from rag_eval._core.tokens import count_words
-from rag_eval._data.datasets.evidence import did_you_mean
+from rag_eval._data.config.schema import LoadedConfig, RetrieverSpec
+from rag_eval._data.datasets import Dataset
 from rag_eval._models import chunking
 from rag_eval._models.chunking.tokenizers import load_tokenizer
-from rag_eval._run.checks import check_ranking
+from rag_eval._models.embeddings.truncation import truncation_warning
+from rag_eval._run.checks import RetrieverRunError, ScoredSpan, Span, check_ranking
+from rag_eval._run.outcome import ChunkingRecord, RetrieverOutcome
+from rag_eval._run.own_spans import as_span_lists, checked_own_spans, returns_own_spans
 from rag_eval._run.read_only import read_only_corpus
 from rag_eval._scoring.evidence import evaluate_evidence
 from rag_eval._scoring.metrics.measures import parse_metric
-
-if TYPE_CHECKING:
-    from rag_eval._data.config.schema import LoadedConfig
-    from rag_eval._data.datasets import Dataset
-    from rag_eval._scoring.results import Results
-
-WHOLE_DOCUMENTS = "whole documents"
-OWN_SPANS = "the retriever's own spans"
-
-Span = tuple[str, int, int]
-ScoredSpan = tuple[str, int, int, float]
-
-
-@dataclass(frozen=True)
-class ChunkingRecord:
-    """What a retriever indexed: which chunking, how it was made, and its shape."""
-
-    name: str | None  # the config's chunker name; None for whole documents and own spans
-    kind: str  # "chunker" | "documents" | "own"
-    description: dict[str, Any] = field(default_factory=dict)
-    summary: dict[str, Any] = field(default_factory=dict)
-    fingerprint: str | None = None  # sha256 of every chunk's (doc, start, end); None for own spans
-
-    @property
-    def title(self) -> str:
-        """How the report names it."""
-        if self.kind == "chunker":
-            return str(self.name)
-        return WHOLE_DOCUMENTS if self.kind == "documents" else OWN_SPANS
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready, as results files record it."""
-        return {
-            "name": self.name,
-            "kind": self.kind,
-            "title": self.title,
-            "description": dict(self.description),
-            "summary": dict(self.summary),
-            "fingerprint": self.fingerprint,
-        }
+from rag_eval._scoring.results import Results
 
 
 def chunks_fingerprint(chunks: Sequence[Chunk]) -> str:
@@ -103,14 +66,86 @@ class Indexed:
 
 
 class DocumentRun:
-    """Chunks each named chunker once per run, and turns retrievers' answers into ranked spans."""
+    """The documents side of a run: chunks each named chunker once, and turns retrievers' answers into ranked
+    spans scored by evaluate_evidence (the passages side is rag_eval/_run/passages.py, behind the same
+    methods ``prepare``, ``corpus``, ``timings`` and ``outcome`` that rag_eval/_run/execute.py calls)."""
 
-    def __init__(self, config: LoadedConfig, dataset: Dataset) -> None:
+    def __init__(self, config: LoadedConfig, dataset: Dataset, queries: Mapping[str, str] | None = None) -> None:
         self.config = config
         self.dataset = dataset
+        self.queries = dataset.query_texts() if queries is None else queries
         self._chunkers: dict[str, Any] = {}
         self._budget_tokenizer: Any = None
         self._indexed: dict[str | None, Indexed] = {}
+        self._chunk_seconds: dict[str | None, float] = {}  # each chunking's cutting time, until a retriever takes it
+
+    def prepare(self) -> None:
+        """Everything that can fail before any retrieval: the budget tokenizer, every chunker, every chunking cut.
+
+        A chunker that fails on some document must not wait for a first retriever to index. The chunks
+        are held for the whole run either way (each chunking is cut once, whatever reads it).
+        """
+        model = self.config.model
+        if any(parse_metric(name).budget_unit == "tokens" for name in model.metrics):
+            self.budget_tokenizer()
+        for spec in model.retrievers:  # every chunker built (its parameters checked) before cutting
+            if spec.chunker:
+                self.chunker(spec.chunker)
+        for spec in model.retrievers:
+            if spec.chunker not in self._chunk_seconds:
+                started = time.perf_counter()
+                self.indexed(spec.chunker)
+                self._chunk_seconds[spec.chunker] = time.perf_counter() - started
+
+    def corpus(self, spec: RetrieverSpec) -> Mapping[str, Mapping[str, str]]:
+        """What ``spec``'s retriever indexes: its chunker's chunks, else whole documents."""
+        return self.indexed(spec.chunker).corpus
+
+    def timings(self, spec: RetrieverSpec) -> dict[str, float]:
+        """``chunk_s``: the time its chunking took to cut, counted for the first retriever reading it (0 after)."""
+        return {"chunk_s": self._chunk_seconds.pop(spec.chunker, 0.0)}
+
+    def outcome(
+        self, spec: RetrieverSpec, retriever: Any, description: dict[str, Any], raw: Any, timings: dict[str, float],
+        fresh: bool,
+    ) -> tuple[RetrieverOutcome, Any]:
+        """A retriever's answer as spans, scored by evaluate_evidence; with the answer the ranking cache keeps."""
+        model = self.config.model
+        indexed = self.indexed(spec.chunker)
+        documents = self.dataset.documents
+        own = spec.chunker is None and returns_own_spans(raw, documents)
+        answer = as_span_lists(spec.label, raw, documents) if own else raw
+        ranking, spans = self.spans(spec.label, answer, self.queries, indexed, model.top_k, own)
+        computed, left = computable_metrics(model.metrics, own)
+        if not computed:
+            cutoff = parse_metric(left[0]).k or 10
+            raise ConfigError(
+                f"{self.config.path}: retriever {spec.label!r} returns its own spans, and every metric of the config "
+                f"is chunk-level ({', '.join(left)}), which needs a chunking to build the ideal ranking from; add "
+                f"document or evidence metrics (e.g. doc_{left[0]}, evidence_recall@{cutoff})"
+            )
+        started = time.perf_counter()
+        results = self.evaluate(spans, indexed, computed, own)
+        timings["evaluate_s"] = time.perf_counter() - started
+        record = own_spans_record(spans, documents) if own else indexed.record
+        notes = []
+        if left:
+            notes.append(
+                f"retriever {spec.label!r} returns its own spans: chunk-level {', '.join(left)} not computed "
+                "(they need a chunking to build the ideal ranking from); document and evidence metrics are"
+            )
+        what = "chunks" if record.kind != "documents" else "documents"
+        warning = truncation_warning(spec.label, description.get("truncation"), what)
+        if warning:
+            notes.append(warning)
+        corpus = indexed.corpus
+        if record.kind != "chunker":  # whole documents and own spans are indexed by document id, ranked by chunk id
+            corpus = {chunk_id(d, s, e): {"text": documents[d][s:e]} for items in spans.values() for d, s, e, _ in items}
+        outcome = RetrieverOutcome(
+            spec, description, ranking, results, timings, chunking=record, spans=spans, corpus=corpus,
+            notes=notes, warnings=[warning] if warning else [],
+        )
+        return outcome, raw
 
     def chunker(self, name: str) -> Any:
         """The built chunker ``name`` of the config's ``chunking`` section."""
@@ -179,23 +214,18 @@ class DocumentRun:
         self._indexed[chunker_name] = indexed
         return indexed
 
-    def documents_corpus(self) -> Mapping[str, Mapping[str, str]]:
-        """Whole documents keyed by document id: what a retriever that returns its own spans indexes."""
-
-        return read_only_corpus(self.dataset.corpus)
-
     def spans(
         self, label: str, raw: Any, queries: Mapping[str, str], indexed: Indexed, top_k: int, own: bool
     ) -> tuple[dict[str, dict[str, float]], dict[str, list[ScoredSpan]]]:
         """``(ranking by chunk id, spans)`` of a retriever's answer, checked and cut to ``top_k``."""
 
         if own:
-            ranking, span_of = self._own_spans(label, raw, queries)
+            ranking, span_of = checked_own_spans(label, raw, queries, self.dataset.documents)
         else:
             if indexed.record.kind == "chunker" and isinstance(raw, Mapping) and any(
                 isinstance(items, (list, tuple)) for items in raw.values()
             ):
-                raise RetrieverError(
+                raise RetrieverRunError(
                     f"retriever {label!r} reads chunker {indexed.record.name!r} but search() returned spans "
                     "(lists of (doc_id, start, end, score)); with a chunker it answers {qid: {chunk_id: score}} "
                     "with the ids index() was given: remove `chunker` to score its own spans"
@@ -215,48 +245,6 @@ class DocumentRun:
                 scored = ranking[qid] = best_of(scored, top_k)
             spans[qid] = [(*span_of[key], score) for key, score in scored.items()]
         return ranking, spans
-
-    def _own_spans(
-        self, label: str, raw: Any, queries: Mapping[str, str]
-    ) -> tuple[dict[str, dict[str, float]], dict[str, Span]]:
-        documents = self.dataset.documents
-        if not isinstance(raw, Mapping):
-            raise RetrieverError(
-                f"retriever {label!r}: search() returned {type(raw).__name__}, expected "
-                "{qid: [(doc_id, start, end, score), ...]}"
-            )
-        ranking: dict[str, dict[str, float]] = {}
-        span_of: dict[str, Span] = {}
-        for qid, items in raw.items():
-            if qid not in queries:
-                raise RetrieverError(f"retriever {label!r}: search() answered query {qid!r}, which was not asked")
-            if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Sequence):
-                raise RetrieverError(
-                    f"retriever {label!r}: query {qid!r}: expected a list of (doc_id, start, end, score), "
-                    f"got {type(items).__name__}; a retriever returns ids for every query or spans for every query"
-                )
-            scored: dict[str, float] = {}
-            for position, item in enumerate(items):
-                doc, start, end, score = _span_item(label, qid, position, item)
-                where = f"retriever {label!r}: query {qid!r}, span {position} ({doc!r}, {start!r}, {end!r})"
-                if not isinstance(doc, str):
-                    raise RetrieverError(f"{where}: the document id is {type(doc).__name__}; give the id as a string")
-                if doc not in documents:
-                    raise RetrieverError(f"{where}: document {doc!r} is not in the dataset{_guess(doc, documents)}")
-                problem = span_problem(start, end, len(documents[doc]))
-                if problem:
-                    raise RetrieverError(f"{where}: {problem}")
-                key = chunk_id(doc, start, end)
-                if key in scored:
-                    raise RetrieverError(
-                        f"{where}: the same span is returned twice for this query; return each span once"
-                    )
-                scored[key] = _score(where, score)
-                span_of[key] = (doc, start, end)
-            ranking[qid] = scored
-        for qid in queries:
-            ranking.setdefault(qid, {})
-        return ranking, span_of
 
     def evaluate(
         self, spans: Mapping[str, Sequence[ScoredSpan]], indexed: Indexed, metrics: Sequence[str], own: bool
@@ -314,55 +302,6 @@ def own_spans_record(spans: Mapping[str, Sequence[ScoredSpan]], documents: Mappi
     return ChunkingRecord(None, "own", {"method": "the retriever's own"}, summary, None)
 
 
-def returns_own_spans(raw: Any, documents: Mapping[str, str]) -> bool:
-    """Whether a search() answer holds spans of its own rather than ``{qid: {doc_id: score}}`` of whole documents.
-
-    Spans are lists ``[(doc_id, start, end, score), ...]``, or mappings keyed by chunk ids
-    ``<doc>#<start>-<end>`` (a stored ranking of an earlier run, replayed by ``static``).
-    """
-    if not isinstance(raw, Mapping):
-        return False
-    for items in raw.values():
-        if isinstance(items, (list, tuple)):
-            return True
-        if isinstance(items, Mapping):
-            for key in items:
-                if isinstance(key, str) and key not in documents:
-                    parsed = parse_chunk_id(key)
-                    if parsed is not None and parsed[0] in documents:
-                        return True
-                break  # one key per query tells the form
-    return False
-
-
-def as_span_lists(label: str, raw: Mapping[str, Any], documents: Mapping[str, str]) -> dict[str, Any]:
-    """An own-spans answer with every query as a list: ``{chunk_id or doc_id: score}`` turned into spans.
-
-    A document id stands for the whole document ``[0, len)``; anything else must be a chunk id of
-    a document of the dataset.
-    """
-    out: dict[str, Any] = {}
-    for qid, items in raw.items():
-        if not isinstance(items, Mapping):
-            out[qid] = items
-            continue
-        spans = []
-        for key, score in items.items():
-            if isinstance(key, str) and key in documents:
-                spans.append((key, 0, len(documents[key]), score))
-                continue
-            parsed = parse_chunk_id(key) if isinstance(key, str) else None
-            if parsed is None or parsed[0] not in documents:
-                raise RetrieverError(
-                    f"retriever {label!r}: query {qid!r}: {key!r} is neither a document of the dataset nor a chunk "
-                    "id <document>#<start>-<end> of one; return document ids, chunk ids or (doc_id, start, end, "
-                    "score) spans"
-                )
-            spans.append((*parsed, score))
-        out[qid] = spans
-    return out
-
-
 def computable_metrics(metrics: Sequence[str], own_spans: bool) -> tuple[list[str], list[str]]:
     """``(computed, left out)``: chunk-level metrics need the chunking, which own spans do not give."""
 
@@ -378,47 +317,5 @@ def computable_metrics(metrics: Sequence[str], own_spans: bool) -> tuple[list[st
 
 def _whole(label: str, qid: str, doc: str, span_of: Mapping[str, Span]) -> Span:
     if doc not in span_of:
-        raise RetrieverError(f"retriever {label!r}: query {qid!r}: returned document {doc!r}, which is empty")
+        raise RetrieverRunError(f"retriever {label!r}: query {qid!r}: returned document {doc!r}, which is empty")
     return span_of[doc]
-
-
-def _span_item(label: str, qid: str, position: int, item: Any) -> tuple[Any, Any, Any, Any]:
-    if isinstance(item, Mapping):
-        missing = [key for key in ("doc", "start", "end", "score") if key not in item]
-        if not missing:
-            return item["doc"], _offset(item["start"]), _offset(item["end"]), item["score"]
-        problem = f"misses {', '.join(missing)}"
-    elif isinstance(item, (tuple, list)) and len(item) == 4:
-        return item[0], _offset(item[1]), _offset(item[2]), item[3]
-    else:
-        problem = f"is {type(item).__name__}" + (f" of {len(item)}" if isinstance(item, (tuple, list)) else "")
-    raise RetrieverError(
-        f"retriever {label!r}: query {qid!r}, span {position}: {problem}; "
-        "give (doc_id, start, end, score) or {doc, start, end, score}"
-    )
-
-
-def _offset(value: Any) -> Any:
-    """A numpy integer offset as the int it is (pipelines built on numpy return np.int64); anything else as given."""
-    if isinstance(value, np.integer) and not isinstance(value, np.bool_):
-        return int(value)
-    return value
-
-
-def _guess(doc: Any, documents: Mapping[str, str]) -> str:
-    """``; did you mean 'x'?`` for an unknown document id, when one is close."""
-
-    guess = did_you_mean(doc, documents) if isinstance(doc, str) else None
-    return f"; did you mean {guess!r}?" if guess else ""
-
-
-def _score(where: str, score: Any) -> float:
-    if isinstance(score, (bool, np.bool_)) or not isinstance(score, (int, float, np.integer, np.floating)):
-        raise RetrieverError(f"{where}: score {score!r} ({type(score).__name__}) is not a number")
-    try:
-        value = float(score)
-    except OverflowError:
-        raise RetrieverError(f"{where}: score is too large for a float64") from None
-    if not math.isfinite(value):
-        raise RetrieverError(f"{where}: score is {value}; scores must be finite numbers")
-    return value

@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Any
 
 from rag_eval._core.errors import ConfigError, RagEvalError
-from rag_eval._core.output_folder import MANIFEST
 from rag_eval._core.yaml_loader import load_yaml
 from rag_eval._data.config.schema import LoadedConfig
 
@@ -34,39 +33,6 @@ MAX_PARAM_STRINGS = 10_000
 # A query set larger than this is not peeked at for `documents:` (the loader reads and checks it).
 MAX_QUERY_SET_BYTES = 64 << 20
 _MAX_PATH_CHARS = 4096
-
-
-# Document datasets: the document grades as qrels, and each retriever's MaxP document run. The names
-# cannot be another label's outputs: labels give <label>.json and <label>.run only.
-DOCUMENT_QRELS = "documents.qrels"
-# Every retriever's per-query values, one row per (retriever, query), for pandas and spreadsheets.
-PER_QUERY_CSV = "per-query.csv"
-
-
-def document_run_name(label: str) -> str:
-    """The file of a retriever's MaxP document run: ``<label>.docs.trec``."""
-    return f"{label}.docs.trec"
-
-
-def planned_outputs(config: LoadedConfig, *, comparison: bool, documents: bool | None = None) -> list[str]:
-    """The names of the files a run of ``config`` writes into its output folder (the manifest included).
-
-    ``documents``: whether the dataset has documents (its MaxP document runs and documents.qrels are
-    written too); None: assumed when the config has a chunking section or a documents dataset format.
-    """
-    if documents is None:
-        documents = has_documents(config)
-
-    names = ["report.md", MANIFEST, PER_QUERY_CSV]
-    if config.model.report.plots:
-        names += planned_plot_names(len(config.model.retrievers), config.variants)
-    for spec in config.model.retrievers:
-        names += [f"{spec.label}.json", f"{spec.label}.run"]
-    if documents:
-        names += [document_run_name(spec.label) for spec in config.model.retrievers] + [DOCUMENT_QRELS]
-    if comparison:
-        names.append("comparison.md")
-    return names
 
 
 def run_inputs(config: LoadedConfig) -> Iterator[tuple[str, Path]]:
@@ -200,7 +166,8 @@ def _strings(value: Any, place: str, budget: list[int]) -> Iterator[tuple[str, s
                 yield from _strings(item, f"{place}[{position}]", budget)
 
 
-# The plots a run may draw, named here so that the output set is known before anything runs.
+# The plots a run may draw, named before anything runs: the run's plan (rag_eval/_run/plan.py) counts them
+# in its output set, and the report (rag_eval/_report/plots.py) draws into these names.
 MEANS, DELTAS, AT_K = "plot-means.svg", "plot-deltas.svg", "plot-at-k.svg"
 
 

@@ -1,8 +1,8 @@
-"""What a run produced, before anything is written: the records the runner fills and
+"""What a run produced, before anything is written: the records the run fills and
 the renderers (report, results file, regression check) read.
 
-They live apart from runner.py so that the renderers need not import the runner
-(which imports them to write the outputs): data flows runner -> outcome -> renderers.
+They live apart from the run's execution (rag_eval/_run/execute.py) so that the renderers
+need not import it: data flows execute -> outcome -> renderers.
 """
 
 from __future__ import annotations
@@ -16,8 +16,39 @@ if TYPE_CHECKING:  # annotations only: this module stays free of the config and 
 
     from rag_eval._data.config.schema import LoadedConfig, RetrieverSpec
     from rag_eval._data.datasets import Dataset
-    from rag_eval._run.documents import ChunkingRecord
     from rag_eval._scoring.results import Results
+
+WHOLE_DOCUMENTS = "whole documents"
+OWN_SPANS = "the retriever's own spans"
+
+
+@dataclass(frozen=True)
+class ChunkingRecord:
+    """What a retriever indexed: which chunking, how it was made, and its shape."""
+
+    name: str | None  # the config's chunker name; None for whole documents and own spans
+    kind: str  # "chunker" | "documents" | "own"
+    description: dict[str, Any] = field(default_factory=dict)
+    summary: dict[str, Any] = field(default_factory=dict)
+    fingerprint: str | None = None  # sha256 of every chunk's (doc, start, end); None for own spans
+
+    @property
+    def title(self) -> str:
+        """How the report names it."""
+        if self.kind == "chunker":
+            return str(self.name)
+        return WHOLE_DOCUMENTS if self.kind == "documents" else OWN_SPANS
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready, as results files record it."""
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "title": self.title,
+            "description": dict(self.description),
+            "summary": dict(self.summary),
+            "fingerprint": self.fingerprint,
+        }
 
 
 @dataclass

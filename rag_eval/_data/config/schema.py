@@ -6,17 +6,28 @@ fix ("did you mean bm25?"). Paths in the config resolve against its folder.
 
 from __future__ import annotations
 
-import difflib
 import os
 import re
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationError,
+    ValidationInfo,
+    ValidatorFunctionWrapHandler,
+    WrapValidator,
+    field_validator,
+    model_validator,
+)
 
 from rag_eval._core.errors import ConfigError, MetricError, RetrieverError
 from rag_eval._core.files import MAX_CONFIG_BYTES
-from rag_eval._core.messages import ProblemAt, raise_invalid
+from rag_eval._core.messages import ProblemAt, did_you_mean, raise_invalid, shown
 from rag_eval._core.yaml_loader import load_yaml
 from rag_eval._data.config.adapters import check_adapter_name
 from rag_eval._data.config.execution import ExecutionSpec
@@ -148,19 +159,77 @@ class GateSpec(_Strict):
     alpha: float | None = Field(default=None, gt=0, lt=1)
 
 
+def repeated_gate(named: Sequence[tuple[str, str]]) -> str | None:
+    """The problem of two gates on one metric, given each gate's ``(name as the user wrote it, metric)``; None
+    when every metric has one gate. With two, which limit applies would depend on their order."""
+    first: dict[str, str] = {}
+    for name, metric in named:
+        if metric in first:
+            return f"{first[metric]} and {name} both gate {metric} (the same metric); keep one gate per metric"
+        first[metric] = name
+    return None
+
+
+# ---- the resampling of a comparison ------------------------------------------------------------------
+# One home for their limits and wording: a config's regression section, `rag-eval compare`'s flags and the
+# arguments of rag_eval._compare.regression.compare are all checked by these types (check_resampling).
+
+_LIMIT_ERRORS = frozenset({"greater_than", "greater_than_equal", "less_than", "less_than_equal"})
+
+
+def _worded(rule: str) -> WrapValidator:
+    """A value outside its limits refused in ``rule``'s words (pydantic's own words say less)."""
+
+    def check(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+        try:
+            return handler(value)
+        except ValidationError as error:
+            if any(item["type"] in _LIMIT_ERRORS for item in error.errors()):
+                raise ValueError(rule) from None
+            raise
+
+    return WrapValidator(check)
+
+
+Confidence = Annotated[float, Field(gt=0, lt=1), _worded("must be between 0 and 1 (exclusive)")]
+# The limits of the statistics themselves (rag_eval._scoring.stats loads scipy only when a function runs).
+Resamples = Annotated[
+    int,
+    Field(ge=MIN_RESAMPLES, le=MAX_RESAMPLES),
+    _worded(
+        f"must be from {MIN_RESAMPLES:,} to {MAX_RESAMPLES:,} (more does not change the printed digits, and costs memory)"
+    ),
+]
+Seed = Annotated[int, Field(ge=0), _worded("must be >= 0 (numpy refuses negative seeds)")]
+_RESAMPLING: dict[str, TypeAdapter[Any]] = {
+    "confidence": TypeAdapter(Confidence),
+    "resamples": TypeAdapter(Resamples),
+    "seed": TypeAdapter(Seed),
+}
+
+
+def check_resampling(
+    confidence: Any, resamples: Any, seed: Any, *, names: Mapping[str, str] | None = None
+) -> None:
+    """ConfigError naming the first value outside its limits, checked as ``regression.confidence``, ``.resamples``
+    and ``.seed`` of a config are; ``names``: what the caller calls them (``{"resamples": "--resamples"}``)."""
+    for key, value in (("confidence", confidence), ("resamples", resamples), ("seed", seed)):
+        try:
+            _RESAMPLING[key].validate_python(value, strict=True)
+        except ValidationError as error:
+            problem = error.errors()[0]["msg"].removeprefix("Value error, ")
+            raise ConfigError(f"{(names or {}).get(key, key)}: {problem} (got {shown(value)})") from None
+
+
 class RegressionSpec(_Strict):
     """Compare each retriever's results with a saved baseline results file."""
 
     baseline: str
     gates: dict[str, GateSpec]
     retriever: str | None = None
-    confidence: float = Field(default=0.95, gt=0, lt=1)
-    # The limits of the statistics themselves, shared with the CLI's --resamples (rag_eval._scoring.stats
-    # loads scipy only when a function runs, so importing the limits is cheap).
-    resamples: int = Field(
-        default=10_000, ge=MIN_RESAMPLES, le=MAX_RESAMPLES, description="bootstrap / permutation resamples"
-    )
-    seed: int = Field(default=0, ge=0, description="random seed of the resampling (numpy needs it >= 0)")
+    confidence: Confidence = 0.95
+    resamples: Resamples = Field(default=10_000, description="bootstrap / permutation resamples")
+    seed: Seed = Field(default=0, description="random seed of the resampling (numpy needs it >= 0)")
 
 
 # load_config validates a config with a sweep twice: first as written (this context: references to labels
@@ -357,14 +426,10 @@ class RunConfig(_Strict):
             raise ValueError(f"retriever labels must be unique; repeated: {', '.join(duplicates)}")
         for position, spec in enumerate(self.retrievers):
             if spec.chunker is not None and spec.chunker not in self.chunking:
-
-
-                guess = difflib.get_close_matches(spec.chunker, list(self.chunking), n=1)
-                hint = f" (did you mean {guess[0]!r}?)" if guess else ""
                 known = ", ".join(self.chunking) or "none: add a `chunking:` section"
                 raise ProblemAt(
                     ("retrievers", position, "chunker"),
-                    f"no chunker {spec.chunker!r} in chunking{hint}; chunkers: {known}",
+                    f"no chunker {spec.chunker!r} in chunking; {did_you_mean(spec.chunker, self.chunking)}chunkers: {known}",
                 )
         if self.execution.engine == "ray":
             for position, spec in enumerate(self.retrievers):
@@ -372,17 +437,13 @@ class RunConfig(_Strict):
         if self.main_metric and self.main_metric not in self.metrics:
             raise ValueError(f"main_metric {self.main_metric} is not among metrics {self.metrics}")
         if self.regression:
-
-            spelled: dict[str, str] = {}
-            for gate in self.regression.gates:
-                canonical = str(parse_metric(gate))
+            gated = [(repr(gate), str(parse_metric(gate))) for gate in self.regression.gates]
+            for gate, (_, canonical) in zip(self.regression.gates, gated):
                 if canonical not in self.metrics:
                     raise ValueError(f"regression gate {gate} is not among metrics {self.metrics}")
-                if canonical in spelled:  # two keys, one metric: which limit applies would be a guess
-                    raise ValueError(
-                        f"regression gates {spelled[canonical]!r} and {gate!r} both gate {canonical}; keep one"
-                    )
-                spelled[canonical] = gate
+            twice = repeated_gate(gated)
+            if twice:
+                raise ProblemAt(("regression", "gates"), twice)
             if expanded and self.regression.retriever and self.regression.retriever not in labels:
                 raise ValueError(f"regression.retriever {self.regression.retriever!r} is not a retriever label")
         if expanded and self.sweep is not None and self.sweep.baseline is not None:
@@ -400,15 +461,12 @@ class RunConfig(_Strict):
 
 
 def _check_baseline(baseline: str, labels: list[str]) -> None:
-
-
     if baseline not in labels:
-        guess = difflib.get_close_matches(baseline, labels, n=1)
-        hint = f" (did you mean {guess[0]!r}?)" if guess else ""
-        shown = ", ".join(labels[:10]) + (f", ... ({len(labels)} in all)" if len(labels) > 10 else "")
+        listed = ", ".join(labels[:10]) + (f", ... ({len(labels)} in all)" if len(labels) > 10 else "")
         raise ProblemAt(
             ("sweep", "baseline"),
-            f"{baseline!r} is not the label of a retriever or variant after expanding the sweep{hint}; labels: {shown}",
+            f"{baseline!r} is not the label of a retriever or variant after expanding the sweep; "
+            f"{did_you_mean(baseline, labels)}labels: {listed}",
         )
 
 

@@ -1,0 +1,94 @@
+"""A regression verdict as the lines a CI log shows, and as markdown where there is no verdict.
+
+One line per gate (tab-separated, for grep and cut), the queries behind a failed gate, what the
+query set can detect (its power), what an approximate index cost each side, then the verdict.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from rag_eval._compare.decision import Power, minimum_detectable_difference
+from rag_eval._compare.regression import GateResult, Verdict
+from rag_eval._report.decision import POWER_TARGET
+from rag_eval._report.incomparable import render_incomparable
+from rag_eval._report.markdown import approximation_note
+from rag_eval._run.results_file import ResultsFile
+
+# Regressed queries named under a failed gate; the rest are counted (comparison.md lists them all).
+REGRESSED_LISTED = 10
+
+
+def verdict_lines(verdict: Verdict) -> list[str]:
+    """Every line ``rag-eval compare`` (and ``run`` with a regression section) prints about a verdict."""
+    lines = []
+    for result in verdict.gates:
+        lines.append(_gate_line(result))
+        if not result.passed:  # name the queries behind a failed gate, worst first, so a CI log says where to look
+            lines.append(_regressed_line(verdict.regressed_queries(result.gate.metric)))
+    lines += [line for result in verdict.gates if (line := power_line(verdict, result.gate.metric))]
+    lines += _approximation_lines(verdict)
+    lines.append(
+        f"verdict: {'PASS' if verdict.passed else 'FAIL'} ({len(verdict.failed)} of {len(verdict.gates)} gates failed)"
+    )
+    return lines
+
+
+def _gate_line(result: GateResult) -> str:
+    status = "PASS" if result.passed else "FAIL"
+    p_text = f"p {result.p_permutation:.4f}" + (
+        f" (Holm {result.p_adjusted:.4f})" if result.p_adjusted is not None else ""
+    )
+    return (
+        f"{status}\t{result.gate.metric}\tbaseline {result.baseline:.4f}\tcandidate {result.candidate:.4f}\t"
+        f"delta {result.mean_delta:+.4f} [{result.ci_low:+.4f}, {result.ci_high:+.4f}]\t{p_text}\t{result.reason}"
+    )
+
+
+def _regressed_line(regressed: list[tuple[str, float]]) -> str:
+    listed = ", ".join(f"{q} ({d:+.4f})" for q, d in regressed[:REGRESSED_LISTED])
+    more = f", and {len(regressed) - REGRESSED_LISTED} more" if len(regressed) > REGRESSED_LISTED else ""
+    return f"  regressed queries ({len(regressed)}): {listed or 'none'}{more}"
+
+
+def gate_power(verdict: Verdict, metric: str) -> Power:
+    """What the paired queries of ``metric`` can detect (the record the report's power line reads too)."""
+    deltas = np.asarray(list(verdict.deltas.get(metric, {}).values()), dtype=np.float64)
+    sd = float(np.std(deltas, ddof=1)) if deltas.size >= 2 else float("nan")
+    mde = minimum_detectable_difference(deltas) if deltas.size >= 2 else float("nan")
+    return Power(verdict.baseline.label, verdict.candidate.label, int(deltas.size), sd, mde)
+
+
+def power_line(verdict: Verdict, metric: str) -> str:
+    """``power<TAB>metric<TAB>...``: the smallest difference these paired queries can detect; "" when there is
+    no noise to size it against (fewer than two queries, or every query moved alike)."""
+    power = gate_power(verdict, metric)
+    needed = power.queries_for(POWER_TARGET)
+    if power.n < 2 or not power.mde > 0 or needed is None:
+        return ""
+    return (
+        f"power\t{metric}\twith {power.n} queries the smallest detectable difference is {power.mde:.4f} "
+        f"(paired t-test, alpha {power.alpha:g}, power {power.power:g}); detecting {POWER_TARGET:g} would need "
+        f"{needed:,} queries"
+    )
+
+
+def _approximation_lines(verdict: Verdict) -> list[str]:
+    """``approximation<TAB>side<TAB>...``: what an approximate index cost each side, so that a drop can be
+    told apart from a worse model (the run measured it against exact search on a sample of queries)."""
+    lines = []
+    for side, results in (("baseline", verdict.baseline), ("candidate", verdict.candidate)):
+        note = approximation_note(results.document.retriever.description.get("approximation"))
+        if note:
+            lines.append(f"approximation\t{side}\t{note}")
+    return lines
+
+
+def incomparable_markdown(baseline: ResultsFile, candidate: ResultsFile | None, error: Exception, heading: int) -> str:
+    """Why there is no verdict, as markdown for the report or the CI job summary (``heading``: its level)."""
+    return render_incomparable(
+        str(error),
+        baseline=(baseline.label, baseline.path),
+        candidate=None if candidate is None else (candidate.label, candidate.path),
+        heading=heading,
+    )

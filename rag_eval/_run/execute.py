@@ -1,0 +1,167 @@
+"""Run a config: load the dataset, run each retriever, evaluate it; nothing is written.
+
+One loop over the retrievers. What differs between a passage corpus and a dataset of
+documents (what a retriever indexes, how its answer becomes a ranking and is scored)
+is behind one interface, :class:`Side`: rag_eval/_run/passages.py and
+rag_eval/_run/documents.py. Each retriever is indexed and searched, or its ranking
+is taken from the ranking cache when nothing it depends on changed
+(rag_eval/_run/ranking_reuse.py); either way the answer is checked and evaluated.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+from rag_eval._core.errors import RagEvalError
+from rag_eval._data.config.schema import LoadedConfig, RetrieverSpec
+from rag_eval._execution.context import executing
+from rag_eval._retrievers.base import describe
+from rag_eval._retrievers.shared_children import sharing
+from rag_eval._run.build import build_retrievers, one_line
+from rag_eval._run.checks import RetrieverRunError
+from rag_eval._run.chunking_use import check_chunking_use
+from rag_eval._run.documents import DocumentRun
+from rag_eval._run.outcome import RetrieverOutcome, RunOutcome
+from rag_eval._run.passages import PassageRun
+from rag_eval._run.plan import load_config_dataset
+from rag_eval._run.ranking_reuse import HIT, RankingReuse
+from rag_eval._run.read_only import read_only_queries
+
+# Three steps per retriever on the progress bar: index, search, evaluate.
+STEPS = 3
+
+
+class Side(Protocol):
+    """What a run does differently for passages and for documents; the loop of :func:`execute` calls only this."""
+
+    def prepare(self) -> None:
+        """Whatever can fail before any retrieval (chunkers, chunkings, tokenizers): done first."""
+
+    def corpus(self, spec: RetrieverSpec) -> Mapping[str, Mapping[str, Any]]:
+        """What ``spec``'s retriever indexes (read-only)."""
+
+    def timings(self, spec: RetrieverSpec) -> dict[str, float]:
+        """Time already spent for ``spec``'s retriever before it indexes (cutting its chunking)."""
+
+    def outcome(
+        self, spec: RetrieverSpec, retriever: Any, description: dict[str, Any], raw: Any, timings: dict[str, float],
+        fresh: bool,
+    ) -> tuple[RetrieverOutcome, Any]:
+        """The answer checked and evaluated, and the answer the ranking cache keeps; ``fresh``: not from the cache."""
+
+
+def execute(config: LoadedConfig, progress: bool | None = None) -> RunOutcome:
+    """Run every retriever of ``config`` and evaluate it; writes nothing.
+
+    ``progress``: show progress bars (None: tqdm decides, bars on a terminal and none in CI logs).
+    Equal nested retrievers of several retrievers (a sweep over a hybrid's fusion) are built,
+    indexed and searched once (rag_eval._retrievers.shared_children). With ``execution: {engine:
+    ray}`` dense encoding and exact search run on a Ray cluster, joined when a retriever first needs
+    it (rag_eval._execution.context); the evaluation stays in this process.
+    """
+    with sharing(), executing(config.model.execution):
+        dataset = load_config_dataset(config)
+        check_chunking_use(config, dataset)
+        retrievers = build_retrievers(config)  # each dropped once it has run: no model is held longer
+        queries = dataset.query_texts()
+        side: Side
+        if dataset.has_documents:
+            side = DocumentRun(config, dataset, queries)
+        else:
+            side = PassageRun(config, dataset, queries)
+        side.prepare()
+        loop = _Loop(config, side, queries, progress)
+        return RunOutcome(config, dataset, loop.run(retrievers))
+
+
+class _Loop:
+    """The retrievers of one run, one after the other, behind one progress bar."""
+
+    def __init__(self, config: LoadedConfig, side: Side, queries: Mapping[str, str], progress: bool | None) -> None:
+        self.config = config
+        self.side = side
+        # Retrievers read the queries through a view that cannot change them: the numbers, the report and
+        # the fingerprint describe what was loaded.
+        self.queries = read_only_queries(queries)
+        self.reuse = RankingReuse(config, self.queries)
+        self.progress = progress
+
+    def run(self, retrievers: list[Any]) -> list[RetrieverOutcome]:
+        from tqdm.auto import tqdm
+
+        specs = self.config.model.retrievers
+        outcomes = []
+        # The bar names the retriever and the stage running now ("bm25: search"), and which of the config's it is.
+        with tqdm(total=STEPS * len(specs), desc="retrieval", unit="step", disable=_disabled(self.progress)) as bar:
+            for position, spec in enumerate(specs):
+                retriever, retrievers[position] = retrievers[position], None
+                bar.set_postfix_str(f"retriever {position + 1} of {len(specs)}", refresh=False)
+                outcomes.append(self._one(spec, retriever, bar))
+        return outcomes
+
+    def _one(self, spec: RetrieverSpec, retriever: Any, bar: Any) -> RetrieverOutcome:
+        """One retriever: its ranking (stored, or indexed and searched), checked, evaluated, stored."""
+        timings = self.side.timings(spec)
+        corpus = self.side.corpus(spec)
+        key = self.reuse.key(spec, retriever, corpus)
+        cached = self.reuse.load(key)
+        if cached is not None:  # nothing it depends on changed since the run that stored it
+            bar.set_description(f"{spec.label}: stored ranking")
+            raw = cached.answer
+            # The cost columns keep the original run's index and search times (what the retriever costs).
+            timings.update({name: cached.timings[name] for name in ("index_s", "search_s") if name in cached.timings})
+            bar.update(2)
+            description = {**cached.description, **HIT}
+        else:
+            raw = self._retrieve(spec, retriever, corpus, timings, bar)
+            description = describe(retriever, spec.label)
+        bar.set_description(f"{spec.label}: evaluate")
+        outcome, answer = self.side.outcome(spec, retriever, description, raw, timings, fresh=cached is None)
+        if cached is None:  # stored only once checked and evaluated
+            self.reuse.save(key, answer, description, timings)
+        bar.update()
+        return outcome
+
+    def _retrieve(
+        self, spec: RetrieverSpec, retriever: Any, corpus: Mapping[str, Mapping[str, Any]], timings: dict[str, float],
+        bar: Any,
+    ) -> Any:
+        """``index(corpus)`` then ``search(queries, top_k)``, each timed; the raw answer."""
+        bar.set_description(f"{spec.label}: index")
+        started = time.perf_counter()
+        _call(spec, "index", retriever.index, corpus)
+        timings["index_s"] = time.perf_counter() - started
+        bar.update()
+        bar.set_description(f"{spec.label}: search")
+        started = time.perf_counter()
+        raw = _call(spec, "search", retriever.search, self.queries, self.config.model.top_k)
+        timings["search_s"] = time.perf_counter() - started
+        bar.update()
+        return raw
+
+
+def _call(spec: RetrieverSpec, step: str, method: Any, *args: Any) -> Any:
+    """Call a retriever's method; whatever it raises becomes one RetrieverRunError naming it and the step.
+
+    SystemExit included: a plug-in that calls ``sys.exit()`` has failed, and must not end
+    rag-eval with the plug-in's exit code (which CI would read as a verdict). Ctrl-C
+    (KeyboardInterrupt) still stops the run.
+    """
+    where = f"retriever {spec.label!r} ({spec.adapter}) failed in {step}()"
+    try:
+        return method(*args)
+    except RagEvalError as error:
+        raise RetrieverRunError(f"{where}: {one_line(error)}") from error
+    except SystemExit as error:
+        raise RetrieverRunError(
+            f"{where}: it called sys.exit({error.code!r}); a plug-in must raise an exception, not exit the process"
+        ) from error
+    except Exception as error:
+        raise RetrieverRunError(f"{where}: {type(error).__name__}: {one_line(error)}") from error
+
+
+def _disabled(progress: bool | None) -> bool | None:
+    # None lets tqdm decide: bars on a terminal, none in CI logs.
+    return None if progress is None else not progress
