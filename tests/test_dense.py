@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from rag_eval._core.errors import RetrieverError
+from rag_eval._core.ranking import TOP_K_MIN, check_top_k
 from rag_eval._core.topk import top_k_blockwise
 from rag_eval._data.datasets.model import passage_text
 from rag_eval._models import files as models
@@ -107,6 +108,20 @@ def test_blockwise_top_k_with_all_scores_tied_across_blocks():
     assert idx.tolist() == [[9, 8, 7, 6, 5, 4, 3]] * 2
 
 
+def test_one_rule_for_the_depth_of_every_search():
+    # Retrievers, the array searches and the config's and results file's top_k (pydantic's ge) share it.
+    assert TOP_K_MIN == 1
+    for k in (1, np.int64(5)):
+        check_top_k(k)
+    for bad in (0, -3, True, 2.0, "3", None):
+        with pytest.raises(ValueError, match=rf"^top_k must be an integer >= 1, got {bad!r}$"):
+            check_top_k(bad)
+    with pytest.raises(RetrieverError, match=r"^hybrid: top_k must be an integer >= 1, got 0$"):
+        check_top_k(0, where="hybrid", error=RetrieverError)
+    with pytest.raises(ValueError, match=r"^k must be an integer >= 1, got 0$"):
+        top_k_blockwise(np.ones((1, 2), np.float32), np.ones((3, 2), np.float32), 0)
+
+
 def test_blockwise_top_k_random_floats_match_argsort():
     rng = np.random.default_rng(7)
     queries = rng.standard_normal((20, 16)).astype(np.float32)
@@ -191,6 +206,8 @@ def test_edge_cases(tiny, tmp_path):
     assert len(retriever.search({"q": "sea"}, 100)["q"]) == len(CORPUS)
     with pytest.raises(RetrieverError, match="top_k"):
         retriever.search({"q": "sea"}, 0)
+    with pytest.raises(RetrieverError, match=r"^dense: top_k must be an integer >= 1, got True$"):
+        retriever.search({"q": "sea"}, True)
     described = retriever.describe()
     json.dumps(described)
     assert described["cache"] == "off" and described["passages_encoded"] == 5 and described["queries_encoded"] == 1

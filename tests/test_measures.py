@@ -33,6 +33,11 @@ def test_every_family_carries_its_own_kernel_from_its_kind_and_every_kernel_has_
     }
 
 
+def test_one_family_leads_a_config_without_main_metric():
+    # RunConfig.primary_metric reads the record; with two marked families the choice would depend on the order.
+    assert [name for name, family in FAMILIES.items() if family.main_by_default] == ["ndcg"]
+
+
 def test_only_ndcg_has_a_micro_rule_and_its_parts_keep_the_cutoff_and_level():
     assert {name: f.micro for name, f in FAMILIES.items() if f.micro is not None} == {"ndcg": Micro("dcg", "idcg")}
     assert [str(m) for m in parse_metric("ndcg@10").micro_parts] == ["dcg@10", "idcg@10"]

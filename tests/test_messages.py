@@ -9,19 +9,16 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from rag_eval._core.errors import RetrieverError
 from rag_eval._core.messages import (
     CLOSE_MATCH_LIMIT,
-    PARAMETER_VOICE,
     VALIDATE_LISTS_ALL,
-    ProblemAt,
     close_match,
     did_you_mean,
     error_line,
     first_and_more,
-    pydantic_problems,
     shown,
     some_of,
     summarise,
-    validation_problems,
 )
+from rag_eval._core.validation import PARAMETER_VOICE, ProblemAt, pydantic_problems, validation_problems
 
 
 def test_first_and_more_counts_the_rest_with_thousands_and_an_optional_hint():

@@ -561,6 +561,24 @@ def test_win_tie_loss_by_hand():
     assert win_tie_loss(np.array([])) == (0, 0, 0)
     with pytest.raises(ValueError):
         win_tie_loss(deltas, tolerance=-1.0)
+    # The default is the one noise tolerance a verdict's unchanged queries use too.
+    assert win_tie_loss(np.array([stats.UNCHANGED_WITHIN, -stats.UNCHANGED_WITHIN])) == (0, 2, 0)
+
+
+def test_the_limits_of_a_comparison_and_of_these_functions_are_one_check():
+    rule = "must be from 100 to 1,000,000 (more does not change the printed digits, and costs memory)"
+    assert [stats.resamples_problem(n) for n in (99, 100, 1_000_000, 1_000_001)] == [rule, None, None, rule]
+    assert stats.resamples_problem(1, fewest=1) is None
+    assert [stats.confidence_problem(c) for c in (0.0, 0.5, 1.0, float("nan"))] == [
+        "must be between 0 and 1 (exclusive)", None, "must be between 0 and 1 (exclusive)",
+        "must be between 0 and 1 (exclusive)",
+    ]
+    assert (stats.seed_problem(0), stats.seed_problem(-1)) == (None, "must be >= 0 (numpy refuses negative seeds)")
+    # The functions take any positive count up to the same maximum, in the same words.
+    with pytest.raises(ValueError, match=r"n_resamples must be from 1 to 1,000,000 \(more .*\), got 1,000,001"):
+        permutation_test(np.ones(20), n_resamples=1_000_001)
+    with pytest.raises(ValueError, match=r"confidence must be between 0 and 1 \(exclusive\), got 1.5"):
+        bootstrap_ci(np.array([0.1, 0.2]), confidence=1.5)
 
 
 # ---------------------------------------------------------------------------

@@ -19,10 +19,8 @@ cheap: pydantic, the models and the retrievers load only when a function runs.
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import inspect
-import json
 import re
 import sys
 import types
@@ -214,30 +212,6 @@ def stale_notes() -> list[str]:
 
     fields = {f"{m.__name__}.{n}": f for _, m in _sections(RunConfig) for n, f in m.model_fields.items()}
     return [key for key in FIELD_NOTES if key not in fields or fields[key].description]
-
-
-# ---- the command ---------------------------------------------------------------------------
-
-
-def add_schema_command(sub: argparse._SubParsersAction) -> None:
-    """Register ``rag-eval schema``: the configuration reference (markdown) or its JSON Schema."""
-    p = sub.add_parser(
-        "schema",
-        help="print the configuration reference (markdown, as docs/config.md) or the config's JSON Schema",
-        description="Print every key a run config may hold, with its type, default, limits and meaning. "
-        "The output is docs/config.md; --format json prints the JSON Schema instead.",
-    )
-    p.add_argument("--format", choices=("markdown", "json"), default="markdown", help="default: markdown")
-    p.set_defaults(handler=_cmd_schema)
-
-
-def _cmd_schema(args: argparse.Namespace) -> int:
-    if args.format == "json":
-
-        sys.stdout.write(json.dumps(config_json_schema(), indent=2) + "\n")
-    else:
-        sys.stdout.write(render_config_reference())
-    return 0
 
 
 # ---- walking the models ------------------------------------------------------------------

@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from rag_eval._core.errors import ConfigError, RagEvalError
+from rag_eval._core.errors import RagEvalError
 from rag_eval._core.output_folder import check_output_folder, check_replaceable
 from rag_eval._core.yaml_loader import load_yaml
 from rag_eval._data.config.schema import DatasetSpec, LoadedConfig, load_config
@@ -86,16 +86,19 @@ def _dataset_problems_of_invalid_config(path: Path) -> list[str]:
     """The dataset's own problems when the rest of the config is invalid (all problems at once).
 
     Nothing is added when the file cannot be read or its dataset section is itself
-    invalid: those problems are already in the config's list.
+    invalid: those problems are already in the config's list. Which step failed says
+    whose problem it is (the config's, or its dataset's), not the wording of the error.
     """
     try:
-        raw = load_yaml(path)
-        spec = DatasetSpec.model_validate(raw["dataset"])
+        spec = DatasetSpec.model_validate(load_yaml(path)["dataset"])
+    except (RagEvalError, ValidationError, KeyError, TypeError):
+        return []  # the config file itself, or its dataset section: already in the config's list
+    try:
         load_dataset(spec.model_dump(exclude_none=True), base=path.parent)
     except RagEvalError as error:
-        return [] if isinstance(error, ConfigError) and str(error).startswith(f"{path}:") else error.problems
+        return error.problems
     except (ValidationError, KeyError, TypeError):
-        return []
+        return []  # not a worded problem of the dataset: only those join the config's list
     return []
 
 

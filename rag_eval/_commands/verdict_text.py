@@ -6,9 +6,7 @@ query set can detect (its power), what an approximate index cost each side, then
 
 from __future__ import annotations
 
-import numpy as np
-
-from rag_eval._compare.decision import Power, minimum_detectable_difference
+from rag_eval._compare.decision import Power
 from rag_eval._compare.regression import GateResult, Verdict
 from rag_eval._report.decision import POWER_TARGET
 from rag_eval._report.incomparable import render_incomparable
@@ -53,10 +51,7 @@ def _regressed_line(regressed: list[tuple[str, float]]) -> str:
 
 def gate_power(verdict: Verdict, metric: str) -> Power:
     """What the paired queries of ``metric`` can detect (the record the report's power line reads too)."""
-    deltas = np.asarray(list(verdict.deltas.get(metric, {}).values()), dtype=np.float64)
-    sd = float(np.std(deltas, ddof=1)) if deltas.size >= 2 else float("nan")
-    mde = minimum_detectable_difference(deltas) if deltas.size >= 2 else float("nan")
-    return Power(verdict.baseline.label, verdict.candidate.label, int(deltas.size), sd, mde)
+    return Power.of(verdict.baseline.label, verdict.candidate.label, list(verdict.deltas.get(metric, {}).values()))
 
 
 def power_line(verdict: Verdict, metric: str) -> str:

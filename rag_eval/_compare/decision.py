@@ -211,6 +211,19 @@ class Power:
     alpha: float = ALPHA
     power: float = POWER
 
+    @classmethod
+    def of(cls, baseline: str, other: str, deltas: Sequence[float] | np.ndarray, alpha: float = ALPHA) -> Power:
+        """What the paired differences ``deltas`` (``other - baseline``, one per query) can detect: their
+        sample sd (ddof=1) and :func:`minimum_detectable_difference`, both NaN under 2 differences.
+
+        The one constructor: a sweep's decision and a regression verdict's power line both state it.
+        """
+        d = np.asarray(deltas, dtype=np.float64)
+        if d.size < 2:
+            return cls(baseline, other, int(d.size), math.nan, math.nan, alpha)
+        sd = float(np.std(d, ddof=1))
+        return cls(baseline, other, int(d.size), sd, minimum_detectable_difference(d, alpha, POWER), alpha)
+
     def queries_for(self, difference: float) -> int | None:
         """Queries needed to detect ``difference`` with this sd (None when sd is 0 or undefined)."""
         if not self.sd > 0:
@@ -361,8 +374,7 @@ def _power(base: str, order: Sequence[str], vs_base: Mapping[str, _Paired | None
         return None
     varied = [(lab, d) for lab, d in candidates if d.size >= 2 and not bool(np.all(d == d[0]))]
     other, deltas = (varied or candidates)[0]
-    sd = float(np.std(deltas, ddof=1)) if deltas.size >= 2 else math.nan
-    return Power(base, other, int(deltas.size), sd, minimum_detectable_difference(deltas, alpha, POWER), alpha)
+    return Power.of(base, other, deltas, alpha)
 
 
 def _holm(p_by_label: Mapping[str, float]) -> dict[str, float]:

@@ -37,7 +37,7 @@ from rag_eval._run.plan import results_name
 from rag_eval._run.results_file import ResultsFile, load_results_file, results_document
 from rag_eval._scoring import stats
 from rag_eval._scoring.metrics.measures import parse_metric
-from rag_eval._scoring.stats import PairedComparison
+from rag_eval._scoring.stats import UNCHANGED_WITHIN, PairedComparison
 
 if TYPE_CHECKING:
     from rag_eval._run.outcome import RetrieverOutcome, RunOutcome
@@ -63,9 +63,6 @@ __all__ = [
 ]
 
 SEMANTIC_OPTIONS = ("gain", "aggregation", "no_relevant", "relevance_threshold")
-# A per-query change at most this large is float noise: the query is unchanged (the tolerance of
-# rag_eval._scoring.stats.win_tie_loss, which counts the wins, ties and losses of every gate).
-UNCHANGED_WITHIN = 1e-12
 # How compare() and decide() name their resampling arguments in an error (the config's limits, checked alike).
 _RESAMPLING_ARGUMENTS = {"resamples": "n_resamples"}
 # Options of document datasets that change only some metrics: compared only when a gated metric reads them.
@@ -198,7 +195,8 @@ class Verdict:
         """``(query, change)`` of every query whose ``metric`` changed, worst first; the change is in the
         metric's own direction (> 0: better), so a lower-is-better metric's drop counts as a gain.
 
-        A change within :data:`UNCHANGED_WITHIN` is float noise, as the win/tie/loss counts have it.
+        A change within :data:`rag_eval._scoring.stats.UNCHANGED_WITHIN` is float noise, as the win/tie/loss
+        counts have it.
         """
         sign = 1.0 if _higher_is_better(metric) else -1.0
         moves = [(q, sign * d) for q, d in self.deltas.get(metric, {}).items() if abs(d) > UNCHANGED_WITHIN]
@@ -444,7 +442,7 @@ def decide(
 def _decide_gate(gate: Gate, values: PairedValues, comparison: PairedComparison, p_adj: float | None) -> GateResult:
     sign = 1.0 if _higher_is_better(gate.metric) else -1.0
     drop = -sign * comparison.mean_delta  # > 0 means the candidate is worse
-    too_large = drop > gate.max_drop + 1e-12  # float noise must not fail an exact-limit drop
+    too_large = drop > gate.max_drop + UNCHANGED_WITHIN  # float noise must not fail an exact-limit drop
     significant = gate.alpha is None or (p_adj is not None and p_adj < gate.alpha)
     if not too_large:
         reason = f"drop {max(drop, 0.0) + 0.0:.4f} within max_drop {gate.max_drop:g}"

@@ -4,6 +4,7 @@ trec_eval orders a query's documents by score descending and breaks ties by doc 
 descending, comparing bytes. Every component that ranks (the TREC writer, the
 evaluator, static replay, dense top-k, hybrid fusion, re-ranking, reports) uses
 the functions here, so that a tie at a cut-off keeps the same document everywhere.
+How deep a search may go (``top_k`` >= 1) is checked here too (:func:`check_top_k`).
 
 Python compares ``str`` by code point, and UTF-8 preserves code-point order, so
 comparing the strings is comparing their UTF-8 bytes.
@@ -33,6 +34,25 @@ def ranked(scores: Mapping[str, float]) -> list[tuple[str, float]]:
 def ranked_ids(scores: Mapping[str, float]) -> list[str]:
     """The ids of one query, best first (score desc, id desc)."""
     return [doc for doc, _ in ranked(scores)]
+
+
+# The fewest results a search may be asked for: a config's and a results file's ``top_k``
+# (declared with pydantic's ``ge``) and every search (:func:`check_top_k`).
+TOP_K_MIN = 1
+
+
+def check_top_k(
+    k: object, *, name: str = "top_k", where: str | None = None, error: type[Exception] = ValueError
+) -> None:
+    """Raise ``error`` unless ``k`` is a search depth: an integer (Python's or numpy's, never a bool) >= ``TOP_K_MIN``.
+
+    The message is ``"{where}: {name} must be an integer >= 1, got {k!r}"``; a retriever names
+    itself in ``where`` and raises RetrieverError, an array search calls its depth ``k``.
+    """
+    # bool is an int subclass: top_k=True is a mistake, not a depth of 1.
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < TOP_K_MIN:
+        prefix = f"{where}: " if where else ""
+        raise error(f"{prefix}{name} must be an integer >= {TOP_K_MIN}, got {k!r}")
 
 
 def top_k(scores: Mapping[str, float], k: int) -> dict[str, float]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from rag_eval._core.ranking import order_rows
+from rag_eval._core.ranking import check_top_k, order_rows
 from rag_eval._core.scores import inner_products
 
 # Upper bound on score cells computed at once (query rows x passage columns).
@@ -73,8 +73,7 @@ def top_k_blockwise(
     running best ``k``. Ties at the cut-off keep the greater indices, exactly as a
     full sort would (see :func:`rag_eval._core.topk.select_top_k`).
     """
-    if k < 1:
-        raise ValueError(f"k must be >= 1, got {k}")
+    check_top_k(k, name="k")
     if block_size < 1:
         raise ValueError(f"block_size must be >= 1, got {block_size}")
     n_queries, n_passages = queries.shape[0], passages.shape[0]

@@ -34,6 +34,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from rag_eval._core.errors import DatasetError, RetrieverError
+from rag_eval._core.ranking import check_top_k
 from rag_eval._data.config.execution import ExecutionSpec
 from rag_eval._execution.ray_cluster import actor_plan, connect, user_errors
 from rag_eval._execution.ray_sources import arrow, passages_dataset
@@ -254,8 +255,7 @@ def search_on_ray(
 
     spec = spec or ExecutionSpec(engine="ray")
     queries = np.ascontiguousarray(queries, dtype=np.float32)
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise RetrieverError(f"top_k must be an integer >= 1, got {k!r}")
+    check_top_k(k, error=RetrieverError)
     if not len(keys):
         return np.empty((len(queries), 0), dtype=np.int64), np.empty((len(queries), 0), dtype=np.float32)
     connect(spec)

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from rag_eval._core.ranking import check_top_k
 from rag_eval._core.topk import select_top_k, top_k_blockwise
 
 
@@ -55,8 +56,7 @@ def merge_top_k(parts: Sequence[tuple[np.ndarray, np.ndarray]], k: int) -> tuple
     descending, identical to local exact search when each part came from
     :func:`search_shard` over disjoint shards covering all rows.
     """
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-        raise ValueError(f"k must be an integer >= 1, got {k!r}")
+    check_top_k(k, name="k")
     if not parts:
         raise ValueError("merge_top_k needs at least one shard's results")
     rows = [np.asarray(part[0], dtype=np.int64) for part in parts]

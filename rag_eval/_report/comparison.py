@@ -114,15 +114,9 @@ def _win_tie_loss(verdict: Verdict) -> list[str]:
     return lines + [""]
 
 
-def _ordered_moves(verdict: Verdict, metric: str) -> list[tuple[str, float]]:
-    sign = 1.0 if parse_metric(metric).higher_is_better else -1.0
-    moves = [(q, sign * d) for q, d in verdict.deltas.get(metric, {}).items() if abs(d) > 1e-12]
-    return sorted(moves, key=lambda item: (item[1], item[0]))
-
-
 def _movers(verdict: Verdict, result: GateResult) -> list[str]:
     metric = result.gate.metric
-    moves = _ordered_moves(verdict, metric)
+    moves = verdict.moved_queries(metric)
     texts = verdict.candidate.query_texts or verdict.baseline.query_texts
     all_regressed = [m for m in moves if m[1] < 0]
     all_improved = [m for m in reversed(moves) if m[1] > 0]
@@ -151,7 +145,7 @@ def _side_by_side(verdict: Verdict, result: GateResult, passages: Mapping[str, M
     metric = result.gate.metric
     # The ranks the metric reads; 10 when it reads the whole ranking or a budget of characters or tokens.
     k = parse_metric(metric).rank_cutoff or 10
-    worst = [m for m in _ordered_moves(verdict, metric) if m[1] < 0][:SIDE_BY_SIDE]
+    worst = [m for m in verdict.moved_queries(metric) if m[1] < 0][:SIDE_BY_SIDE]
     if not worst:
         return []
     base_rankings, cand_rankings = verdict.baseline.rankings, verdict.candidate.rankings

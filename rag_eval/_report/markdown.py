@@ -191,7 +191,7 @@ def _index_note(description: Mapping[str, Any]) -> str | None:
 
 
 def approximation_note(cost: Any) -> str | None:
-    """What an approximate index cost, in words (see rag_eval._commands.runner.approximation_of); None without a measure."""
+    """What an approximate index cost, in words (see rag_eval._run.passages.approximation_of); None without a measure."""
     if not isinstance(cost, Mapping) or not isinstance(cost.get("overlap_mean"), (int, float)):
         return None
     text = (

@@ -32,7 +32,7 @@ from rag_eval._compare.variants import (
     value_text,
 )
 from rag_eval._report.format import fmt
-from rag_eval._run.inputs import AT_K, DELTAS, MEANS, plot_file_part
+from rag_eval._run.plan import AT_K, DELTAS, MEANS, plot_file_part
 
 if TYPE_CHECKING:
     from rag_eval._run.outcome import RunOutcome

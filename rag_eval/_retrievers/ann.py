@@ -49,7 +49,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from rag_eval._core.ranking import order_rows
+from rag_eval._core.ranking import check_top_k, order_rows
 from rag_eval._core.topk import top_k_blockwise
 from rag_eval._retrievers.faiss_build import (
     as_ivf,
@@ -185,8 +185,7 @@ class FaissSearcher:
 
 
 def _check_queries(queries: np.ndarray, passages: np.ndarray, k: int) -> np.ndarray:
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-        raise ValueError(f"k must be an integer >= 1, got {k!r}")
+    check_top_k(k, name="k")
     queries = np.asarray(queries)
     if queries.ndim != 2:
         raise ValueError(f"queries must be a 2-D array, got shape {queries.shape}")

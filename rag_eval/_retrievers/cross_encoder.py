@@ -126,8 +126,7 @@ class CrossEncoderReranker:
 
     def search(self, queries: Queries, top_k: int) -> Ranking:
         """Re-score the first stage's top ``rerank_top_n`` and return the best ``top_k``."""
-        if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
-            raise RetrieverError(f"{ADAPTER}: top_k must be an integer >= 1, got {top_k!r}")
+        ranking.check_top_k(top_k, where=ADAPTER, error=RetrieverError)
         if self._texts is None:
             raise RetrieverError(f"{ADAPTER}: search() called before index(corpus)")
         if top_k > self.rerank_top_n and not self._warned_depth:

@@ -47,6 +47,7 @@ import numpy as np
 from pydantic import Field, field_validator, model_validator
 
 from rag_eval._core.errors import RetrieverError
+from rag_eval._core.ranking import check_top_k
 from rag_eval._core.topk import top_k_blockwise
 from rag_eval._data.datasets.file_corpus import FileCorpus
 from rag_eval._data.datasets.model import passage_text
@@ -387,8 +388,7 @@ class DenseRetriever:
 
     def search(self, queries: Queries, top_k: int) -> Ranking:
         """Top ``top_k`` passages per query by cosine (or dot) similarity, exact."""
-        if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
-            raise RetrieverError(f"{ADAPTER}: top_k must be an integer >= 1, got {top_k!r}")
+        check_top_k(top_k, where=ADAPTER, error=RetrieverError)
         if self._embeddings is None:
             raise RetrieverError(f"{ADAPTER}: search() called before index(corpus)")
         query_ids = list(queries)

@@ -167,8 +167,7 @@ class HybridRetriever:
 
     def search(self, queries: Queries, top_k: int) -> Ranking:
         """Fused top ``top_k`` per query (ties at the cut-off keep the greater doc ids)."""
-        if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
-            raise RetrieverError(f"{ADAPTER}: top_k must be an integer >= 1, got {top_k!r}")
+        ranking.check_top_k(top_k, where=ADAPTER, error=RetrieverError)
         depth = self.depth(top_k)
         runs = []
         for position, child in enumerate(self.children):

@@ -34,7 +34,8 @@ from typing import Annotated, Any, TypeVar
 from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError
 
 from rag_eval._core.errors import RetrieverError
-from rag_eval._core.messages import PARAMETER_VOICE, close_match, first_and_more, pydantic_problems
+from rag_eval._core.messages import close_match, first_and_more
+from rag_eval._core.validation import PARAMETER_VOICE, pydantic_problems
 
 P = TypeVar("P", bound="AdapterParams")
 
@@ -86,7 +87,7 @@ def unknown_parameter(adapter: str, key: str, allowed: list[str]) -> str:
 def describe_errors(
     model: type[BaseModel], error: ValidationError, adapter: str, params: Mapping[str, Any] | None = None
 ) -> list[str]:
-    """One line per problem: ``params.FIELD: must be ..., got VALUE`` (:func:`rag_eval._core.messages.pydantic_problems`).
+    """One line per problem: ``params.FIELD: must be ..., got VALUE`` (:func:`rag_eval._core.validation.pydantic_problems`).
 
     An unknown parameter at the top is :func:`unknown_parameter`'s line; ``params`` (what was
     validated) names list items by their label where they have one.

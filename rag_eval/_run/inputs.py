@@ -17,7 +17,6 @@ set's ``corpus:`` file) have names no output takes, or are the user's files, whi
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -164,22 +163,3 @@ def _strings(value: Any, place: str, budget: list[int]) -> Iterator[tuple[str, s
         for position, item in enumerate(value):
             if isinstance(item, Mapping):
                 yield from _strings(item, f"{place}[{position}]", budget)
-
-
-# The plots a run may draw, named before anything runs: the run's plan (rag_eval/_run/plan.py) counts them
-# in its output set, and the report (rag_eval/_report/plots.py) draws into these names.
-MEANS, DELTAS, AT_K = "plot-means.svg", "plot-deltas.svg", "plot-at-k.svg"
-
-
-def planned_plot_names(retrievers: int, variants: Mapping[str, Mapping[str, Any]]) -> list[str]:
-    """The plot files a run may write, known before it runs (the output folder is checked for them first)."""
-    names = [MEANS, AT_K] + ([DELTAS] if retrievers > 1 else [])
-    params: list[str] = []
-    for varied in variants.values():
-        params.extend(p for p in varied if p not in params)
-    return names + [f"plot-sweep-{plot_file_part(param)}.svg" for param in params]
-
-
-def plot_file_part(param: str) -> str:
-    """A parameter name as part of a file name: letters, digits, ``. _ -`` only."""
-    return re.sub(r"[^A-Za-z0-9._-]+", "-", param).strip("-") or "param"

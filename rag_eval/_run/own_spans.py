@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from rag_eval._core.messages import close_match
 from rag_eval._core.spans import chunk_id, parse_chunk_id, span_problem
-from rag_eval._data.datasets.evidence import did_you_mean
 from rag_eval._run.checks import RetrieverRunError, Span
 
 
@@ -133,7 +133,7 @@ def _offset(value: Any) -> Any:
 
 def _guess(doc: Any, documents: Mapping[str, str]) -> str:
     """``; did you mean 'x'?`` for an unknown document id, when one is close."""
-    guess = did_you_mean(doc, documents) if isinstance(doc, str) else None
+    guess = close_match(doc, documents) if isinstance(doc, str) else None
     return f"; did you mean {guess!r}?" if guess else ""
 
 

@@ -9,12 +9,15 @@ plot with nothing to draw, no comparison), never one the plan does not name.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from rag_eval._core.output_folder import MANIFEST
 from rag_eval._data.config.schema import LoadedConfig
 from rag_eval._data.datasets import Dataset, load_dataset
-from rag_eval._run.inputs import has_documents, planned_plot_names
+from rag_eval._run.inputs import has_documents
 
 REPORT = "report.md"
 COMPARISON = "comparison.md"
@@ -91,3 +94,22 @@ def load_config_dataset(config: LoadedConfig) -> Dataset:
     """
     spec = config.model.dataset.model_dump(exclude_none=True)
     return load_dataset(spec, base=config.base, stream_corpus=config.model.execution.engine == "ray")
+
+
+# The plots a run may draw, named before anything runs: the run's plan (rag_eval/_run/plan.py) counts them
+# in its output set, and the report (rag_eval/_report/plots.py) draws into these names.
+MEANS, DELTAS, AT_K = "plot-means.svg", "plot-deltas.svg", "plot-at-k.svg"
+
+
+def planned_plot_names(retrievers: int, variants: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """The plot files a run may write, known before it runs (the output folder is checked for them first)."""
+    names = [MEANS, AT_K] + ([DELTAS] if retrievers > 1 else [])
+    params: list[str] = []
+    for varied in variants.values():
+        params.extend(p for p in varied if p not in params)
+    return names + [f"plot-sweep-{plot_file_part(param)}.svg" for param in params]
+
+
+def plot_file_part(param: str) -> str:
+    """A parameter name as part of a file name: letters, digits, ``. _ -`` only."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", param).strip("-") or "param"

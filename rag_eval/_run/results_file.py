@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, Strict, StrictInt, StrictStr,
 from rag_eval._core.errors import InputFormatError, MetricError
 from rag_eval._core.files import MAX_DOCUMENT_BYTES, StrictJson, json_key, parse_json, read_text
 from rag_eval._core.messages import shown
-from rag_eval._core.ranking import ranked
+from rag_eval._core.ranking import TOP_K_MIN, ranked
 from rag_eval._core.versions import package_versions
 from rag_eval._scoring.consistency import FieldProblem, check_numbers
 from rag_eval._scoring.evidence import span_grades
@@ -141,7 +141,7 @@ class ResultsDocument(_Section):
     config: ConfigSection | None = None
     dataset: DatasetSection
     retriever: RetrieverSection
-    top_k: StrictInt | None = Field(default=None, ge=1)
+    top_k: StrictInt | None = Field(default=None, ge=TOP_K_MIN)  # the rule of rag_eval._core.ranking.check_top_k
     timings: dict[StrictStr, Number] = Field(default_factory=dict)
     packages: dict[StrictStr, StrictStr] = Field(default_factory=dict)
     query_texts: dict[StrictStr, StrictStr] = Field(default_factory=dict)

@@ -14,7 +14,10 @@ here works on those paired deltas:
 * :func:`paired_t_test`: the classical paired t-test (``scipy.stats.ttest_1samp`` on the deltas);
 * :func:`holm`: Holm-Bonferroni adjustment when several metrics are checked at once;
 * :func:`win_tie_loss`: per-query counts;
-* :func:`compare_paired`: all of the above in one :class:`PairedComparison`.
+* :func:`compare_paired`: all of the above in one :class:`PairedComparison`;
+* :func:`confidence_problem`, :func:`resamples_problem` and :func:`seed_problem`: the limits of a
+  comparison's resampling, in the words every caller shows (the config's ``regression`` section,
+  ``rag-eval compare``'s flags and ``compare()``'s arguments, through the config schema's types).
 
 The module is pure (no I/O, no global random state): every random procedure
 takes a ``seed`` and builds its own :class:`numpy.random.Generator`, so a report
@@ -22,8 +25,8 @@ is reproducible bit for bit. All arithmetic is float64 and nothing is rounded;
 rounding is the renderer's job.
 
 scipy is imported inside the functions that need it (about 0.4 s), so importing this
-module is cheap: the config schema and the CLI parser read :data:`MIN_RESAMPLES` and
-:data:`MAX_RESAMPLES` from here without loading scipy.
+module is cheap: the config schema and the CLI parser read :data:`MIN_RESAMPLES`,
+:data:`MAX_RESAMPLES` and the checks of the resampling from here without loading scipy.
 """
 
 from __future__ import annotations
@@ -40,13 +43,17 @@ import numpy as np
 __all__ = [
     "MAX_RESAMPLES",
     "MIN_RESAMPLES",
+    "UNCHANGED_WITHIN",
     "PairedComparison",
     "bootstrap_ci",
     "compare_paired",
+    "confidence_problem",
     "holm",
     "paired_deltas",
     "paired_t_test",
     "permutation_test",
+    "resamples_problem",
+    "seed_problem",
     "win_tie_loss",
 ]
 
@@ -54,8 +61,16 @@ __all__ = [
 # Resampling limits shared by the CLI (--resamples), the config (regression.resamples) and
 # the functions below: past a million resamples the p-value and CI no longer move in their
 # printed digits, while memory and time grow linearly (10**12 resamples would need TiBs).
+# A comparison asks for at least MIN_RESAMPLES; the functions below take any positive count
+# (the exact permutation test ignores it, and a quick check may want few).
 MIN_RESAMPLES = 100
 MAX_RESAMPLES = 1_000_000
+
+# A per-query difference at most this large is float noise: the query is unchanged. It is a tie of
+# win_tie_loss, an unchanged query of a verdict (rag_eval._compare.regression.Verdict.moved_queries)
+# and the slack of a drop exactly at a gate's limit. Metric values equal in exact arithmetic but
+# computed along different paths differ by a few ulps (~1e-16); a real difference is far larger.
+UNCHANGED_WITHIN = 1e-12
 
 # Upper bound on the number of elements in one block of resampled indices or
 # signs (1 Mi elements = 8 MiB as int64/float64). Resampling is vectorised, but
@@ -82,12 +97,38 @@ def _as_deltas(deltas: np.ndarray, name: str = "deltas") -> np.ndarray:
     return array
 
 
+def confidence_problem(confidence: float) -> str | None:
+    """What is wrong with ``confidence`` as the level of a bootstrap interval, or None when it lies in (0, 1)."""
+    if 0.0 < confidence < 1.0:  # written this way to refuse NaN too
+        return None
+    return "must be between 0 and 1 (exclusive)"
+
+
+def resamples_problem(n_resamples: int, fewest: int = MIN_RESAMPLES) -> str | None:
+    """What is wrong with ``n_resamples`` resamples, or None when it is from ``fewest`` to :data:`MAX_RESAMPLES`.
+
+    ``fewest``: :data:`MIN_RESAMPLES` for a comparison (config, ``rag-eval compare``, ``compare()``);
+    the functions of this module pass 1.
+    """
+    if fewest <= n_resamples <= MAX_RESAMPLES:
+        return None
+    return f"must be from {fewest:,} to {MAX_RESAMPLES:,} (more does not change the printed digits, and costs memory)"
+
+
+def seed_problem(seed: int) -> str | None:
+    """What is wrong with ``seed`` as the seed of a resampling, or None when numpy takes it (>= 0)."""
+    if seed >= 0:
+        return None
+    return "must be >= 0 (numpy refuses negative seeds)"
+
+
 def _check_n_resamples(n_resamples: int) -> int:
     # bool is an int subclass; True resamples is surely a mistake.
-    if isinstance(n_resamples, bool) or not isinstance(n_resamples, (int, np.integer)) or n_resamples < 1:
+    if isinstance(n_resamples, bool) or not isinstance(n_resamples, (int, np.integer)):
         raise ValueError(f"n_resamples must be a positive integer, got {n_resamples!r}")
-    if n_resamples > MAX_RESAMPLES:
-        raise ValueError(f"n_resamples must be at most {MAX_RESAMPLES:,}, got {n_resamples:,}")
+    problem = resamples_problem(n_resamples, fewest=1)
+    if problem:
+        raise ValueError(f"n_resamples {problem}, got {n_resamples:,}")
     return int(n_resamples)
 
 
@@ -149,11 +190,12 @@ def bootstrap_ci(
 
     Raises:
         ValueError: on empty or non-finite deltas, ``confidence`` outside (0, 1),
-            or ``n_resamples`` < 1.
+            or ``n_resamples`` outside 1 .. :data:`MAX_RESAMPLES`.
     """
     d = _as_deltas(deltas)
-    if not 0.0 < confidence < 1.0:
-        raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
+    problem = confidence_problem(confidence)
+    if problem:
+        raise ValueError(f"confidence {problem}, got {confidence!r}")
     n_resamples = _check_n_resamples(n_resamples)
     n = d.size
     if n == 0:
@@ -236,7 +278,7 @@ def permutation_test(deltas: np.ndarray, *, n_resamples: int = 10_000, seed: int
     the same as counting ``|mean*| >= |mean_obs|``.
 
     Raises:
-        ValueError: on non-finite deltas or ``n_resamples`` < 1.
+        ValueError: on non-finite deltas or ``n_resamples`` outside 1 .. :data:`MAX_RESAMPLES`.
     """
     d = _as_deltas(deltas)
     n_resamples = _check_n_resamples(n_resamples)
@@ -336,13 +378,13 @@ def holm(p_values: Sequence[float]) -> list[float]:
     return [float(x) for x in adjusted]
 
 
-def win_tie_loss(deltas: np.ndarray, tolerance: float = 1e-12) -> tuple[int, int, int]:
+def win_tie_loss(deltas: np.ndarray, tolerance: float = UNCHANGED_WITHIN) -> tuple[int, int, int]:
     """Counts of queries where the candidate wins, ties and loses.
 
     A win is ``delta > tolerance``, a loss ``delta < -tolerance``, anything else
-    a tie. The default tolerance absorbs rounding in metric values that are
-    equal in exact arithmetic (e.g. the same P@10 computed along different
-    paths) without hiding any real difference.
+    a tie. The default tolerance, :data:`UNCHANGED_WITHIN`, absorbs rounding in
+    metric values that are equal in exact arithmetic (e.g. the same P@10 computed
+    along different paths) without hiding any real difference.
 
     Raises:
         ValueError: on non-finite deltas or a negative/NaN tolerance.

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -27,14 +27,22 @@ from pydantic import (
 
 from rag_eval._core.errors import ConfigError, MetricError, RetrieverError
 from rag_eval._core.files import MAX_CONFIG_BYTES
-from rag_eval._core.messages import ProblemAt, did_you_mean, raise_invalid, shown
+from rag_eval._core.messages import did_you_mean, shown
+from rag_eval._core.ranking import TOP_K_MIN
+from rag_eval._core.validation import ProblemAt, raise_invalid
 from rag_eval._core.yaml_loader import load_yaml
 from rag_eval._data.config.adapters import check_adapter_name
 from rag_eval._data.config.execution import ExecutionSpec
 from rag_eval._data.config.labels import LABEL_MAX, LABEL_RULE, is_label
 from rag_eval._data.config.sweep import expand_sweep
 from rag_eval._scoring.metrics.measures import parse_metric, parse_metrics
-from rag_eval._scoring.stats import MAX_RESAMPLES, MIN_RESAMPLES
+from rag_eval._scoring.stats import (
+    MAX_RESAMPLES,
+    MIN_RESAMPLES,
+    confidence_problem,
+    resamples_problem,
+    seed_problem,
+)
 
 # The default output folder's name, derived from the config's name (a label, not a path).
 _UNSAFE_IN_FOLDER_NAME = re.compile(r"[^\w.+-]+")
@@ -171,36 +179,40 @@ def repeated_gate(named: Sequence[tuple[str, str]]) -> str | None:
 
 
 # ---- the resampling of a comparison ------------------------------------------------------------------
-# One home for their limits and wording: a config's regression section, `rag-eval compare`'s flags and the
-# arguments of rag_eval._compare.regression.compare are all checked by these types (check_resampling).
+# Their limits and wording are the statistics' own (rag_eval._scoring.stats, which loads scipy only when a
+# function runs): these types add pydantic's strict type, and declare the same limits with Field for the JSON
+# schema and the reference. A config's regression section, `rag-eval compare`'s flags and the arguments of
+# rag_eval._compare.regression.compare are all checked through these types (check_resampling).
 
 _LIMIT_ERRORS = frozenset({"greater_than", "greater_than_equal", "less_than", "less_than_equal"})
 
 
-def _worded(rule: str) -> WrapValidator:
-    """A value outside its limits refused in ``rule``'s words (pydantic's own words say less)."""
+def _checked_by(problem: Callable[[Any], str | None]) -> WrapValidator:
+    """The limits of a value of the right type checked by ``problem`` and refused in its words (pydantic's say less).
+
+    A value outside the limits the type declares is the right type, so ``problem`` can say what is
+    wrong with it; one within them is asked too, so that ``problem`` decides either way.
+    """
 
     def check(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
         try:
-            return handler(value)
+            typed = handler(value)
         except ValidationError as error:
-            if any(item["type"] in _LIMIT_ERRORS for item in error.errors()):
-                raise ValueError(rule) from None
-            raise
+            found = problem(value) if all(item["type"] in _LIMIT_ERRORS for item in error.errors()) else None
+            if found is None:  # a wrong type (or limits that disagree with problem's): pydantic's words
+                raise
+            raise ValueError(found) from None
+        found = problem(typed)
+        if found:
+            raise ValueError(found)
+        return typed
 
     return WrapValidator(check)
 
 
-Confidence = Annotated[float, Field(gt=0, lt=1), _worded("must be between 0 and 1 (exclusive)")]
-# The limits of the statistics themselves (rag_eval._scoring.stats loads scipy only when a function runs).
-Resamples = Annotated[
-    int,
-    Field(ge=MIN_RESAMPLES, le=MAX_RESAMPLES),
-    _worded(
-        f"must be from {MIN_RESAMPLES:,} to {MAX_RESAMPLES:,} (more does not change the printed digits, and costs memory)"
-    ),
-]
-Seed = Annotated[int, Field(ge=0), _worded("must be >= 0 (numpy refuses negative seeds)")]
+Confidence = Annotated[float, Field(gt=0, lt=1), _checked_by(confidence_problem)]
+Resamples = Annotated[int, Field(ge=MIN_RESAMPLES, le=MAX_RESAMPLES), _checked_by(resamples_problem)]
+Seed = Annotated[int, Field(ge=0), _checked_by(seed_problem)]
 _RESAMPLING: dict[str, TypeAdapter[Any]] = {
     "confidence": TypeAdapter(Confidence),
     "resamples": TypeAdapter(Resamples),
@@ -356,7 +368,7 @@ class RunConfig(_Strict):
     retrievers: list[RetrieverSpec] = Field(min_length=1)
     metrics: list[str] = Field(min_length=1)
     main_metric: str | None = None
-    top_k: int = Field(default=100, ge=1)
+    top_k: int = Field(default=100, ge=TOP_K_MIN)  # the rule of rag_eval._core.ranking.check_top_k, in pydantic's words
     evaluation: EvaluationSpec = Field(default_factory=EvaluationSpec)
     report: ReportSpec = Field(default_factory=ReportSpec)
     output: str | None = None
@@ -456,8 +468,9 @@ class RunConfig(_Strict):
         if self.main_metric:
             return self.main_metric
 
-        # The first nDCG of any level (doc_ndcg@10 on a dataset of documents), as config.md says.
-        return next((m for m in self.metrics if parse_metric(m).name == "ndcg"), self.metrics[0])
+        # The first metric of the family its record marks (nDCG) at any level (doc_ndcg@10 on a dataset of
+        # documents), as config.md says; else the first metric.
+        return next((m for m in self.metrics if parse_metric(m).family.main_by_default), self.metrics[0])
 
 
 def _check_baseline(baseline: str, labels: list[str]) -> None:

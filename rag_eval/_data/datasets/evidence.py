@@ -62,10 +62,6 @@ def unknown_document(doc: str, documents: Collection[str], where: str) -> str:
     return f"document {doc!r} is not in the documents {where}{hint}"
 
 
-# Kept for rag_eval._run.documents until it imports close_match from rag_eval._core.messages.
-did_you_mean = close_match
-
-
 def evidence_span(
     doc: str,
     documents: Mapping[str, str],

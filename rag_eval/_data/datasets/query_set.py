@@ -35,8 +35,8 @@ from pydantic import (
 
 from rag_eval._core.errors import DatasetError
 from rag_eval._core.files import MAX_DOCUMENT_BYTES
-from rag_eval._core.messages import field_path, validation_problems
 from rag_eval._core.spans import EvidenceSpan
+from rag_eval._core.validation import field_path, validation_problems
 from rag_eval._core.yaml_loader import load_yaml
 from rag_eval._data.datasets.corpus import load_corpus_file, resolve_path
 from rag_eval._data.datasets.documents import load_documents

@@ -14,7 +14,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from rag_eval._core.errors import ConfigError
-from rag_eval._core.messages import PARAMETER_VOICE, ProblemAt, did_you_mean, first_and_more, pydantic_problems, shown
+from rag_eval._core.messages import did_you_mean, first_and_more, shown
+from rag_eval._core.validation import PARAMETER_VOICE, ProblemAt, pydantic_problems
 
 BUILTIN_METHODS = ("fixed", "recursive", "sentences", "markdown")
 _IMPORT_FORM = "an import string 'package.module:function'"

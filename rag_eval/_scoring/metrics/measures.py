@@ -24,7 +24,6 @@ covered by the top k chunks, or by the best chunks that fit a context budget
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
@@ -33,6 +32,7 @@ from typing import Literal
 import numpy as np
 
 from rag_eval._core.errors import MetricError
+from rag_eval._core.messages import close_match
 from rag_eval._scoring.metrics import evidence_kernels, kernels
 
 Cutoff = Literal["required", "optional", "none"]
@@ -76,6 +76,9 @@ class Family:
     kind: Kind = "ranking"
     # The dataset value under aggregation "micro"; None: the mean of the per-query values, as under "macro".
     micro: Micro | None = None
+    # A config without main_metric leads with its first metric of this family, at any level (docs/config.md):
+    # nDCG, graded and rank-aware, the usual headline of a retrieval evaluation. One family says so.
+    main_by_default: bool = False
 
 
 FAMILIES: dict[str, Family] = {
@@ -83,7 +86,7 @@ FAMILIES: dict[str, Family] = {
     for f in (
         Family("ndcg", "optional", True, True, True, "ndcg", "ndcg_cut", ("ndcg_cut",),
                "normalised discounted cumulative gain (trec_eval ndcg / ndcg_cut.k)", kernels.ndcg,
-               micro=Micro("dcg", "idcg")),
+               micro=Micro("dcg", "idcg"), main_by_default=True),
         Family("dcg", "optional", True, False, True, None, None, (),
                "discounted cumulative gain of the ranking", kernels.dcg, bounded=False),
         Family("idcg", "optional", True, False, True, None, None, (),
@@ -371,12 +374,8 @@ def _unknown(raw: str) -> str:
     head = head[len(prefix) :]
     # After doc_, only ranking families are suggested (doc_ on an evidence family is refused).
     names = [s for s in _SPELLINGS if not prefix or FAMILIES[_SPELLINGS[s]].kind == "ranking"]
-    # difflib as rag_eval._core.messages.close_match uses it (25 names: no case-folding pass, no size limit needed);
-    # that module imports pydantic, which `import rag_eval` must not (tests/test_engine_interface.py).
-    guesses = difflib.get_close_matches(head, names, n=1)
-    hint = (
-        f" (did you mean {prefix + _valid_form(_SPELLINGS[guesses[0]], cutoff if at else '')!r}?)" if guesses else ""
-    )
+    guess = close_match(head, names)
+    hint = f" (did you mean {prefix + _valid_form(_SPELLINGS[guess], cutoff if at else '')!r}?)" if guess else ""
     return f"unknown metric {raw!r}{hint}; valid: {', '.join(valid_metric_names())}; {LEVELS_HINT}"
 
 
