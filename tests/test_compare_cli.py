@@ -269,7 +269,7 @@ def test_bad_options_exit_2(runs, capsys, extra, message):
 
 def test_cli_and_config_share_the_resampling_limits(runs, capsys):
     """--resamples and regression.resamples accept exactly the limits of rag_eval._scoring.stats, and both say so."""
-    from rag_eval._data.config.schema import RegressionSpec
+    from rag_eval._data.config.regression import RegressionSpec
     from rag_eval._scoring.stats import MAX_RESAMPLES, MIN_RESAMPLES
 
     field = RegressionSpec.model_json_schema()["properties"]["resamples"]

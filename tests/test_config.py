@@ -8,11 +8,13 @@ from pathlib import Path
 
 import pytest
 import yaml
+from pydantic import ValidationError
 
 from rag_eval._core.errors import ConfigError, RagEvalError
 from rag_eval._core.yaml_loader import MAX_ALIAS_NODES, MAX_NESTING, load_yaml
 from rag_eval._data.config.labels import LABEL_RULE
-from rag_eval._data.config.schema import folder_name, load_config
+from rag_eval._data.config.partial import partial_config
+from rag_eval._data.config.schema import RunConfig, folder_name, load_config
 from rag_eval._run.build import build_retriever
 from rag_eval._run.plan import load_config_dataset
 from rag_eval._scoring.stats import MAX_RESAMPLES, MIN_RESAMPLES
@@ -163,8 +165,10 @@ def test_dataset_needs_a_location(project):
 def test_label_rules(project):
     retrievers = [{"label": "a b", "adapter": "bm25"}, {"label": "x", "adapter": "bm25"}, {"label": "x", "adapter": "static"}]
     path = write(project / "configs" / "run.yaml", valid(retrievers=retrievers))
-    (problem,) = problems(path)
+    # Both at once (issue 20): the labels' uniqueness is checked across retrievers even when one label is wrong.
+    problem, repeated = problems(path)
     assert problem == f"{path}: retrievers[0](a b).label: {LABEL_RULE} (got 'a b')"
+    assert repeated == f"{path}: retrievers: retriever labels must be unique; repeated: x"
     path = write(project / "configs" / "run2.yaml", valid(retrievers=retrievers[1:]))
     (problem,) = problems(path)
     assert "retriever labels must be unique; repeated: x" in problem
@@ -284,6 +288,160 @@ def test_validate_lists_dataset_problems_even_when_the_config_is_invalid(project
     assert main(["validate", str(broken)]) == 2
     err = capsys.readouterr().err.splitlines()
     assert len(err) == 2 and err[0].startswith(f"{broken}: line ") and err[1] == "rag-eval: 1 problem found"
+
+
+def _planted(project: Path) -> Path:
+    """A config and its dataset with ten independent problems of different kinds (issue 20)."""
+    data = project / "data"
+    write(data / "docs.yaml", {
+        "name": "docs",
+        "documents": "docs.jsonl",
+        "queries": [{"id": "q1", "text": "alpha", "evidence": [{"doc": "d1", "quote": "alpha beta"}]}],
+    })
+    (data / "docs.jsonl").write_text('{"id": "d1", "text": "alpha beta gamma"}\n{"id": "d2", "txt": "oops"}\n')
+    return write(project / "configs" / "planted.yaml", {
+        "name": "planted",
+        "dataset": {"path": "../data/docs.yaml"},
+        "top_kk": 5,                                                      # 1. unknown top-level key
+        "chunking": {
+            "fixed-20": {"method": "fixed", "size": 20, "overlap": 30},  # 2. a chunker's parameters
+        },
+        "retrievers": [
+            {"label": "bad label", "adapter": "bm25"},                    # 3. a label
+            {"label": "lexical", "adapter": "bm25", "params": {"stemer": "english"}, "chunker": "fixed-20"},  # 4.
+            {"label": "chunked", "adapter": "bm25", "chunker": "nochunker"},  # 5. a chunker that does not exist
+        ],
+        "metrics": ["doc_ndcg@10", "ndgc@5"],                             # 6. a metric name
+        "evaluation": {"gain": "quadratic"},                              # 7. an evaluation option
+        "regression": {
+            "baseline": "base.json",                                      # 8. a baseline that is not there
+            "gates": {"doc_ndcg@10": {"max_drop": -1}},                  # 9. a gate's limit
+        },
+    })                                                                    # 10. the dataset's second line
+
+
+def test_validate_lists_every_independent_problem_in_one_run(project, capsys):
+    # Issue 20: these took four runs of `validate` to see (the checks across sections, the retrievers', the
+    # chunkers' and the baseline's waited for the config to be valid); one run lists them all now.
+    path = _planted(project)
+    assert main(["validate", str(path)]) == 2
+    captured = capsys.readouterr()
+    lines = captured.err.splitlines()
+    planted = [
+        f"{path}: top_kk: unknown key; did you mean 'top_k'?",
+        f"{path}: chunking.fixed-20.overlap: 30 must be less than size (20)",
+        f"{path}: retrievers[0](bad label).label: {LABEL_RULE}",
+        f"{path}: retriever 'lexical': adapter 'bm25' has no parameter 'stemer' (did you mean 'stemmer'?)",
+        f"{path}: retrievers[2](chunked).chunker: no chunker 'nochunker' in chunking; chunkers: fixed-20",
+        f"{path}: metrics: unknown metric 'ndgc@5' (did you mean 'ndcg'?)",
+        f"{path}: evaluation.gain: Input should be 'linear' or 'exponential' (got 'quadratic')",
+        f"{path}: regression.baseline: {path.parent / 'base.json'}: no such file",
+        f"{path}: regression.gates.doc_ndcg@10.max_drop: Input should be greater than or equal to 0 (got -1)",
+        f"{project / 'data' / 'docs.jsonl'}:2: ",
+    ]
+    for start in planted:
+        assert sum(line.startswith(start) for line in lines) == 1, (start, lines)
+    assert len(lines) == len(planted) + 1
+    assert lines[-1] == f"rag-eval: {len(planted)} problems found"
+    assert captured.out == ""
+
+
+def test_the_checks_across_sections_list_every_problem_beside_the_sections_own(project):
+    # A pydantic model validator runs only once every field is valid, and stops at its first problem:
+    # here each check across sections says its problem beside the unknown key, and beside each other.
+    config = valid(
+        top_kk=5,
+        main_metric="map",
+        retrievers=[
+            {"label": "a", "adapter": "bm25", "chunker": "nope"},
+            {"label": "a", "adapter": "bm25"},
+        ],
+        regression={"baseline": "b.json", "gates": {"ndcg@5": {}, "ndgc@10": {}}, "retriever": "zz"},
+    )
+    path = write(project / "configs" / "run.yaml", config)
+    found = problems(path)
+    assert [p.split(": ")[1] for p in found] == [
+        "top_kk", "retrievers", "retrievers[0](a).chunker", "main_metric", "regression.gates.ndcg@5",
+        "regression.gates.ndgc@10", "regression.retriever",
+    ]
+    assert found[1].endswith("retriever labels must be unique; repeated: a")
+    assert found[2].endswith("no chunker 'nope' in chunking; chunkers: none: add a `chunking:` section")
+    assert found[3].endswith("main_metric map is not among metrics ['ndcg@10', 'recall@10']")
+    assert found[4].endswith("regression gate ndcg@5 is not among metrics ['ndcg@10', 'recall@10']")
+    assert "unknown metric 'ndgc@10'" in found[5]
+    assert found[6].endswith("regression.retriever 'zz' is not a retriever label")
+    # The model alone (valid sections) raises every problem across them too, not the first one only.
+    del config["top_kk"]
+    with pytest.raises(ValidationError) as excinfo:
+        RunConfig.model_validate(config)
+    assert len(excinfo.value.errors()) == 6
+
+
+def test_a_problem_that_depends_on_another_waits_for_it(project, capsys):
+    # What cannot be told until another problem is fixed is not guessed: the parameters of a retriever whose
+    # adapter is unknown, whether main_metric is among metrics when one metric is misspelt (it may be the
+    # misspelling), and a reference to a retriever whose label is wrong.
+    config = valid(
+        metrics=["ndcg@10", "ndgc@5"],
+        main_metric="ndcg@5",
+        retrievers=[{"label": "lexical", "adapter": "bm52", "params": {"stemer": "english"}}, {"label": "a b", "adapter": "bm25"}],
+        regression={"baseline": "b.json", "gates": {"ndcg@5": {}}, "retriever": "a b"},
+    )
+    path = write(project / "configs" / "run.yaml", config)
+    (project / "configs" / "b.json").write_text("{}")
+    assert main(["validate", str(path)]) == 2
+    lines = capsys.readouterr().err.splitlines()
+    assert [line.split(": ")[1] for line in lines[:-1]] == ["retrievers[0](lexical).adapter", "retrievers[1](a b).label", "metrics"]
+    assert lines[-1] == "rag-eval: 3 problems found"
+
+
+def test_two_unknown_metrics_and_two_bad_chunker_names_are_said_at_once(project):
+    path = write(project / "configs" / "run.yaml", valid(
+        metrics=["ndcg@10", "mapp", "ndgc@3"], chunking={"": {"method": "fixed", "size": 5}, " ": {"method": "fixed"}},
+    ))
+    found = problems(path)
+    assert [p.split(": ")[1] for p in found] == ["metrics", "metrics", "chunking"]
+    assert "unknown metric 'mapp'" in found[0] and "unknown metric 'ndgc@3'" in found[1]
+    assert found[2] == (
+        f"{path}: chunking: chunker names '', ' ': a chunker's name is one line of printable text, at most 80 "
+        "characters (retrievers name it with chunker:)"
+    )
+
+
+def test_a_name_without_a_folder_is_said_beside_the_other_problems(project):
+    path = write(project / "configs" / "run.yaml", valid(name="...", top_kk=5))
+    found = problems(path)
+    assert len(found) == 2 and found[0].startswith(f"{path}: top_kk: unknown key")
+    assert found[1] == (
+        f"{path}: name: '...' has no letter or digit to name the default output folder reports/<name>; "
+        "give 'output:' (or --output), or a name with letters or digits"
+    )
+
+
+def test_partial_config_keeps_the_parts_valid_alone(project):
+    path = write(project / "configs" / "run.yaml", valid(
+        top_kk=5,
+        metrics=["ndcg@10", "ndgc@5", "ndcg_cut_10"],
+        retrievers=[{"label": "ok", "adapter": "bm25"}, {"label": "bad", "adapter": "bm52"}],
+        chunking={"good": {"method": "fixed", "size": 5}, "": {"method": "fixed"}, "odd": "not a mapping"},
+        evaluation={"gain": "quadratic", "no_relevant": "error"},
+        regression={"baseline": "b.json", "gates": {"ndcg@10": {"max_drop": -1}}, "resamples": 5},
+        cache_dir="../cache",
+    ))
+    config = partial_config(path)
+    assert config is not None and config.left_out == frozenset()
+    model = config.model
+    assert model.dataset.path == "../data/tiny.yaml"
+    assert [spec.label for spec in model.retrievers] == ["ok"]
+    assert model.metrics == ["ndcg@10"]
+    assert list(model.chunking) == ["good"]
+    assert (model.evaluation.gain, model.evaluation.no_relevant) == ("linear", "error")
+    assert (model.regression.baseline, model.regression.gates, model.regression.resamples) == ("b.json", {}, 10_000)
+    assert model.cache_dir == "../cache"
+    broken = write(project / "configs" / "broken.yaml", valid(dataset={"path": "x.yaml", "formt": "beir"}))
+    assert partial_config(broken).left_out == frozenset({"dataset"})
+    assert partial_config(write(project / "configs" / "list.yaml", "- a\n")) is None
+    assert partial_config(project / "configs" / "none.yaml") is None
 
 
 def test_trec_dataset_with_grade_map_from_yaml(project):
@@ -630,3 +788,14 @@ def test_a_chunker_name_is_one_line_of_printable_text(project, name):
         f"{path}: chunking: chunker name {name!r}: a chunker's name is one line of printable text, at most 80 "
         "characters (retrievers name it with chunker:)"
     ]
+
+
+def test_the_config_package_keeps_one_job_a_module():
+    # Issue 19: the run config's sections, the checks across them, its loading and its partial form for
+    # `validate` each have a module; none grows back into the 600-line schema that held them all.
+    import rag_eval._data.config as package
+
+    folder = Path(package.__file__).parent
+    sizes = {path.name: len(path.read_text(encoding="utf-8").splitlines()) for path in folder.glob("*.py")}
+    assert {"schema.py", "sections.py", "regression.py", "sweep_spec.py", "consistency.py", "partial.py"} <= set(sizes)
+    assert max(sizes.values()) < 400, sizes

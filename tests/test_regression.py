@@ -54,6 +54,19 @@ def as_file(document, path="doc.json") -> ResultsFile:
     return ResultsFile.from_document(path, document)
 
 
+def test_the_comparison_is_imported_from_one_place_and_its_steps_each_have_a_module():
+    # The steps live apart (issue 19: one job a module); rag_eval._compare.regression names them all.
+    from rag_eval._compare import comparable, gate_results, gates, paired, regression
+
+    assert all(hasattr(regression, name) for name in regression.__all__)
+    assert regression.parse_gate is gates.parse_gate and regression.Gate is gates.Gate
+    assert regression.check_comparable is comparable.check_comparable
+    assert regression.pair_by_query is paired.pair_by_query and regression.PairedValues is paired.PairedValues
+    assert regression.decide is gate_results.decide and regression.GateResult is gate_results.GateResult
+    for module in (comparable, gate_results, gates, paired, regression):
+        assert len(Path(module.__file__).read_text(encoding="utf-8").splitlines()) < 400, module.__name__
+
+
 # ---- the hand-made case ------------------------------------------------------------------
 #
 # Four queries, values chosen as multiples of 1/4 so every sum is exact in binary floating point.
@@ -572,7 +585,7 @@ def test_cli_refuses_two_gates_on_one_metric(tmp_path, capsys):
 
 
 def test_gates_from_config_section():
-    from rag_eval._data.config.schema import RegressionSpec
+    from rag_eval._data.config.regression import RegressionSpec
 
     spec = RegressionSpec.model_validate(
         {"baseline": "b.json", "gates": {"ndcg@10": {"max_drop": 0.01}, "P_5": {"max_drop": 0.1, "alpha": 0.05}}}

@@ -314,6 +314,23 @@ def test_a_bad_value_is_refused_naming_each_variant_that_has_it(tmp_path):
     ]
 
 
+def test_validate_lists_a_sweep_problem_beside_the_retrievers_problems(tmp_path):
+    # Issue 20: one run of `validate` lists both. The retrievers' parameters are checked as written (the
+    # template: a config that fails is not expanded); the sweep's baseline once the sweep is expanded.
+    def change(data):
+        data["sweep"]["baseline"] = "bm25"
+        data["retrievers"][1]["params"]["stemer"] = "english"
+
+    problems, summary = validate_config(write(tmp_path, mutated(change)))
+    assert summary == ""
+    assert [problem.split(": ")[1] for problem in problems] == ["sweep.baseline", "retriever 'bm25'"]
+    assert "adapter 'bm25' has no parameter 'stemer' (did you mean 'stemmer'?)" in problems[1]
+    # With the config invalid as written, the sweep is not expanded: what depends on it (the baseline's
+    # label) waits, while the problems that do not are listed.
+    problems, _ = validate_config(write(tmp_path, {**mutated(change), "top_kk": 5}, "unexpanded.yaml"))
+    assert [problem.split(": ")[1] for problem in problems] == ["top_kk", "retriever 'bm25'"]
+
+
 def test_a_sweep_too_large_to_build_is_refused_before_building(tmp_path):
     """10^12 combinations: counted, not generated."""
     values = list(range(10))

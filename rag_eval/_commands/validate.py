@@ -5,13 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
 from rag_eval._core.errors import RagEvalError
 from rag_eval._core.output_folder import check_output_folder, check_replaceable
-from rag_eval._core.yaml_loader import load_yaml
-from rag_eval._data.config.schema import DatasetSpec, LoadedConfig, load_config
-from rag_eval._data.datasets import load_dataset
+from rag_eval._data.config.partial import partial_config
+from rag_eval._data.config.schema import LoadedConfig, load_config
 from rag_eval._models.chunking import check_chunker
 from rag_eval._models.chunking.tokenizers import tokenizer_file
 from rag_eval._run.build import build_retriever
@@ -23,21 +20,32 @@ from rag_eval._run.plan import load_config_dataset, plan_run
 def validate_config(path: str | Path) -> tuple[list[str], str]:
     """Check the config, its dataset and its retrievers; return (problems, summary).
 
+    Every problem is found in one pass: when the config itself is invalid, the checks after it
+    run on its parts that are valid alone (:func:`partial_config`): the dataset is loaded, the
+    valid retrievers' and chunkers' parameters, the valid metrics' use with the dataset and the
+    baseline file are checked. What depends on an invalid part waits for it to be fixed: the
+    parameters of a retriever whose spec is wrong (an unknown adapter, a bad label), the files of
+    a dataset section that is wrong itself, and the output folder (named from the whole config).
+
     Retrievers are checked, never built: each adapter is resolved to a retriever
     class (import strings are imported, which runs their import-time code) and its
     parameters are validated against the class's ``Params`` model or constructor
     signature; no constructor, ``index`` or ``search`` is called.
     """
-    try:
-        config = load_config(path)
-    except RagEvalError as error:
-        return error.problems + _dataset_problems_of_invalid_config(Path(path)), ""
     problems: list[str] = []
-    dataset = None
     try:
-        dataset = load_config_dataset(config)
+        config: LoadedConfig | None = load_config(path)
     except RagEvalError as error:
         problems += error.problems
+        config = partial_config(path)
+    if config is None:  # no config to read further (not YAML, or not a mapping)
+        return problems, ""
+    dataset = None
+    if "dataset" not in (config.left_out or ()):
+        try:
+            dataset = load_config_dataset(config)
+        except RagEvalError as error:
+            problems += error.problems
     for spec in config.model.retrievers:
         try:
             build_retriever(spec, config, instantiate=False)
@@ -47,7 +55,8 @@ def validate_config(path: str | Path) -> tuple[list[str], str]:
     regression = config.model.regression
     if regression is not None and not config.resolve(regression.baseline).is_file():
         problems.append(f"{config.path}: regression.baseline: {config.resolve(regression.baseline)}: no such file")
-    problems += _output_problems(config)
+    if config.left_out is None:  # the outputs are named from the whole config
+        problems += _output_problems(config)
     if problems or dataset is None:
         return problems, ""
     what = "documents" if dataset.has_documents else "passages"
@@ -80,26 +89,6 @@ def _chunking_problems(config: LoadedConfig, dataset: Any) -> list[str]:
         except RagEvalError as error:
             problems += error.problems
     return problems
-
-
-def _dataset_problems_of_invalid_config(path: Path) -> list[str]:
-    """The dataset's own problems when the rest of the config is invalid (all problems at once).
-
-    Nothing is added when the file cannot be read or its dataset section is itself
-    invalid: those problems are already in the config's list. Which step failed says
-    whose problem it is (the config's, or its dataset's), not the wording of the error.
-    """
-    try:
-        spec = DatasetSpec.model_validate(load_yaml(path)["dataset"])
-    except (RagEvalError, ValidationError, KeyError, TypeError):
-        return []  # the config file itself, or its dataset section: already in the config's list
-    try:
-        load_dataset(spec.model_dump(exclude_none=True), base=path.parent)
-    except RagEvalError as error:
-        return error.problems
-    except (ValidationError, KeyError, TypeError):
-        return []  # not a worded problem of the dataset: only those join the config's list
-    return []
 
 
 def _output_problems(config: LoadedConfig) -> list[str]:

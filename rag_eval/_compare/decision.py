@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from rag_eval._compare.regression import pair_by_query
+from rag_eval._compare.paired import pair_by_query
 from rag_eval._core.errors import ComparisonError
 from rag_eval._core.ranking import ranked
 from rag_eval._core.spans import chunk_id
