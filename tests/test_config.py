@@ -174,6 +174,22 @@ def test_label_rules(project):
     assert "retriever labels must be unique; repeated: x" in problem
 
 
+@pytest.mark.parametrize("label", ["seed\n", "seed\r\n", "\nseed", "se\ned"])
+def test_a_label_with_a_line_break_is_refused(project, label):
+    # Issue 20, item 13: `$` in the label pattern matched before a final newline, so "seed\n" passed
+    # and named files with a newline in them (and blank lines in the run file).
+    path = write(project / "configs" / "run.yaml", valid(retrievers=[{"label": label, "adapter": "bm25"}]))
+    (problem,) = problems(path)
+    assert problem.startswith(f"{path}: retrievers[0]") and problem.endswith(f"{LABEL_RULE} (got {label!r})")
+
+
+def test_the_label_rule_matches_the_whole_text():
+    from rag_eval._data.config.labels import LABEL_MAX, is_label
+
+    assert is_label("bm25.k1-0.9.b-0.4") and is_label("a" * LABEL_MAX)
+    assert not is_label("a" * (LABEL_MAX + 1)) and not is_label("seed\n") and not is_label("") and not is_label(".x")
+
+
 def test_all_problems_are_collected_in_one_error(project):
     config = valid(top_kk=5, metrics=["ndcg@10", "ndgc@5"], retrievers=[{"label": "lexical", "adapter": "bm52"}])
     path = write(project / "configs" / "run.yaml", config)
