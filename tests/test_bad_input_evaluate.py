@@ -167,3 +167,35 @@ def test_a_bom_is_not_an_error_and_not_part_of_the_first_id(tmp_path, capsys, bo
     data = json.loads(out)
     assert sorted(data["per_query"]) == ["q1", "q2"]
     assert math.isclose(data["aggregate"]["ndcg"], 1.0, rel_tol=1e-15)
+
+
+def run_measured(args: list[str], folder: Path) -> tuple[int, str, str, float]:
+    """(exit code, stdout, stderr, peak memory in MiB) of ``python -m rag_eval ARGS`` in a process of its own."""
+    import subprocess
+    import sys
+
+    with (folder / "out.txt").open("w") as out, (folder / "err.txt").open("w") as err:
+        child = subprocess.Popen([sys.executable, "-m", "rag_eval", *args], stdout=out, stderr=err)
+        _, status, usage = os.wait4(child.pid, 0)  # this child's own peak resident memory (KiB on Linux)
+    child.returncode = os.waitstatus_to_exitcode(status)
+    return (child.returncode, (folder / "out.txt").read_text(), (folder / "err.txt").read_text(),
+            usage.ru_maxrss / 1024)
+
+
+@pytest.mark.parametrize("which", ["run", "qrels"])
+def test_a_2gb_file_of_nul_bytes_is_refused_without_reading_it(tmp_path, which):
+    """Before: MemoryError (exit 3) or gigabytes of memory before the message. A sparse file: no disk used."""
+    nul = tmp_path / "nul"
+    with nul.open("wb") as handle:
+        handle.truncate(2 << 30)
+    good = tmp_path / ("ranked.run" if which == "qrels" else "judged.qrels")
+    good.write_text(GOOD_RUN if which == "qrels" else GOOD_QRELS)
+    qrels, run = (nul, good) if which == "qrels" else (good, nul)
+    code, out, err, peak = run_measured(["evaluate", "--qrels", str(qrels), "--run", str(run), "-m", "ndcg@10"], tmp_path)
+    assert code == 2 and out == ""
+    assert peak < 400, f"{peak:.0f} MiB: the file was read"  # (the interpreter and numpy: about 50 MiB)
+    lines = [line for line in err.splitlines() if not line.startswith("rag-eval: read ")]
+    assert lines == [
+        f"rag-eval: error: {nul}:1: query id {chr(0) * 60!r}... (more than 1,048,576 characters) holds the control "
+        "character U+0000 at position 1; ids may not hold control characters"
+    ]

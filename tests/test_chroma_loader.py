@@ -189,3 +189,28 @@ def test_path_dot_names_the_dataset_after_the_folder(tmp_path, monkeypatch):
     assert load_dataset({"format": "chroma", "path": "."}, base=Path(".")).name == "chroma-set"
     monkeypatch.chdir(root / "corpora")
     assert load_chroma(Path("..")).name == "chroma-set"
+
+
+# ---- issue 20: ids made from file names ---------------------------------------------------------------------
+
+
+def test_a_space_in_a_document_file_name_is_percent_20_in_its_id_and_in_query_ids(tmp_path):
+    """Before: 'state of union' (and the query ids 'state of union-001') held spaces a .run file cannot hold."""
+    root = make_folder(tmp_path / "set", [["Which?", refs(("two", 4, 7)), "state of union"]],
+                       documents={"state of union": PLAIN})
+    dataset = load_chroma(root)
+    assert list(dataset.documents) == ["state%20of%20union"]
+    assert list(dataset.queries) == ["state%20of%20union-001"]
+    assert dataset.evidence == {"state%20of%20union-001": (EvidenceSpan("state%20of%20union", 4, 7),)}
+
+
+def test_a_document_whose_id_reads_as_a_chunk_of_another_is_refused(tmp_path):
+    root = make_folder(tmp_path / "set", [["Which?", refs(("two", 4, 7)), "plain"]],
+                       documents={"plain": PLAIN, "plain#0-3": "one"})
+    with pytest.raises(DatasetError) as excinfo:
+        load_chroma(root)
+    assert list(excinfo.value.problems) == [
+        f"{root / 'corpora' / 'plain#0-3.md'}: document id 'plain#0-3' reads as the chunk [0, 3) of document 'plain' "
+        "(a chunk id is <document>#<start>-<end>), so a ranking that names it could mean either; rename one of the "
+        "two files"
+    ]

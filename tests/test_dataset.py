@@ -21,6 +21,7 @@ from conftest import REPO, shared_dataset
 
 from rag_eval._core.errors import DatasetError, RagEvalError
 from rag_eval._data.datasets import Dataset, load_beir, load_cranfield, load_dataset, load_trec, load_yaml_query_set
+from rag_eval._data.datasets.corpus import load_corpus_file
 from rag_eval._data.datasets.values import GRADE_FORM as GRADE
 from rag_eval.cli import main
 
@@ -922,3 +923,115 @@ def test_a_judged_id_with_a_newline_keeps_the_message_on_one_line(tmp_path):
         (f"{path}: queries[0](q1).judgements['a\\nb']: an id holds the control character U+000A at position 2; "
         "ids are one line of text without tabs or control characters (got 'a\\nb')")
     ]
+
+
+# ---- issue 20: ids a TREC file cannot hold, binary files, a missing collection -----------------------------
+
+
+@pytest.mark.parametrize("where", ["corpus", "query", "judgement"])
+def test_an_id_holding_a_space_is_refused_naming_the_file_and_the_id(tmp_path, where):
+    """Before: 'd1 9' was accepted, and the .run file rag_eval wrote read back as doc 'd1' (nDCG 1.0 became 0.24)."""
+    corpus = [dict(p) for p in PASSAGES]
+    queries = [dict(q) for q in QUERIES]
+    if where == "corpus":
+        corpus[0]["id"] = "d1 9"
+    elif where == "query":
+        queries[0]["id"] = "q 1"
+    else:
+        queries[1]["judgements"] = {"p2 x": 1}
+    path = query_set(tmp_path, corpus=corpus, queries=queries)
+    with pytest.raises(DatasetError) as excinfo:
+        load_yaml_query_set(path)
+    place, value = {"corpus": ("corpus[0](d1 9).id", "d1 9"), "query": ("queries[0](q 1).id", "q 1"),
+                    "judgement": ("queries[1](q2).judgements['p2 x']", "p2 x")}[where]
+    assert problems_of(excinfo)[0] == (
+        f"{path}: {place}: an id holds a space at position {value.index(' ') + 1}; ids are written to TREC files, "
+        "whose fields are separated by white space: write it without spaces (a documents folder writes the space of "
+        f"a file name as %20) (got {value!r})"
+    )
+
+
+@pytest.mark.parametrize("name", ["corpus.jsonl", "docs.tsv"])
+def test_a_corpus_file_id_holding_a_space_is_refused_naming_its_line(tmp_path, name):
+    path = tmp_path / name
+    if name.endswith(".jsonl"):
+        path.write_text('{"_id": "p1", "text": "a"}\n{"_id": "d1 9", "text": "b"}\n')
+    else:
+        path.write_text("p1\ta\nd1 9\tb\n")
+    with pytest.raises(DatasetError) as excinfo:
+        load_corpus_file(path)
+    assert str(excinfo.value).startswith(f"{path}:2: ")
+    assert "an id holds a space at position 3" in str(excinfo.value) and "'d1 9'" in str(excinfo.value)
+
+
+def test_a_passage_that_reads_as_a_chunk_of_another_is_refused_as_documents(tmp_path):
+    """as_documents: true cuts passages into chunks <doc>#<start>-<end>: 'a#0-5' would name two things."""
+    root = tmp_path / "beir"
+    make_beir(root)
+    with (root / "corpus.jsonl").open("a") as handle:
+        handle.write(json.dumps({"_id": "p1#0-5", "text": "Pacific"}) + "\n")
+    assert "p1#0-5" in load_dataset({"format": "beir", "path": str(root)}).corpus  # a passage dataset: no chunks
+    with pytest.raises(DatasetError) as excinfo:
+        load_dataset({"format": "beir", "path": str(root), "as_documents": True})
+    assert str(excinfo.value) == (
+        f"{root}: as_documents: document id 'p1#0-5' reads as the chunk [0, 5) of document 'p1' (a chunk id is "
+        "<document>#<start>-<end>), so a ranking that names it could mean either; rename one of the two passages"
+    )
+
+
+@pytest.mark.parametrize("file", ["corpus.jsonl", "queries.jsonl"])
+def test_a_2gb_file_of_nul_bytes_as_corpus_or_queries_is_refused_at_once(tmp_path, file):
+    """Before: read whole (4 GB of memory, 10 s) before 'invalid JSON'. A sparse file: no disk used."""
+    root = tmp_path / "beir"
+    make_beir(root)
+    (root / file).unlink()
+    with (root / file).open("wb") as handle:
+        handle.truncate(2 << 30)
+    config = write_yaml(tmp_path / "run.yaml", {
+        "dataset": {"format": "beir", "path": "beir"},
+        "retrievers": [{"label": "s", "adapter": "static", "params": {"rankings": {}}}], "metrics": ["ndcg@10"],
+    })
+    with (tmp_path / "err.txt").open("w") as err:
+        child = subprocess.Popen([sys.executable, "-m", "rag_eval", "validate", str(config)], stdout=subprocess.DEVNULL,
+                                 stderr=err)
+        _, status, usage = os.wait4(child.pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 2
+    what = "BEIR corpus file" if file == "corpus.jsonl" else "BEIR queries file"
+    assert (tmp_path / "err.txt").read_text().splitlines() == [
+        f"{root / file}: 64 KiB of NUL bytes from byte 0: not a text file (a binary file, or one allocated and never "
+        f"written); expected a {what}",
+        "rag-eval: 1 problem found",
+    ]
+    assert usage.ru_maxrss < 400 * 1024, f"{usage.ru_maxrss // 1024} MiB: the file was read"
+
+
+@pytest.mark.parametrize("fmt", ["beir", "cranfield", "chroma", "trec"])
+def test_a_missing_collection_points_at_the_configs_header_comment(tmp_path, fmt):
+    """Before: '.../qrels/test.tsv: no such file (folder ... does not exist)', with no word on where to get it."""
+    missing = tmp_path / "shared" / "datasets" / "scifact"
+    spec = {"format": fmt, "path": str(missing)}
+    if fmt == "trec":
+        spec = {"format": "trec", "qrels": str(missing / "q.qrel"), "queries": str(missing / "q.tsv"),
+                "corpus": str(missing / "docs.tsv")}
+    with pytest.raises(DatasetError) as excinfo:
+        load_dataset(spec, base=tmp_path)
+    message = str(excinfo.value)
+    key = "dataset.qrels" if fmt == "trec" else "dataset.path"
+    assert message.startswith(f"{missing / 'q.qrel' if fmt == 'trec' else missing}: no such ")
+    assert message.endswith(
+        "download the collection as the comment at the top of the config says (each config in configs/ names its "
+        f"source), or point {key} at your copy (relative to the config, or absolute)"
+    )
+
+
+def test_a_query_set_of_nul_bytes_is_refused_before_it_is_read(tmp_path):
+    """Whole-file formats (YAML, JSON) are read into memory: 64 KiB of NULs at the start stop it first."""
+    path = tmp_path / "set.yaml"
+    with path.open("wb") as handle:
+        handle.truncate(300 << 20)  # under the 512 MiB limit of a YAML query set; sparse: no disk used
+    with pytest.raises(DatasetError) as excinfo:
+        load_dataset({"path": str(path)})
+    assert str(excinfo.value) == (
+        f"{path}: 64 KiB of NUL bytes from byte 0: not a text file (a binary file, or one allocated and never "
+        "written); expected a YAML query set"
+    )

@@ -7,6 +7,7 @@ bytes in UTF-8, "🍮" 4, "東" 3), never taken from rag_eval's own output.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,7 @@ import yaml
 from rag_eval._core.errors import DatasetError
 from rag_eval._core.spans import EvidenceSpan
 from rag_eval._data.datasets import Dataset, load_dataset, load_yaml_query_set
-from rag_eval._data.datasets.evidence import document_grades, occurrences
+from rag_eval._data.datasets.evidence import document_grades, occurrences, resolve_quote
 from rag_eval.cli import main
 
 REPO = Path(__file__).resolve().parents[1]
@@ -219,11 +220,14 @@ def expected_problems(path: Path) -> list[str]:
         f"{e}[4]: document 'menu.md': start '3' is not an integer offset; "
         "write offsets as whole numbers (code points from the start of the document)",
         f"{e}[5]: quote '東京 ' occurs 0 times in document 'menu.md'; quotes match exactly (same characters, case, "
-        "spaces and line breaks, no normalisation): copy it from the document",
+        "spaces and line breaks, no normalisation): copy it from the document; with runs of white space matching any "
+        "run it occurs once, at [28, 30) '東京': give this evidence item match: whitespace, or copy the document's "
+        "spaces and line breaks",
         f"{e}[6]: quote 'la' occurs 3 times in document 'notes.txt' (first at [0, 2) and [3, 5)); "
         "lengthen the quote until it occurs once, or give start and end",
         f"{e}[7]: quote 'cre\u0301me' occurs 0 times in document 'menu.md'; quotes match exactly (same characters, case, "
-        "spaces and line breaks, no normalisation): copy it from the document",
+        "spaces and line breaks, no normalisation): copy it from the document; nearest passage: [12, 18) 'crème ', "
+        "which matches the quote's first 2 characters; then the quote has 'e\u0301me' and the document 'ème brûlée i'",
         f"{e}[8]: grade 0: evidence grades are > 0 (default 1); to say that a document does not answer the query, "
         "give it a document judgement of 0 instead",
         f"{e}[9]: grade -1: evidence grades are > 0 (default 1); to say that a document does not answer the query, "
@@ -487,3 +491,172 @@ def test_symbolic_links_in_a_documents_folder_are_not_followed(tmp_path):
     (tmp_path / "docs_link").symlink_to(docs, target_is_directory=True)
     linked = load_yaml_query_set(document_set(tmp_path, documents="docs_link", queries=queries, file="l.yaml"))
     assert list(linked.documents) == ["menu.md"]
+
+
+# ---- issue 20: ids, surrogates, unreadable folders, chunk ids, quotes ---------------------------------------
+
+
+def test_a_documents_folder_writes_a_space_of_a_file_name_as_percent_20(tmp_path):
+    """Before: 'Getting Started.md' was the id, and the .run file written for it read back as 'Getting'."""
+    (tmp_path / "docs" / "user guide").mkdir(parents=True)
+    (tmp_path / "docs" / "Getting Started.md").write_text("How to start.", encoding="utf-8")
+    (tmp_path / "docs" / "user guide" / "a b.txt").write_text("Guide.", encoding="utf-8")
+    queries = [{"id": "q1", "text": "x", "judgements": {"Getting%20Started.md": 1},
+                "evidence": [{"doc": "user%20guide/a%20b.txt", "quote": "Guide"}]}]
+    dataset = load_yaml_query_set(document_set(tmp_path, documents="docs", queries=queries))
+    assert list(dataset.documents) == ["Getting%20Started.md", "user%20guide/a%20b.txt"]
+    assert dataset.judgements == {"q1": {"Getting%20Started.md": 1.0, "user%20guide/a%20b.txt": 1.0}}
+
+
+def test_two_files_whose_ids_would_be_the_same_are_refused(tmp_path):
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "a b.md").write_text("one", encoding="utf-8")
+    (tmp_path / "docs" / "a%20b.md").write_text("two", encoding="utf-8")
+    path = document_set(tmp_path, documents="docs", queries=[{"id": "q1", "text": "x", "judgements": {"a%20b.md": 1}}])
+    with pytest.raises(DatasetError) as excinfo:
+        load_yaml_query_set(path)
+    assert problems_of(excinfo) == [
+        f"{tmp_path / 'docs' / 'a%20b.md'}: its id 'a%20b.md' is also the id of {tmp_path / 'docs' / 'a b.md'} (a "
+        "space in a file name is written %20 in its id); rename one of the two files"
+    ]
+
+
+def test_a_file_name_that_is_not_utf8_is_named_with_the_fix(tmp_path):
+    """Before: accepted as an id holding a lone surrogate; `run` then failed with UnicodeEncodeError (exit 3)."""
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "ok.md").write_text("fine", encoding="utf-8")
+    with open(os.path.join(os.fsencode(folder), b"caf\xe9.md"), "wb") as handle:
+        handle.write(b"coffee")
+    path = document_set(tmp_path, documents="docs", queries=[{"id": "q1", "text": "x", "judgements": {"ok.md": 1}}])
+    with pytest.raises(DatasetError) as excinfo:
+        load_yaml_query_set(path)
+    assert problems_of(excinfo) == [
+        f"{folder}/caf\\xe9.md: the file name is not UTF-8 text (byte 0xe9), and a document's id is its file name; "
+        "rename the file with a UTF-8 name (convmv -f latin1 -t utf8 does it for a folder)"
+    ]
+
+
+def test_a_subfolder_that_cannot_be_listed_is_a_problem(tmp_path, monkeypatch):
+    """Before: os.walk skipped it in silence (root lists any folder: the refusal is simulated)."""
+    (tmp_path / "docs" / "private").mkdir(parents=True)
+    (tmp_path / "docs" / "a.md").write_text("one", encoding="utf-8")
+    (tmp_path / "docs" / "private" / "b.md").write_text("two", encoding="utf-8")
+    real = os.scandir
+
+    def scandir(path="."):
+        if os.fspath(path).endswith("private"):
+            raise PermissionError(13, "Permission denied", os.fspath(path))
+        return real(path)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    path = document_set(tmp_path, documents="docs", queries=[{"id": "q1", "text": "x", "judgements": {"a.md": 1}}])
+    with pytest.raises(DatasetError) as excinfo:
+        load_yaml_query_set(path)
+    assert problems_of(excinfo) == [
+        f"{tmp_path / 'docs' / 'private'}: cannot list this folder (permission denied); its documents would be missing: "
+        "make it readable, or move it out of the documents folder"
+    ]
+
+
+def test_a_lone_surrogate_in_a_jsonl_document_id_is_named_with_its_line_and_fix(tmp_path):
+    """Before: accepted; the judgement of 'a' was then told 'did you mean 'a\\udc80'?' (no file, wrong fix)."""
+    (tmp_path / "docs.jsonl").write_text('{"id": "a\\udc80", "text": "hello"}\n{"id": "b", "text": "bananas"}\n')
+    path = document_set(tmp_path, documents="docs.jsonl", queries=[{"id": "q1", "text": "x", "judgements": {"b": 1}}])
+    with pytest.raises(DatasetError) as excinfo:
+        load_yaml_query_set(path)
+    assert problems_of(excinfo) == [
+        f"{tmp_path / 'docs.jsonl'}:1: document id: an id holds a lone surrogate U+DC80 at position 2, which is not "
+        "UTF-8 text; it is half of a UTF-16 pair (an escape \\ud800 to \\udfff without its other half), not a "
+        "character: fix the escape (got 'a\\udc80')"
+    ]
+
+
+def test_a_lone_surrogate_in_a_document_text_is_one_line_not_a_crash(tmp_path, capsys):
+    """Before: `run` with a whole-document retriever failed with UnicodeEncodeError (exit 3)."""
+    (tmp_path / "docs.jsonl").write_text('{"id": "a", "text": "hello \\ud800 world"}\n{"id": "b", "text": "x"}\n')
+    document_set(tmp_path, documents="docs.jsonl", queries=[{"id": "q1", "text": "hello", "judgements": {"a": 1}}])
+    config = write_yaml(tmp_path / "run.yaml", {"dataset": {"path": "set.yaml"}, "metrics": ["doc_ndcg@10"],
+                                                 "retrievers": [{"label": "bm25", "adapter": "bm25"}]})
+    code = main(["run", str(config), "--output", str(tmp_path / "out"), "--no-progress"])
+    err = capsys.readouterr().err
+    assert code == 2 and not (tmp_path / "out").exists()
+    assert err == (
+        f"rag-eval: error: {tmp_path / 'docs.jsonl'}:1: document 'a': 'text' holds a lone surrogate U+D800 at position "
+        "7, which is not UTF-8 text; it is half of a UTF-16 pair (an escape \\ud800 to \\udfff without its other "
+        "half), not a character: fix the escape\n"
+    )
+
+
+@pytest.mark.parametrize("source", ["inline", "jsonl"])
+def test_a_document_id_that_reads_as_a_chunk_of_another_is_refused(tmp_path, source):
+    """Before: 'a' and 'a#0-5' were both loaded; a replayed ranking naming 'a#0-5' scored a chunk of 'a' (1.0 -> 0.0)."""
+    documents = [{"id": "a", "text": "alpha beta"}, {"id": "a#0-5", "text": "gamma"}]
+    queries = [{"id": "q1", "text": "x", "judgements": {"a#0-5": 1}}]
+    if source == "jsonl":
+        (tmp_path / "docs.jsonl").write_text("".join(json.dumps(d) + "\n" for d in documents), encoding="utf-8")
+        documents, place = "docs.jsonl", f"{tmp_path / 'docs.jsonl'}:2"
+    path = document_set(tmp_path, documents=documents, queries=queries)
+    if source == "inline":
+        place = f"{path}: documents[1](a#0-5).id"
+    with pytest.raises(DatasetError) as excinfo:
+        load_yaml_query_set(path)
+    # (A documents folder cannot hold such a pair: its ids end in .md or .txt, a chunk id in a digit.)
+    assert problems_of(excinfo) == [
+        f"{place}: document id 'a#0-5' reads as the chunk [0, 5) of document 'a' (a chunk id is "
+        "<document>#<start>-<end>), so a ranking that names it could mean either; rename one of the two"
+    ]
+
+
+WRAPPED = "The Pacific Ocean is the largest\n   and deepest of the oceans.\tIt covers a third of the Earth."
+
+
+@pytest.mark.parametrize("quote, span", [
+    ("largest and deepest of the oceans.", (25, 62)),
+    ("  Pacific   Ocean\nis ", (4, 20)),  # the quote's ends: no part of it
+    ("oceans. It covers", (55, 72)),
+])
+def test_a_quote_may_match_runs_of_white_space_when_asked(tmp_path, quote, span):
+    queries = [{"id": "q1", "text": "x", "evidence": [{"doc": "d", "quote": quote, "match": "whitespace"}]}]
+    dataset = load_yaml_query_set(document_set(tmp_path, documents=[{"id": "d", "text": WRAPPED}], queries=queries))
+    (found,) = dataset.evidence["q1"]
+    assert (found.start, found.end) == span
+    assert " ".join(WRAPPED[found.start : found.end].split()) == " ".join(quote.split())  # exact offsets, text as quoted
+
+
+def test_white_space_matching_is_opt_in_and_its_misses_show_the_nearest_passage(tmp_path):
+    evidence = [
+        {"doc": "d", "quote": "largest and deepest"},  # exact (the default): the line break differs
+        {"doc": "d", "quote": "largest and deepest", "match": "whitespace"},
+        {"doc": "d", "quote": "the largest and shallowest", "match": "whitespace"},
+        {"doc": "d", "start": 0, "end": 3, "match": "whitespace"},
+    ]
+    path = document_set(tmp_path, documents=[{"id": "d", "text": WRAPPED}],
+                        queries=[{"id": "q1", "text": "x", "evidence": evidence}])
+    with pytest.raises(DatasetError) as excinfo:
+        load_yaml_query_set(path)
+    e = f"{path}: queries[0](q1).evidence"
+    assert problems_of(excinfo) == [
+        f"{e}[0]: quote 'largest and deepest' occurs 0 times in document 'd'; quotes match exactly (same characters, "
+        "case, spaces and line breaks, no normalisation): copy it from the document; with runs of white space "
+        "matching any run it occurs once, at [25, 47) 'largest\\n   and deepest': give this evidence item match: "
+        "whitespace, or copy the document's spaces and line breaks",
+        f"{e}[2]: quote 'the largest and shallowest' occurs 0 times in document 'd', even with runs of white space "
+        "matching any run of white space (match: whitespace); copy it from the document; nearest passage: [21, 50) "
+        "'the largest\\n   and deepest of', which matches the quote's first 16 characters; then the quote has "
+        "'shallowest' and the document 'deepest of t'",
+        f"{e}[3]: match applies to a quote; remove it, or give a quote instead of start and end",
+    ]
+
+
+def test_checking_a_quote_stops_at_two_occurrences(tmp_path):
+    """Before: every overlapping occurrence was counted one by one ('aa' in 5 MB of 'a': 18 s)."""
+    import time
+
+    text = "a" * 5_000_000
+    started = time.perf_counter()
+    with pytest.raises(ValueError, match=r"quote 'aa' occurs at least 2,500,000 times in document 'big' \(first at "
+                                         r"\[0, 2\) and \[1, 3\)\)"):
+        resolve_quote(text, "aa", "big")
+    assert time.perf_counter() - started < 3.0
+    assert occurrences("abcabc" * 1000, "abc") == (2000, [0, 3])  # a quote that cannot overlap itself: exact

@@ -25,9 +25,11 @@ from rag_eval._retrievers.corpus_digest import corpus_digest
 
 MESSY_IDS = st.one_of(
     st.sampled_from(["https://example.org/a?b=1#frag", "<dbpedia:Pacific_Ocean>", "docs/guide.md#3-9", "1", "😀"]),
-    st.text(alphabet=st.characters(blacklist_categories=("Cc", "Cs", "Zl", "Zp")), min_size=1, max_size=300).filter(
-        lambda text: text.strip() == text and text.strip()
-    ),
+    # No ASCII space: ids read from a dataset hold none (a TREC file would split them there, rag_eval._core.ids).
+    st.text(
+        alphabet=st.characters(blacklist_categories=("Cc", "Cs", "Zl", "Zp"), blacklist_characters=" "),
+        min_size=1, max_size=300,
+    ).filter(lambda text: text.strip() == text and text.strip()),
 )
 PASSAGE = st.fixed_dictionaries(
     {"_id": MESSY_IDS, "text": st.text(max_size=200)},

@@ -328,3 +328,44 @@ def test_bm25_ties_at_the_cut_off_keep_the_greater_doc_ids():
 def test_bm25_cuts_at_top_k():
     got = plain_bm25().search({"q": "ocean sand"}, top_k=2)["q"]
     assert list(got) == ["d2", "d1"]
+
+
+# ---- issue 20: a run's .run file replays to the same numbers ------------------------------------------------
+
+
+def _run(folder, config, label):
+    import contextlib
+    import io
+
+    import yaml
+
+    from rag_eval.cli import main
+
+    path = folder / f"{label}.yaml"
+    path.write_text(yaml.safe_dump(config, allow_unicode=True), encoding="utf-8")
+    err = io.StringIO()
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+        code = main(["run", str(path), "--output", str(folder / label), "--no-progress"])
+    assert code == 0, err.getvalue()
+    return json.loads((folder / label / f"{label}.json").read_text(encoding="utf-8"))
+
+
+def test_a_folder_with_spaces_in_file_names_replays_its_run_to_the_same_value(tmp_path):
+    """Before: 'Getting Started.md' kept its space; the .run file read back as 'Getting' (nDCG 1.0 -> 0.2398)."""
+    (tmp_path / "docs").mkdir()
+    texts = {"Getting Started.md": "how to get started with the tool", "d1 9.md": "bananas are yellow",
+             "other.md": "started tool guide started", "more notes.txt": "get the tool"}
+    for name, text in texts.items():
+        (tmp_path / "docs" / name).write_text(text, encoding="utf-8")
+    (tmp_path / "set.yaml").write_text(json.dumps({"documents": "docs", "queries": [
+        {"id": "q1", "text": "get started", "judgements": {"Getting%20Started.md": 2, "more%20notes.txt": 1}},
+        {"id": "q2", "text": "yellow bananas", "judgements": {"d1%209.md": 1}},
+    ]}), encoding="utf-8")
+    metrics = ["doc_ndcg@10", "doc_recall@2"]
+    first = _run(tmp_path, {"dataset": {"path": "set.yaml"}, "metrics": metrics,
+                            "retrievers": [{"label": "bm25", "adapter": "bm25"}]}, "bm25")
+    (tmp_path / "stored.run").write_bytes((tmp_path / "bm25" / "bm25.run").read_bytes())
+    replay = _run(tmp_path, {"dataset": {"path": "set.yaml"}, "metrics": metrics,
+                             "retrievers": [{"label": "st", "adapter": "static", "params": {"path": "stored.run"}}]}, "st")
+    assert first["results"]["aggregate"] == replay["results"]["aggregate"]
+    assert first["results"]["aggregate"]["doc_ndcg@10"] > 0.9

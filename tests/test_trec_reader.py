@@ -404,3 +404,104 @@ def test_factorize_numbers_ids_by_first_appearance_whatever_the_hashes(monkeypat
         expected.setdefault(i, len(expected))
     assert codes.tolist() == [expected[i] for i in ids]
     assert [ids[r] for r in first.tolist()] == list(expected)
+
+
+# ---- issue 20: the TREC files rag_eval writes read back; a file cut short while it is read -------------
+
+
+@pytest.mark.parametrize("run", [{"q1": {"d1 9": 1.0}}, {"q 1": {"d1": 1.0}}, {"q1": {"d1\tx": 1.0}}])
+def test_an_id_a_trec_field_cannot_hold_is_never_written(run):
+    """Before: 'd1 9' was written as is and read back as the doc 'd1' with the rank 9 as its score."""
+    with pytest.raises(InputFormatError, match=r"id '(d1 9|q 1|d1\\tx)' holds .*a TREC file separates fields"):
+        trec.format_run(run)
+    with pytest.raises(InputFormatError, match="a TREC file separates fields"):
+        trec.format_qrels({qid: {doc: 1 for doc in docs} for qid, docs in run.items()})
+
+
+def test_written_run_and_qrels_read_back_exactly(tmp_path):
+    run = {"q1": {"a\u00a0b": 0.5, "reports/q3.pdf#p12#c7": 0.5, "é": 1.0}, "q2": {"x": 2.0}}
+    (tmp_path / "r.run").write_text(trec.format_run(run), encoding="utf-8")
+    (tmp_path / "q.qrels").write_text(trec.format_qrels({"q1": {"é": 2, "a\u00a0b": 0}}), encoding="utf-8")
+    assert engine.to_nested(engine.read_run(tmp_path / "r.run")) == run
+    assert engine.to_nested(engine.read_qrels(tmp_path / "q.qrels")) == {"q1": {"é": 2.0, "a\u00a0b": 0.0}}
+
+
+CUT_WHILE_READ = r"""
+import os, sys
+from rag_eval._scoring.engine.packed_ids import PackedIds
+from rag_eval.cli import main
+
+run = sys.argv[1]
+real = PackedIds.from_text.__func__
+done = []
+
+
+def cut(cls, text, *args, **kwargs):
+    # The first chunk of the run being parsed (the qrels file is tiny): another process cuts the run to a tenth.
+    if not done and text.size > 1000:
+        done.append(1)
+        os.truncate(run, os.path.getsize(run) // 10)
+    return real(cls, text, *args, **kwargs)
+
+
+PackedIds.from_text = classmethod(cut)
+sys.exit(main(["evaluate", "--qrels", sys.argv[2], "--run", run, "-m", "ndcg@10"]))
+"""
+
+
+def test_a_run_file_cut_short_while_it_is_read_is_one_line_not_sigbus(tmp_path):
+    """Before: the reader mapped the file and the process died of SIGBUS (exit 135 in a shell)."""
+    import subprocess
+    import sys
+
+    run, qrels = tmp_path / "big.run", tmp_path / "q.qrels"
+    lines = [f"q{i // 300} Q0 d{i * 7919 % 10**7} {i % 300 + 1} {1000 - i % 300}.25 t\n" for i in range(300_000)]
+    run.write_text("".join(lines))  # about 10 MiB: many chunks, read by two threads
+    qrels.write_text("q1 0 d7919 1\n")
+    done = subprocess.run([sys.executable, "-c", CUT_WHILE_READ, str(run), str(qrels)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2, (done.returncode, done.stderr[-2000:])
+    assert done.stdout == ""
+    assert done.stderr.splitlines() == [
+        f"rag-eval: error: {run}: the file changed while it was read (it had {sum(map(len, lines)):,} bytes); read it "
+        "again once it is complete (a file still being written, or rewritten by another process, gives no number)"
+    ]
+
+
+def test_a_file_that_changes_under_the_line_reader_is_refused(tmp_path, monkeypatch):
+    """The line reader (irregular layouts) checks the file's size and time after reading, as the fast one does."""
+    path = tmp_path / "r.run"
+    path.write_text("q1  Q0 a 1 2.0 t\nq1 Q0 b 2 1.0 t\n")  # two spaces: the line reader
+    real = reader._check_id
+    appended = []
+
+    def check_and_append(value, kind, where):
+        if not appended:  # another process appends a line while the file is read
+            appended.append(1)
+            with path.open("a") as handle:
+                handle.write("q1 Q0 c 3 0.5 t\n")
+        return real(value, kind, where)
+
+    monkeypatch.setattr(reader, "_check_id", check_and_append)
+    with pytest.raises(InputFormatError, match=r"r.run: the file changed while it was read \(it had 33 bytes\)"):
+        engine.read_run(path)
+
+
+def test_a_line_longer_than_a_chunk_is_read_by_the_fast_reader(tmp_path, small_chunks):
+    path = tmp_path / "r.run"
+    long_id = "L" * 5000  # longer than many chunks of 257 bytes
+    path.write_text(f"q1 Q0 a 1 2.0 t\nq1 Q0 {long_id} 2 1.0 t\nq2 Q0 b 1 3.0 t\n")
+    same(as_rows(engine.read_run(path)), [("q1", "a", 2.0), ("q1", long_id, 1.0), ("q2", "b", 3.0)])
+
+
+def test_a_long_line_of_nul_bytes_is_refused_from_its_start(tmp_path):
+    """A 2 GB file of NUL bytes is one endless line: its first megabyte names the problem (see also
+    test_bad_input_evaluate: the whole file is never read)."""
+    path = tmp_path / "r.run"
+    path.write_bytes(b"q1 Q0 a 1 2.0 t\n" + b"\0" * (3 << 20))
+    with pytest.raises(InputFormatError) as excinfo:
+        engine.read_run(path)
+    assert str(excinfo.value) == (
+        f"{path}:2: query id {chr(0) * 60!r}... (more than 1,048,576 characters) holds the control character U+0000 "
+        "at position 1; ids may not hold control characters"
+    )

@@ -82,16 +82,37 @@ def check_input_file(
     return path
 
 
+# A run of this many NUL bytes is never text: a binary file, or a sparse one (allocated, never written).
+# Text readers refuse it when they meet it, before reading the rest (a 2 GB file of NULs: at once).
+NUL_RUN = 1 << 16
+
+
+def binary_content(path: str | os.PathLike[str], offset: int, what: str) -> str:
+    """The one line refusing a file that holds :data:`NUL_RUN` NUL bytes from byte ``offset``."""
+    return (
+        f"{path}: {NUL_RUN // 1024} KiB of NUL bytes from byte {offset:,}: not a text file (a binary file, or one "
+        f"allocated and never written); expected a {what}"
+    )
+
+
 def read_bytes(
     path: str | os.PathLike[str],
     what: str = "file",
     max_bytes: int | None = MAX_DOCUMENT_BYTES,
     error: type[RagEvalError] = InputFormatError,
 ) -> bytes:
-    """The bytes of a checked input file, a leading BOM removed."""
+    """The bytes of a checked input file, a leading BOM removed.
+
+    A file that begins with :data:`NUL_RUN` NUL bytes is refused before the rest is read.
+    """
     path = check_input_file(path, what, max_bytes, error)
     try:
-        data = path.read_bytes()
+        with path.open("rb") as handle:
+            head = handle.read(NUL_RUN)
+            if len(head) == NUL_RUN and not head.strip(b"\0"):
+                raise error(binary_content(path, 0, what))
+            handle.seek(0)
+            data = handle.read()  # one allocation (head + the rest would copy a 500 MB file once more)
     except OSError as failure:  # a race with the checks above, or an I/O error
         raise error(f"{path}: cannot be read ({_reason(failure)})") from None
     return data.removeprefix(BOM)

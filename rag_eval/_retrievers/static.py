@@ -167,7 +167,9 @@ def _normalise(source: Any, where: str) -> dict[str, dict[str, float]]:
 
 def _id(value: Any, where: str, what: str) -> str:
     try:
-        return id_from_value(value)
+        # A space is kept: such an id names no query or document of a dataset (their ids hold none), so
+        # search() refuses it as a document that is not in the corpus, and a query id never matches.
+        return id_from_value(value, spaces=True)
     except ValueError as failure:
         raise RetrieverError(f"static: {where}: {what}: {failure} (got {shown(value)})") from None
 

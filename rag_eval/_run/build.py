@@ -7,7 +7,8 @@ from typing import Any
 
 from rag_eval._core.errors import RagEvalError, RetrieverError
 from rag_eval._core.plugins import config_folder
-from rag_eval._data.config.schema import LoadedConfig, RetrieverSpec
+from rag_eval._data.config.schema import LoadedConfig
+from rag_eval._data.config.sections import RetrieverSpec
 from rag_eval._retrievers import registry
 
 

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # annotations only: this module stays free of the config and dataset loaders
     from collections.abc import Mapping
 
-    from rag_eval._data.config.schema import LoadedConfig, RetrieverSpec
+    from rag_eval._data.config.schema import LoadedConfig
+    from rag_eval._data.config.sections import RetrieverSpec
     from rag_eval._data.datasets import Dataset
     from rag_eval._scoring.results import Results
 

@@ -28,12 +28,15 @@ from pathlib import Path
 from typing import Any
 
 from rag_eval._core.errors import DatasetError
+from rag_eval._core.ids import id_fix, surrogate_problem
+from rag_eval._core.messages import VALIDATE_LISTS_ALL, first_and_more
 from rag_eval._data.datasets.chroma import is_chroma_folder, load_chroma
 from rag_eval._data.datasets.collections import CRANFIELD_GRADE_MAP, load_beir, load_cranfield, load_trec
 from rag_eval._data.datasets.corpus import load_corpus_file, load_queries_file, resolve_path
+from rag_eval._data.datasets.documents import chunk_id_clash, chunk_id_clashes
 from rag_eval._data.datasets.model import Dataset, Problems, Query
 from rag_eval._data.datasets.query_set import QuerySetFile, load_yaml_query_set
-from rag_eval._data.datasets.values import grade_from_value
+from rag_eval._data.datasets.values import grade_from_value, text_problem
 
 FORMATS = ("yaml", "beir", "trec", "cranfield", "chroma")
 
@@ -49,6 +52,7 @@ def load_dataset(spec: Mapping[str, Any], base: Path | None = None, stream_corpu
     """
     base = base or Path.cwd()
     fmt = spec.get("format") or _infer_format(spec, base)
+    _check_present(spec, fmt, base)
     grade_map = _grade_map(spec.get("grade_map"))
     if fmt == "yaml":
         dataset = load_yaml_query_set(resolve_path(spec["path"], base), grade_map=grade_map)
@@ -78,6 +82,42 @@ def load_dataset(spec: Mapping[str, Any], base: Path | None = None, stream_corpu
     return dataset
 
 
+# Published collections are not in the repository: a config that reads one says in its first lines where
+# to download it (every config in configs/ does). A missing folder points there, not only at the path.
+_DOWNLOAD_HINT = (
+    "download the collection as the comment at the top of the config says (each config in configs/ names its "
+    "source), or point {key} at your copy (relative to the config, or absolute)"
+)
+_FOLDERS = {
+    "beir": "a BEIR folder (corpus.jsonl, queries.jsonl, qrels/<split>.tsv)",
+    "cranfield": "the Cranfield folder (cran.all.1400, cran.qry, cranqrel)",
+    "chroma": "a chroma folder (corpora/<document>.md, questions.csv)",
+}
+
+
+def _check_present(spec: Mapping[str, Any], fmt: str, base: Path) -> None:
+    """A published collection whose folder is missing: one line naming it and where to get it.
+
+    A folder that exists but lacks a file is left to the loader, which names the file.
+    """
+    if fmt in _FOLDERS and spec.get("path") is not None:
+        path = resolve_path(spec["path"], base)
+        if not path.exists():
+            raise DatasetError(
+                f"{path}: no such folder; expected {_FOLDERS[fmt]}: {_DOWNLOAD_HINT.format(key='dataset.path')}"
+            )
+    if fmt == "trec":
+        for key in ("qrels", "queries", "corpus"):
+            if spec.get(key) is None:
+                continue
+            path = resolve_path(spec[key], base)
+            if not path.exists() and not path.parent.exists():
+                raise DatasetError(
+                    f"{path}: no such file (folder {path.parent} does not exist); expected the TREC {key} file: "
+                    + _DOWNLOAD_HINT.format(key=f"dataset.{key}")
+                )
+
+
 def passages_as_documents(dataset: Dataset) -> Dataset:
     """A passage collection read as documents: each passage's text is a document that chunkers can cut.
 
@@ -88,6 +128,20 @@ def passages_as_documents(dataset: Dataset) -> Dataset:
     if dataset.has_documents:
         return dataset
     documents = {doc: str(passage.get("text") or "") for doc, passage in dataset.corpus.items()}
+    # Chunks of these documents get ids <document>#<start>-<end>, which must name one thing; and a document
+    # is cut and tokenized as UTF-8 (a lone surrogate, which passages may hold, is not).
+    messages = [
+        f"{dataset.source}: as_documents: {chunk_id_clash(doc, other)}; rename one of the two passages"
+        for doc, other in chunk_id_clashes(documents)
+    ]
+    for doc, text in documents.items():
+        problem = surrogate_problem(doc)
+        if problem is not None:
+            messages.append(f"{dataset.source}: as_documents: passage id {doc!r} {problem}; {id_fix(problem)}")
+        elif (problem := text_problem(text)) is not None:
+            messages.append(f"{dataset.source}: as_documents: passage {doc!r}: 'text' {problem}")
+    if messages:
+        raise DatasetError(first_and_more(messages, hint=VALIDATE_LISTS_ALL), problems=messages)
     judgements = {qid: dict(grades) for qid, grades in dataset.judgements.items()}
     return dataclasses.replace(
         dataset,

@@ -1,6 +1,7 @@
 """The layout of Chroma's chunking evaluation: a folder of documents and a questions CSV with evidence.
 
     <path>/corpora/<document>.md     one document per file; its id is the file name without .md
+                                     (a space written %20, as in a documents folder)
     <path>/questions.csv             columns question, references, corpus_id
 
 ``references`` is a JSON list of ``{"content", "start_index", "end_index"}``: character
@@ -30,8 +31,10 @@ from pathlib import Path
 
 from rag_eval._core.errors import DatasetError
 from rag_eval._core.files import MAX_DOCUMENT_BYTES, read_text
+from rag_eval._core.ids import id_problem, surrogate_problem
 from rag_eval._core.messages import did_you_mean, shown, some_of
 from rag_eval._core.spans import EvidenceSpan, span_problem
+from rag_eval._data.datasets.documents import chunk_id_clash, chunk_id_clashes, folder_document_id, shown_path
 from rag_eval._data.datasets.lines import csv_header, csv_records
 from rag_eval._data.datasets.model import Dataset, Problems, Query
 
@@ -54,10 +57,17 @@ def load_chroma(path: Path) -> Dataset:
     problems = Problems()
     documents: dict[str, str] = {}
     for file in sorted(corpora.glob("*.md")):
+        doc = folder_document_id(file.stem)  # a space is %20 in an id, as in a documents folder
+        problem = id_problem(doc) or surrogate_problem(doc)  # a name that is not UTF-8 holds surrogates
+        if problem is not None:
+            problems.add(f"{shown_path(str(file))}: the file name cannot be a document id: it {problem}; rename the file")
+            continue
         try:
-            documents[file.stem] = read_text(file, "document", MAX_DOCUMENT_BYTES, DatasetError)
+            documents[doc] = read_text(file, "document", MAX_DOCUMENT_BYTES, DatasetError)
         except DatasetError as failure:
             problems.add(str(failure))
+    for doc, other in chunk_id_clashes(documents):
+        problems.add(f"{corpora / (doc + '.md')}: {chunk_id_clash(doc, other)}; rename one of the two files")
     if not documents and not problems.count:
         raise DatasetError(f"{corpora}: no .md documents; a chroma dataset holds corpora/<document>.md")
     header = csv_header(questions_path, "questions file")
@@ -102,7 +112,7 @@ def _questions(
         # csv reports the line a record ends on; a record (a question with its JSON) may span lines.
         line, previous_end = previous_end + 1, end_line
         where = f"{questions_path}:{line}: row {row}"
-        doc = (record.get("corpus_id") or "").strip()
+        doc = folder_document_id((record.get("corpus_id") or "").strip())
         if doc not in documents:
             hint = did_you_mean(doc, documents)
             problems.add(f"{where}: corpus_id {doc!r} names no document {corpus_name(corpora, doc)}; {hint}"

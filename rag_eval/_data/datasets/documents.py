@@ -3,12 +3,22 @@
 - JSON Lines: one ``{"id" | "_id", "text", "title"?}`` object per line.
 - A folder: every ``.txt`` and ``.md`` file under it, read recursively (names starting
   with ``.`` skipped), in the sorted order of their ids; a document's id is its path
-  relative to the folder in POSIX form (``guides/setup.md``), its title empty.
+  relative to the folder in POSIX form (``guides/setup.md``), each space written ``%20``
+  (``Getting Started.md`` is ``Getting%20Started.md``, as in a URL), its title empty.
+  Ids are written to TREC files, whose fields are separated by white space: an id
+  holding a space could not be read back (rag_eval._core.ids). A file whose id would be
+  another file's (``a b.md`` next to ``a%20b.md``), or whose name is not UTF-8, is a
+  problem naming it.
   Symbolic links inside the folder, to files or to folders, are not followed (the
   folder itself may be one): the documents are the regular files of the tree, so a
   link cycle or a link out of the tree cannot add documents, and links never give one
   text two ids. Each skipped link is listed in the dataset's notes (shown by reports),
-  never dropped silently.
+  never dropped silently. A subfolder that cannot be listed (permission denied) is a
+  problem, never skipped: its documents would be missing from every ranking.
+
+A document id that reads as the chunk id of another document (``a`` and ``a#0-5``,
+rag_eval._core.spans) is refused wherever documents are loaded (:func:`chunk_id_clashes`):
+a stored ranking that names ``a#0-5`` could not say which of the two it means.
 
 A document's text is exactly what offsets count in: a file is read as UTF-8 with a
 leading byte-order mark removed (so offset 0 is the character after the BOM) and
@@ -19,15 +29,17 @@ collected with its file (and line) before raising.
 from __future__ import annotations
 
 import os
+from collections.abc import Collection
 from pathlib import Path
 
 from rag_eval._core.errors import DatasetError
 from rag_eval._core.files import MAX_DOCUMENT_BYTES, read_text
 from rag_eval._core.ids import id_problem
 from rag_eval._core.messages import shown, some_of
+from rag_eval._core.spans import parse_chunk_id
 from rag_eval._data.datasets.corpus import json_lines
 from rag_eval._data.datasets.model import Problems
-from rag_eval._data.datasets.values import id_from_value
+from rag_eval._data.datasets.values import document_id_from_value, text_problem
 
 # Symbolic links named in the dataset's note at most.
 _LINKS_LISTED = 20
@@ -65,7 +77,7 @@ def documents_from_json_lines(path: Path, problems: Problems) -> Documents:
             continue
         raw_id = record.get("id", record.get("_id"))
         try:
-            doc = id_from_value(raw_id)
+            doc = document_id_from_value(raw_id)
         except ValueError as failure:
             problems.add(f"{where}: document id: {failure} (got {shown(raw_id)})")
             continue
@@ -84,21 +96,31 @@ def documents_from_json_lines(path: Path, problems: Problems) -> Documents:
         if title is not None and not isinstance(title, str):
             problems.add(f"{where}: document {doc!r}: 'title' must be text, got {shown(title)}")
             continue
+        # A whole-document retriever, a chunker or a tokenizer would fail on a text that is not UTF-8.
+        field, problem = next(((f, p) for f, v in (("text", text), ("title", title or "")) if (p := text_problem(v))),
+                              ("", None))
+        if problem is not None:  # reported, and the document kept: judgements naming it are not a second problem
+            problems.add(f"{where}: document {doc!r}: '{field}' {problem}")
         documents[doc] = {"text": text, "title": title or ""}
+    for doc, other in chunk_id_clashes(first_line):
+        problems.add(f"{path}:{first_line[doc]}: {chunk_id_clash(doc, other)}; rename one of the two")
     if not documents and not problems.count:
         problems.add(f"{path}: no documents; write one JSON object per line with id and text")
     return documents
 
 
 def documents_from_folder(folder: Path, problems: Problems, notes: list[str] | None = None) -> Documents:
-    """``{relative posix path: {"text", "title": ""}}`` of every .txt/.md file under ``folder``, sorted by id.
+    """``{id: {"text", "title": ""}}`` of every .txt/.md file under ``folder``, sorted by id.
 
+    A file's id is its relative POSIX path, each space written ``%20`` (:func:`folder_document_id`).
     Symbolic links inside ``folder`` are not followed (see the module's docstring); a note
-    naming them goes to ``notes``.
+    naming them goes to ``notes``. A subfolder that cannot be listed is a problem.
     """
     found: list[tuple[str, Path]] = []
     links: list[str] = []
-    for root, dirs, files in os.walk(folder):  # os.walk never descends a linked folder; files are checked below
+    unreadable: list[OSError] = []
+    # os.walk skips a folder it cannot list unless told: each one is a problem (its documents would be missing).
+    for root, dirs, files in os.walk(folder, onerror=unreadable.append):  # never descends a linked folder
         here = Path(root)
         kept = []
         for name in dirs:
@@ -117,21 +139,88 @@ def documents_from_folder(folder: Path, problems: Problems, notes: list[str] | N
                 links.append(path.relative_to(folder).as_posix())
                 continue
             found.append((path.relative_to(folder).as_posix(), path))
+    for failure in unreadable:
+        place = failure.filename if failure.filename is not None else folder
+        reason = "permission denied" if isinstance(failure, PermissionError) else (failure.strerror or type(failure).__name__)
+        problems.add(f"{shown_path(str(place))}: cannot list this folder ({reason}); its documents would be missing: "
+                     "make it readable, or move it out of the documents folder")
     if links and notes is not None:
         notes.append(f"{folder}: {len(links)} symbolic link(s) not followed (documents are the folder's regular "
                      f"files; copy a linked file in to include it): {some_of(sorted(links), _LINKS_LISTED)}")
     documents: Documents = {}
-    for doc, path in sorted(found):
-        problem = id_problem(doc)
+    paths: dict[str, Path] = {}
+    for relative, path in sorted(found):
+        try:
+            relative.encode("utf-8")
+        except UnicodeEncodeError as failure:  # os gives undecodable bytes of a name as lone surrogates
+            byte = os.fsencode(relative[failure.start])[0]
+            problems.add(
+                f"{shown_path(str(path))}: the file name is not UTF-8 text (byte 0x{byte:02x}), and a document's id "
+                "is its file name; rename the file with a UTF-8 name (convmv -f latin1 -t utf8 does it for a folder)"
+            )
+            continue
+        problem = id_problem(relative)
         if problem is not None:
             problems.add(f"{path}: the file name cannot be a document id: it {problem}; rename the file")
             continue
+        doc = folder_document_id(relative)
+        if doc in paths:
+            problems.add(
+                f"{path}: its id {doc!r} is also the id of {paths[doc]} (a space in a file name is written %20 in its "
+                "id); rename one of the two files"
+            )
+            continue
+        paths[doc] = path
+    for doc, path in sorted(paths.items()):
         try:
             documents[doc] = {"text": read_text(path, "document", MAX_DOCUMENT_BYTES, DatasetError), "title": ""}
         except DatasetError as failure:
             problems.add(str(failure))
-    if not found:
+    for doc, other in chunk_id_clashes(paths):
+        problems.add(f"{paths[doc]}: {chunk_id_clash(doc, other)}; rename one of the two files")
+    if not found and not unreadable:
         skipped = f" ({len(links)} symbolic link(s) skipped: links are not followed)" if links else ""
         problems.add(f"{folder}: no .txt or .md files in this folder (or its subfolders){skipped}; "
                      "put one document per file")
     return documents
+
+
+def folder_document_id(relative: str) -> str:
+    """The id of the file at ``relative`` (a POSIX path inside a documents folder): the path, each space ``%20``.
+
+    A space cannot be part of an id (a TREC file would split the id there, rag_eval._core.ids); ``%20``
+    is how a URL writes it, so the id still reads as the file's name.
+    """
+    return relative.replace(" ", "%20")
+
+
+def chunk_id_clashes(ids: Collection[str]) -> list[tuple[str, str]]:
+    """``(id, document)`` for each id of ``ids`` that reads as a chunk id ``<document>#<start>-<end>`` of
+    another id of ``ids`` (``a#0-5`` and ``a``): sorted, empty when none does.
+
+    A stored ranking naming ``a#0-5`` would then mean two things: the document ``a#0-5``, or the first
+    five characters of ``a`` (rag_eval._run.own_spans reads it as the first when it is a document).
+    """
+    known = ids if isinstance(ids, (set, frozenset, dict)) else set(ids)
+    clashes = []
+    for doc in known:
+        if "#" in doc:  # (a cheap test first: most ids hold no '#')
+            parsed = parse_chunk_id(doc)
+            if parsed is not None and parsed[0] in known:
+                clashes.append((doc, parsed[0]))
+    return sorted(clashes)
+
+
+def chunk_id_clash(doc: str, other: str) -> str:
+    """Why document id ``doc`` cannot be next to document ``other`` (a pair of :func:`chunk_id_clashes`)."""
+    parsed = parse_chunk_id(doc)
+    assert parsed is not None
+    return (
+        f"document id {doc!r} reads as the chunk [{parsed[1]}, {parsed[2]}) of document {other!r} (a chunk id is "
+        "<document>#<start>-<end>), so a ranking that names it could mean either"
+    )
+
+
+def shown_path(path: str) -> str:
+    """A path for a one-line message: bytes that are not UTF-8 shown as ``\\xe9``, never printed raw."""
+    return os.fsencode(path).decode("utf-8", "backslashreplace")

@@ -21,8 +21,10 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
+import numpy as np
+
 from rag_eval._core.errors import DatasetError
-from rag_eval._core.files import check_input_file
+from rag_eval._core.files import NUL_RUN, binary_content, check_input_file
 
 GZIP_MAGIC = b"\x1f\x8b"
 BOM = b"\xef\xbb\xbf"
@@ -35,10 +37,16 @@ _CSV_FIELD_LIMIT = 2**31 - 1
 
 
 def text_lines(path: Path, what: str) -> Iterator[tuple[int, str]]:
-    """``(line number, line)`` of a UTF-8 text file (gunzipped when it ends in ``.gz``), endings kept."""
+    """``(line number, line)`` of a UTF-8 text file (gunzipped when it ends in ``.gz``), endings kept.
+
+    A run of 64 KiB of NUL bytes is refused where it is met (:class:`_NulGuard`): a binary or sparse
+    file is one endless "line" that would otherwise be read whole before any check could see it.
+    """
     check_input_file(path, what, None, DatasetError)
     try:
-        with _open_binary(path) as raw, io.TextIOWrapper(raw, encoding="utf-8-sig", newline="") as handle:
+        with _open_binary(path) as raw, io.TextIOWrapper(
+            io.BufferedReader(_NulGuard(raw, path, what), _CHUNK), encoding="utf-8-sig", newline=""
+        ) as handle:
             yield from enumerate(handle, start=1)
     except UnicodeDecodeError:
         raise DatasetError(f"{path}: {_bad_utf8(path)}") from None
@@ -46,6 +54,47 @@ def text_lines(path: Path, what: str) -> Iterator[tuple[int, str]]:
         raise DatasetError(f"{path}: not a valid gzip file ({_reason(failure)}); a .gz name needs gzip content") from None
     except OSError as failure:
         raise DatasetError(f"{path}: cannot be read ({failure.strerror or type(failure).__name__})") from None
+
+
+class _NulGuard(io.RawIOBase):
+    """A binary stream passed through, refusing a run of :data:`~rag_eval._core.files.NUL_RUN` NUL bytes.
+
+    One reduction per read (its minimum byte) when the text holds no NUL, the usual case.
+    """
+
+    def __init__(self, raw: IO[bytes], path: Path, what: str) -> None:
+        self._raw, self._path, self._what = raw, path, what
+        self._offset = 0  # bytes read so far
+        self._run = 0  # NUL bytes at the end of what was read so far
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        n = self._raw.readinto(buffer)  # type: ignore[attr-defined]
+        if n:
+            data = np.frombuffer(buffer, dtype=np.uint8, count=n)
+            if data.min() == 0:
+                self._check(data)
+            else:
+                self._run = 0
+            self._offset += n
+        return n
+
+    def _check(self, data: np.ndarray) -> None:
+        """Raise at a run of NUL_RUN NUL bytes in ``data`` (read at ``self._offset``), counting the run before it."""
+        filled = np.flatnonzero(data)
+        if filled.size == 0:
+            self._run += data.size
+            if self._run >= NUL_RUN:
+                raise DatasetError(binary_content(self._path, self._offset + data.size - self._run, self._what))
+            return
+        if self._run + int(filled[0]) >= NUL_RUN:
+            raise DatasetError(binary_content(self._path, self._offset - self._run, self._what))
+        gaps = np.diff(filled) - 1
+        if gaps.size and int(gaps.max()) >= NUL_RUN:
+            raise DatasetError(binary_content(self._path, self._offset + int(filled[np.argmax(gaps)]) + 1, self._what))
+        self._run = data.size - 1 - int(filled[-1])
 
 
 def split_fields(line: str) -> list[str]:
@@ -173,9 +222,13 @@ def byte_lines(path: Path, start: int, stop: int) -> Iterator[tuple[int, bytes]]
                 handle.seek(start - 1)
                 offset = start - 1 + len(handle.readline())  # the line holding byte start-1 is the previous range's
             while offset < stop or gz:
-                line = handle.readline()
+                line = handle.readline(NUL_RUN)
                 if not line:
                     return
+                if len(line) == NUL_RUN and not line.endswith(b"\n"):  # a long line: refused if it is all NUL
+                    if not line.strip(b"\0"):
+                        raise DatasetError(binary_content(path, offset, "JSON Lines file"))
+                    line += handle.readline()
                 if offset == 0 and line.startswith(BOM):
                     line = line[len(BOM) :]
                     yield 0, line

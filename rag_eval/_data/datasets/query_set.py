@@ -11,18 +11,20 @@ A query set judges either a ``corpus`` of passages (by id) or ``documents``
 (long texts; a list of ``{id, text, title?}``, or the path of a .jsonl file or of
 a folder of .txt/.md files, see :mod:`rag_eval._data.datasets.documents`), never both.
 With documents, a query's ``judgements`` are document judgements and its
-``evidence`` lists spans ``{doc, start, end, grade?}`` or ``{doc, quote, grade?}``
+``evidence`` lists spans ``{doc, start, end, grade?}`` or ``{doc, quote, match?, grade?}``
 (grade > 0, default 1; offsets and quotes as :mod:`rag_eval._data.datasets.evidence`
-says). A ``grade_map`` applies to judgements, not to evidence grades.
+says; ``match: whitespace`` lets runs of white space in a quote match any run). A
+``grade_map`` applies to judgements, not to evidence grades.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -39,12 +41,36 @@ from rag_eval._core.spans import EvidenceSpan
 from rag_eval._core.validation import field_path, validation_problems
 from rag_eval._core.yaml_loader import load_yaml
 from rag_eval._data.datasets.corpus import load_corpus_file, resolve_path
-from rag_eval._data.datasets.documents import load_documents
-from rag_eval._data.datasets.evidence import conflict_message, document_grades, evidence_span, unknown_document
+from rag_eval._data.datasets.documents import chunk_id_clash, chunk_id_clashes, load_documents
+from rag_eval._data.datasets.evidence import (
+    conflict_message,
+    document_grades,
+    evidence_span,
+    unknown_document,
+)
 from rag_eval._data.datasets.model import Dataset, Problems, Query
-from rag_eval._data.datasets.values import evidence_grade_from_value, grade_from_value, id_from_value, mapped_grade
+from rag_eval._data.datasets.values import (
+    document_id_from_value,
+    evidence_grade_from_value,
+    grade_from_value,
+    id_from_value,
+    mapped_grade,
+    text_problem,
+)
+
+
+def _text(value: str) -> str:
+    problem = text_problem(value)
+    if problem is not None:
+        raise ValueError(f"the text {problem}")
+    return value
+
 
 Id = Annotated[str, BeforeValidator(id_from_value)]
+# A document's id and text: a lone surrogate (YAML's "\ud800" escape makes one) is refused; a document's id
+# names its chunks in every file a run writes, and its text is what chunkers and tokenizers read as UTF-8.
+DocumentId = Annotated[str, BeforeValidator(document_id_from_value)]
+Text = Annotated[str, AfterValidator(_text)]
 Grade = Annotated[float, BeforeValidator(grade_from_value)]
 EvidenceGrade = Annotated[float, BeforeValidator(evidence_grade_from_value)]
 
@@ -70,9 +96,9 @@ class PassageSpec(_Strict):
 class DocumentSpec(_Strict):
     """A document given inline: its id, its full text and an optional title."""
 
-    id: Id
-    text: str
-    title: str | None = None
+    id: DocumentId
+    text: Text
+    title: Text | None = None
 
 
 class EvidenceSpec(_Strict):
@@ -83,6 +109,9 @@ class EvidenceSpec(_Strict):
     start: Any = None
     end: Any = None
     quote: str | None = None
+    # How the quote is matched: exactly (the default), or with runs of white space matching any run
+    # (rag_eval._data.datasets.evidence).
+    match: Literal["exact", "whitespace"] | None = None
     grade: EvidenceGrade = 1.0
 
 
@@ -219,10 +248,15 @@ def _document_dataset(
             continue
         spans = []
         for i, item in enumerate(query.evidence):
-            span, found = evidence_span(
-                item.doc, texts, label, start=item.start, end=item.end, quote=item.quote, grade=item.grade
-            )
             where = field_path(raw, ["queries", n, "evidence", i])
+            if item.match is not None and item.quote is None:
+                problems.add(f"{path}: {where}: match applies to a quote; remove it, or give a quote instead of "
+                             "start and end", (_QUERIES, n))
+                continue
+            span, found = evidence_span(
+                item.doc, texts, label, start=item.start, end=item.end, quote=item.quote, grade=item.grade,
+                match=item.match or "exact",
+            )
             problems.extend([f"{path}: {where}: {message}" for message in found], (_QUERIES, n))
             if span is not None:
                 spans.append(span)
@@ -259,6 +293,10 @@ def _documents(
     )
     repeated = _duplicates(path, raw, "documents", "document", problems)
     documents = {item.id: {"text": item.text, "title": item.title or ""} for n, item in items if n not in repeated}
+    position = {item.id: n for n, item in items if n not in repeated}
+    for doc, other in chunk_id_clashes(documents):
+        where = field_path(raw, ["documents", position[doc], "id"])
+        problems.add(f"{path}: {where}: {chunk_id_clash(doc, other)}; rename one of the two", (_CORPUS, position[doc]))
     if not documents and isinstance(value, list) and not value:
         problems.add(f"{path}: documents: no documents; list them (id, text) or give a .jsonl file or a folder",
                      (_CORPUS,))

@@ -15,7 +15,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from rag_eval._core.ids import id_problem
+from rag_eval._core.ids import id_fix, id_problem, stored_id_problem, surrogate_problem
 
 # A grade written as text (TREC qrels, BEIR TSV): digits with an optional sign, point and
 # exponent, as trec_eval's atof reads them. float() would also take "1_0" (as 10), "nan",
@@ -24,14 +24,18 @@ _NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?", re.ASCII)
 GRADE_FORM = "a grade is a finite number such as 2, 0.5 or -1"
 
 
-def id_from_value(value: Any) -> str:
-    """A query or document id from a YAML or JSON value: text, or a whole number (kept as its digits)."""
+def id_from_value(value: Any, *, spaces: bool = False) -> str:
+    """A query or document id from a YAML or JSON value: text, or a whole number (kept as its digits).
+
+    ``spaces``: a space inside the id is kept (a stored ranking's ids, which must still name the
+    dataset's ids, none of which holds one); otherwise it is refused, as :func:`id_from_text` says.
+    """
     if isinstance(value, bool):
         raise ValueError("an id must be text; YAML read this unquoted value as true/false (yes, no, on, off): quote it")  # noqa: TRY004
     if isinstance(value, int):
         return str(value)
     if isinstance(value, str):
-        return id_from_text(value)
+        return id_from_text(value, spaces=spaces)
     if isinstance(value, float):
         message = "an id must be text; this one was read as a decimal number, which loses how it was written"
         raise ValueError(f"{message} (1.10 reads as 1.1): quote it")  # noqa: TRY004
@@ -42,15 +46,44 @@ def id_from_value(value: Any) -> str:
     raise ValueError(f"an id must be text, not a {_kind(value)}")
 
 
-def id_from_text(text: str) -> str:
-    """An id read as text: surrounding spaces removed; empty or control characters refused."""
+def id_from_text(text: str, *, spaces: bool = False) -> str:
+    """An id read as text: surrounding spaces removed; empty, control characters and (unless ``spaces``) a space
+    inside refused.
+
+    The rule of ids read from a dataset (rag_eval._core.ids.stored_id_problem): they are written to TREC
+    files, which cannot hold a space inside an id.
+    """
     value = text.strip()
-    if value.isprintable() and value:  # the common case, checked in C: no control character
+    # The common case, checked in C: no control character (not printable), no space.
+    if value.isprintable() and value and (spaces or " " not in value):
         return value
-    problem = id_problem(value)
+    problem = id_problem(value) if spaces else stored_id_problem(value)
     if problem is not None:
-        raise ValueError(f"an id {problem}; ids are one line of text without tabs or control characters")
+        raise ValueError(f"an id {problem}; {id_fix(problem)}")
     return value
+
+
+def document_id_from_value(value: Any) -> str:
+    """A document's id from a YAML or JSON value: :func:`id_from_value`, and a lone surrogate refused.
+
+    A document's id names its chunks (``<doc>#<start>-<end>``) in every file a run writes, as UTF-8.
+    """
+    doc = id_from_value(value)
+    problem = surrogate_problem(doc)
+    if problem is not None:
+        raise ValueError(f"an id {problem}; {id_fix(problem)}")
+    return doc
+
+
+def text_problem(text: str) -> str | None:
+    """Why ``text`` (a document's text or title) is not text, or None: ``holds a lone surrogate ...; fix``.
+
+    A lone surrogate (from a ``\\ud800`` escape in JSON or YAML) is held by a Python str, but it is not a
+    character: every later step that writes the text as UTF-8 (the run's fingerprints, a tokenizer, a
+    results file) would fail on it.
+    """
+    problem = surrogate_problem(text)
+    return None if problem is None else f"{problem}; {id_fix(problem)}"
 
 
 def grade_from_value(value: Any) -> float:

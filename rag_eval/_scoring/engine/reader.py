@@ -17,11 +17,13 @@ names the exact line and what is wrong with it.
 from __future__ import annotations
 
 import math
-import mmap
+import os
+import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 
@@ -125,17 +127,26 @@ def read_table(path: str | Path, layout: Layout) -> FlatTable:
 
 # ---- the fast reader ----------------------------------------------------------------------
 #
-# The file is mapped into memory and cut into chunks of whole lines. A chunk in the
-# usual layout (one space or tab between fields, one newline after each line) is
-# parsed with a few numpy passes: the positions of all separators give every field's
-# start and end; ids are packed into uint64 words (engine.packed_ids: an id takes
-# as many words as it needs) and numbers are parsed eight characters at a time
-# (engine.fast_numbers) exactly as strtod would. Anything else (blank lines, runs
-# of spaces, control characters, extra fields, a bad number, a value to refuse) is
-# handed to the line-by-line reader, which is slower but follows the same rules and
-# names the line of a problem.
+# The file is read in chunks of whole lines. A chunk in the usual layout (one space or
+# tab between fields, one newline after each line) is parsed with a few numpy passes:
+# the positions of all separators give every field's start and end; ids are packed
+# into uint64 words (engine.packed_ids: an id takes as many words as it needs) and
+# numbers are parsed eight characters at a time (engine.fast_numbers) exactly as strtod
+# would. Anything else (blank lines, runs of spaces, control characters, extra fields, a
+# bad number, a value to refuse, a line longer than _LONGEST_LINE) is handed to the
+# line-by-line reader, which is slower but follows the same rules and names the line of
+# a problem.
+#
+# The chunks are read with pread into buffers of their own, not mapped: a mapped file cut
+# short while it is read (a run file rewritten by another process) kills the process with
+# SIGBUS, where a read simply returns fewer bytes, which is reported as one line. Two passes
+# read the file: the first finds the chunks' line counts (so that every chunk writes its
+# values straight into the table's columns), the second parses them; the second read comes
+# from the page cache. Memory holds the columns and a chunk or two, never the whole file.
 
 _CHUNK_BYTES = 1 << 21  # the largest chunk
+_BATCH = 8  # blocks scanned at a time in pass one
+_LONGEST_LINE = 1 << 24  # a line longer than this (an id of megabytes, a binary file) goes to the line reader
 _FRONT = 16  # readable bytes before a chunk (numbers are read as the 8 bytes that end them)
 _PAD = 32  # readable bytes after a chunk: a word read at a token's last byte stays inside
 
@@ -155,26 +166,74 @@ class _Chunk:
     docs: PackedIds | None  # None: every doc id fits one word (written to the shared array)
 
 
+class _Source:
+    """An open file read at offsets (pread); a read cut short, or a file whose size or time changed, is an error."""
+
+    def __init__(self, path: Path, fd: int) -> None:
+        self.path = path
+        self.fd = fd
+        self.stamp = _stamp(fd)
+        self.size = self.stamp[0]
+
+    def read(self, start: int, stop: int) -> bytes:
+        """The bytes [start, stop) of the file."""
+        data = os.pread(self.fd, stop - start, start)
+        if len(data) != stop - start:
+            raise _changed(self.path, self.size)
+        return data
+
+    def read_into(self, buffer: np.ndarray, start: int) -> None:
+        """Fill ``buffer`` (a contiguous uint8 view) with the file's bytes from ``start``."""
+        view = buffer.data  # (a memoryview of the array: preadv writes into it)
+        done = 0
+        while done < len(view):  # preadv may return less than asked only at the end of the file
+            n = os.preadv(self.fd, [view[done:]], start + done)
+            if n <= 0:
+                raise _changed(self.path, self.size)
+            done += n
+
+    def scan(self, block: tuple[int, int]) -> tuple[int, int, bool]:
+        """(newlines, offset of the last newline or -1, whether it ends with a newline) of the bytes [a, b)."""
+        data = self.read(*block)
+        last = data.rfind(b"\n")
+        newlines = int(np.count_nonzero(np.frombuffer(data, dtype=np.uint8) == 10))
+        return newlines, (block[0] + last if last >= 0 else -1), data.endswith(b"\n")
+
+    def check_unchanged(self) -> None:
+        """Raise when the file's size or modification time is not what it was when opened."""
+        if _stamp(self.fd) != self.stamp:
+            raise _changed(self.path, self.size)
+
+
+def _stamp(fd: int) -> tuple[int, int]:
+    info = os.fstat(fd)
+    return info.st_size, info.st_mtime_ns
+
+
+def _changed(path: Path, size: int) -> InputFormatError:
+    return InputFormatError(
+        f"{path}: the file changed while it was read (it had {size:,} bytes); read it again once it is complete "
+        "(a file still being written, or rewritten by another process, gives no number)"
+    )
+
+
 def _read_fast(path: Path, layout: Layout) -> FlatTable:
     """The table of a file in the usual layout, or :class:`_Irregular`."""
-    size = path.stat().st_size
-    if size == 0:
-        return _empty_table()
     try:
-        with path.open("rb") as handle:
-            mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
-    except (OSError, ValueError):  # a file that cannot be mapped: the line reader says why
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:  # a file that cannot be opened: the line reader says why
         raise _Irregular from None
     try:
-        start = _content_start(mapped, layout)
-        if start >= size:
+        source = _Source(path, fd)
+        if source.size == 0:
             return _empty_table()
-        chunks, values, hashes, words = _parse_mapped(mapped, start, size, layout)
+        start = _content_start(source, layout)
+        if start >= source.size:
+            return _empty_table()
+        chunks, values, hashes, words = _parse_file(source, start, layout)
+        source.check_unchanged()
     finally:
-        try:
-            mapped.close()
-        except BufferError:  # pragma: no cover - a view still alive (an exception's traceback)
-            pass
+        os.close(fd)
     if not np.isfinite(values).all():
         raise _Irregular  # a value to refuse (NaN, inf): the line reader names its line
     keys, codes = _query_codes(chunks)
@@ -182,26 +241,9 @@ def _read_fast(path: Path, layout: Layout) -> FlatTable:
     return FlatTable(keys, codes, values=values, packed_docs=docs, doc_hashes=hashes, all_keys_have_rows=True)
 
 
-def _parse_mapped(mapped: mmap.mmap, start: int, size: int, layout: Layout) -> tuple:
-    """(chunks, values, doc hashes, one-word doc ids) of mapped[start:size], parsed in chunks.
-
-    Every view of the mapping is local here, so that it can be closed on return.
-    """
-    data = np.frombuffer(mapped, dtype=np.uint8)
-    bounds = _chunk_bounds(mapped, start, size)
-    page = mmap.PAGESIZE
-
-    def release(ab: tuple[int, int]) -> None:
-        # Parsed lines are not needed again: drop their pages from this process (they stay
-        # in the page cache), so that memory holds the columns, not the whole file too.
-        lo, hi = -(-ab[0] // page) * page, ab[1] // page * page  # whole pages inside
-        if hi > lo and hasattr(mapped, "madvise"):
-            mapped.madvise(mmap.MADV_DONTNEED, lo, hi - lo)
-
-    # First the lines of each chunk, so that every chunk writes its values straight into
-    # the table's columns (no second copy of them in memory).
-    counts = _map_chunks(lambda ab: int(np.count_nonzero(data[ab[0] : ab[1]] == 10)), bounds, release)
-    counts[-1] += int(data[size - 1] != 10)
+def _parse_file(source: _Source, start: int, layout: Layout) -> tuple:
+    """(chunks, values, doc hashes, one-word doc ids) of the file's bytes from ``start``, parsed in chunks."""
+    bounds, counts = _chunk_bounds(source, start)
     offsets = np.cumsum([0, *counts]).tolist()
     values = np.empty(offsets[-1], dtype=np.float64)
     hashes = np.empty(offsets[-1], dtype=np.uint64)
@@ -210,62 +252,72 @@ def _parse_mapped(mapped: mmap.mmap, start: int, size: int, layout: Layout) -> t
 
     def parse(task: tuple[int, int, int, int]) -> _Chunk:
         a, b, lo, hi = task
-        return _parse_chunk(data, a, b, layout, values[lo:hi], hashes[lo:hi], words[lo:hi])
+        return _parse_chunk(source, a, b, layout, values[lo:hi], hashes[lo:hi], words[lo:hi])
 
-    return _map_chunks(parse, tasks, release), values, hashes, words
+    return _map_chunks(parse, tasks), values, hashes, words
 
 
 def _empty_table() -> FlatTable:
     return FlatTable([], np.empty(0, np.int32), values=np.empty(0), packed_docs=PackedIds(np.empty(0, np.uint64)))
 
 
-def _content_start(mapped: mmap.mmap, layout: Layout) -> int:
+def _content_start(source: _Source, layout: Layout) -> int:
     """Offset of the first line to parse: after a BOM and after the header, if the layout has one."""
-    start = len(BOM) if mapped[: len(BOM)] == BOM else 0
+    head = source.read(0, min(source.size, 1 << 16))
+    start = len(BOM) if head.startswith(BOM) else 0
     if layout.header:
-        end = mapped.find(b"\n", start)
-        end = len(mapped) if end < 0 else end + 1
-        if tuple(mapped[start:end].split()) != layout.header:
+        end = head.find(b"\n", start)
+        if end < 0 and len(head) < source.size:
+            raise _Irregular  # a first line of 64 KiB is no header: the line reader names what it holds
+        end = len(head) if end < 0 else end + 1
+        if tuple(head[start:end].split()) != layout.header:
             raise _Irregular  # the line reader names what the first line holds
         start = end
     return start
 
 
-def _chunk_bounds(mapped: mmap.mmap, start: int, size: int) -> list[tuple[int, int]]:
-    """[a, b) byte ranges of whole lines covering mapped[start:size]."""
+def _chunk_bounds(source: _Source, start: int) -> tuple[list[tuple[int, int]], list[int]]:
+    """[a, b) byte ranges of whole lines covering the file from ``start``, and the lines in each (pass one).
+
+    The file is scanned in blocks, two threads at a time, eight blocks a batch: each block gives its
+    newlines and its last one, and a chunk ends at the last newline of a block, so a chunk holds the
+    newlines of exactly its blocks. A block without a newline (a line longer than a block) joins the next;
+    a line longer than :data:`_LONGEST_LINE` is :class:`_Irregular`, found within a batch of reading.
+    """
+    size = source.size
     # Chunks of about 1/32 of the file (within limits): their temporary arrays then
     # stay small next to the columns, however large or small the file is.
-    chunk_bytes = min(max(size // 32, _CHUNK_BYTES // 8), _CHUNK_BYTES)
-    bounds = []
-    while start < size:
-        end = min(start + chunk_bytes, size)
-        if end < size:
-            newline = mapped.find(b"\n", end - 1)
-            end = size if newline < 0 else newline + 1
-        bounds.append((start, end))
-        start = end
-    return bounds
+    step = min(max((size - start) // 32, _CHUNK_BYTES // 8), _CHUNK_BYTES)
+    blocks = [(a, min(a + step, size)) for a in range(start, size, step)]
+    bounds: list[tuple[int, int]] = []
+    counts: list[int] = []
+    chunk_start, lines, scanned = start, 0, (0, -1, True)
+    for first in range(0, len(blocks), _BATCH):
+        batch = blocks[first : first + _BATCH]
+        for (_, b), scanned in zip(batch, _map_chunks(source.scan, batch)):
+            newlines, last, _ = scanned
+            lines += newlines
+            if last >= 0 and b < size:
+                bounds.append((chunk_start, last + 1))
+                counts.append(lines)
+                chunk_start, lines = last + 1, 0
+            elif b - chunk_start > _LONGEST_LINE:
+                raise _Irregular  # (a binary file is one endless line) the line reader reads it in pieces
+    if chunk_start < size:
+        bounds.append((chunk_start, size))
+        counts.append(lines + int(not scanned[2]))  # a last line without its newline is a line too
+    return bounds, counts
 
 
-def _map_chunks(parse: Callable, bounds: list, release: Callable | None) -> list:
-    """``parse`` over the chunks, on two threads when there are several (numpy releases the GIL).
-
-    ``release(bounds[i])``, unless None, is called once chunk i and all before it are parsed.
-    """
-    results: list = []
+def _map_chunks(parse: Callable, bounds: list) -> list:
+    """``parse`` over the chunks, on two threads when there are several (numpy and pread release the GIL)."""
     if len(bounds) < 4:
-        for ab in bounds:
-            results.append(parse(ab))
-            if release is not None:
-                release(ab)
-        return results
+        return [parse(ab) for ab in bounds]
 
-    results = [None] * len(bounds)
-    done = [False] * len(bounds)
+    results: list = [None] * len(bounds)
     failure: list = []
     lock = threading.Lock()
     next_index = [0]
-    released = [0]
 
     def work() -> None:
         while True:
@@ -279,11 +331,6 @@ def _map_chunks(parse: Callable, bounds: list, release: Callable | None) -> list
             except BaseException as error:
                 failure.append(error)
                 return
-            with lock:
-                done[i] = True
-                while release is not None and released[0] < len(bounds) and done[released[0]]:
-                    release(bounds[released[0]])
-                    released[0] += 1
 
     helper = threading.Thread(target=work, daemon=True)
     helper.start()
@@ -313,7 +360,7 @@ def _query_codes(chunks: list[_Chunk]) -> tuple[list[str], np.ndarray]:
         else:
             codes[rows[i] : rows[i + 1]] = np.repeat(group_codes, np.diff(c.group_starts, append=c.rows))
 
-    _map_chunks(fill, list(range(len(chunks))), None)
+    _map_chunks(fill, list(range(len(chunks))))
     return keys, codes
 
 
@@ -330,17 +377,18 @@ def _doc_ids(chunks: list[_Chunk], words: np.ndarray) -> PackedIds:
 
 
 def _parse_chunk(
-    data: np.ndarray, a: int, b: int, layout: Layout, values: np.ndarray, hashes: np.ndarray, words: np.ndarray
+    source: _Source, a: int, b: int, layout: Layout, values: np.ndarray, hashes: np.ndarray, words: np.ndarray
 ) -> _Chunk:
-    """The lines in data[a:b]: fills values, hashes and (ids of one word) words."""
-    if a >= _FRONT and b + _PAD <= data.size and data[b - 1] == 10:
-        base = data[a - _FRONT : b + _PAD]
-        length = b - a
-    else:  # the first or last chunk: copy it, with padding (and a final newline)
-        length = b - a + int(data[b - 1] != 10)
-        base = np.zeros(_FRONT + length + _PAD, dtype=np.uint8)
-        base[_FRONT : _FRONT + b - a] = data[a:b]
-        base[_FRONT + length - 1] = 10
+    """The lines of the file's bytes [a, b): fills values, hashes and (ids of one word) words."""
+    # Read into a buffer of its own with readable padding around (and room for a final newline).
+    length = b - a
+    base = np.empty(_FRONT + length + 1 + _PAD, dtype=np.uint8)
+    base[:_FRONT] = 0
+    source.read_into(base[_FRONT : _FRONT + length], a)
+    if base[_FRONT + length - 1] != 10:  # the file's last line, without its newline
+        base[_FRONT + length] = 10
+        length += 1
+    base[_FRONT + length :] = 0
     try:
         return _parse_text(base, length, layout, values, hashes, words)
     except _Irregular:
@@ -432,8 +480,16 @@ def _read_lines(path: Path, layout: Layout) -> FlatTable:
     except OSError as failure:
         raise InputFormatError(f"{path}: cannot be read ({failure.strerror or failure})") from None
     with handle:
-        for number, line in enumerate(handle, start=1):
+        stamp = _stamp(handle.fileno())
+        number = 0
+        while line := handle.readline(_LINE_PIECE):
+            number += 1
             where = f"{path}:{number}"
+            if len(line) == _LINE_PIECE and not line.endswith(b"\n"):
+                # A line of a megabyte or more: its start is checked before the rest is read, so that a binary
+                # file (one endless line of NUL bytes) is refused at once, not after reading gigabytes of it.
+                _check_line_start(line.removeprefix(BOM) if number == 1 else line, where, layout)
+                line = _rest_of_line(handle, line)
             if number == 1 and line.startswith(BOM):
                 line = line[len(BOM) :]
             line = line[:-2] if line.endswith(b"\r\n") else line.rstrip(b"\n")
@@ -487,6 +543,8 @@ def _read_lines(path: Path, layout: Layout) -> FlatTable:
             codes.append(code)
             docs.append(fields[layout.doc_index])
             values.append(value)
+        if _stamp(handle.fileno()) != stamp:
+            raise _changed(path, stamp[0])
     return FlatTable(
         list(keys),
         np.array(codes, dtype=np.int32),
@@ -494,6 +552,60 @@ def _read_lines(path: Path, layout: Layout) -> FlatTable:
         packed_docs=PackedIds.from_bytes(docs),
         all_keys_have_rows=True,
     )
+
+
+# Lines are read in pieces of this size; a longer line's start is checked before the rest is read.
+_LINE_PIECE = 1 << 20
+_FIELD = re.compile(rb"[^ \t\n\v\f\r]+")  # a field: a run of anything but ASCII white space
+_CONTROL_BYTE = re.compile(rb"[\x00-\x1f\x7f]")
+
+
+def _check_line_start(piece: bytes, where: str, layout: Layout) -> None:
+    """The checks of a line (CR, UTF-8, query and doc ids) on the first piece of a long line.
+
+    Raises the error the whole line would give when the piece already shows it; a field cut at the
+    piece's end is named with its length so far (``more than N characters``).
+    """
+    if b"\r" in piece[:-1]:
+        raise InputFormatError(
+            f"{where}: a carriage return (\\r) inside a line; the file seems to have CR-only (old Mac) "
+            "line endings, which trec_eval reads as one line: save it with \\n line endings"
+        )
+    try:
+        piece.decode("utf-8")
+    except UnicodeDecodeError as failure:
+        if not (failure.end == len(piece) and "end of data" in failure.reason):  # not a character cut at the end
+            raise InputFormatError(
+                f"{where}: not UTF-8 text (byte 0x{piece[failure.start]:02x} at column {failure.start + 1}: "
+                f"{failure.reason}); save the file as UTF-8"
+            ) from None
+    for index, field in enumerate(_FIELD.finditer(piece)):
+        if index > layout.doc_index:
+            return
+        if index not in (0, layout.doc_index):
+            continue
+        kind = "query id" if index == 0 else "doc id"
+        bad = _CONTROL_BYTE.search(field.group())
+        if bad is None:
+            continue
+        if field.end() < len(piece):  # the whole field is in the piece: the usual message
+            _check_id(field.group().decode("utf-8", "replace"), kind, where)
+        value = field.group().decode("utf-8", "ignore")
+        raise InputFormatError(
+            f"{where}: {kind} {value[:60]!r}... (more than {len(value):,} characters) holds the control character "
+            f"U+{bad.group()[0]:04X} at position {bad.start() + 1}; ids may not hold control characters"
+        )
+
+
+def _rest_of_line(handle: BinaryIO, piece: bytes) -> bytes:
+    """``piece`` (the start of a line) and the rest of its line, newline included."""
+    parts = [piece]
+    while not parts[-1].endswith(b"\n"):
+        more = handle.readline(_LINE_PIECE)
+        if not more:
+            break
+        parts.append(more)
+    return b"".join(parts)
 
 
 def _check_id(value: str, kind: str, where: str) -> None:

@@ -78,10 +78,15 @@ class EvidenceMetrics:
         """Spans each query reads: its top k, or the most of its best spans whose lengths fit a budget of k."""
         counts = self.ranked.counts
         if unit is None:
-            return np.minimum(counts, k)
+            # A cutoff past int64 (evidence_recall@9223372036854775808 parses) reads every span, as any k >= the
+            # longest ranking does: clamp it to that, so that numpy never converts the int.
+            return np.minimum(counts, min(k, int(counts.max(initial=0))))
         total = self.char_total if unit == "chars" else self.token_total
         if total is None:
             raise ValueError(f"no lengths in {unit} were given")  # the caller checks first (api)
+        # A budget of at least every span's length together fits everything: clamp it there, so that before + k
+        # below stays an int64 for any budget (2^63 chars parses).
+        k = min(k, int(total[-1]) if total.size else 0)
         first = self.ranked.first
         before = np.where(first > 0, total[np.maximum(first - 1, 0)], 0) if total.size else np.zeros_like(first)
         # Lengths are >= 0, so the running total is sorted: the spans that fit are a prefix of the query's.
