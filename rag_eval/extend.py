@@ -11,6 +11,7 @@ types, the parameter checking of the built-ins, or the building blocks of the sc
   ``rag-eval validate`` without building the retriever (docs/plugins.md);
 - :class:`Chunk`: what a chunker returns, a span ``[start, end)`` of a document with its text;
   :func:`build_chunker`: a ``chunking:`` entry of a config as a chunker, to cut documents in Python;
+- :func:`chunker_function`: mark a function (not a class) as a chunker a config may name;
 - :func:`encode_on_ray`, :class:`EmbeddingStore`, :class:`ExecutionSpec`: encoding a corpus on a
   Ray cluster into rag_eval's per-passage embedding store, without a config (docs/scale.md).
 
@@ -25,6 +26,7 @@ from rag_eval._data.config.execution import ExecutionSpec
 from rag_eval._data.datasets.model import passage_text
 from rag_eval._execution.ray_engine import encode_on_ray
 from rag_eval._models.chunking import build_chunker
+from rag_eval._models.chunking.custom import chunker_function
 from rag_eval._models.embeddings.store import EmbeddingStore
 from rag_eval._retrievers.base import Corpus, Queries, Ranking, Retriever
 from rag_eval._retrievers.params import AdapterParams
@@ -40,6 +42,7 @@ __all__ = [  # sorted; tests/test_public_api.py pins it
     "Ranking",
     "Retriever",
     "build_chunker",
+    "chunker_function",
     "encode_on_ray",
     "passage_text",
     "retriever_factory",

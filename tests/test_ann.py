@@ -65,6 +65,11 @@ def test_default_spec_is_exact_and_not_approximate() -> None:
         ({"kind": "annoy"}, "dense: params.index.kind: must be 'exact', 'flat', 'hnsw', 'ivf' or 'ivf_pq', got 'annoy'"),
         ({"kind": "hnsw", "m": "16"}, "dense: params.index.m: must be a valid integer, got '16'"),
         ({"kind": "hnsw", "m": 1}, "dense: params.index.m: must be greater than or equal to 2, got 1"),
+        # issue 20, item 8: 100,000 OpenMP threads segfaulted FAISS (exit 139)
+        ({"kind": "hnsw", "threads": 100_000},
+         "dense: params.index.threads: at most 1,024 threads (FAISS and torch crash at 100,000); past the CPUs "
+         "more threads only slow down (this machine has "),
+        ({"kind": "flat", "threads": 1025}, "dense: params.index.threads: at most 1,024 threads"),
         ({"attribution_sample": 10}, "dense: params.index: index parameter 'attribution_sample' applies to kind "
                                      "flat | hnsw | ivf | ivf_pq, not exact; remove it"),
     ],

@@ -92,6 +92,8 @@ def test_the_default_backend_keeps_the_cache_keys_written_before_backends(tmp_pa
         ({"backend": "tensorrt"}, "backend"),
         ({"threads": 0}, "threads"),
         ({"threads": "4"}, "threads"),
+        # issue 20, item 8: torch.set_num_threads(100000) segfaults
+        ({"threads": 100_000}, "dense: params.threads: at most 1,024 threads (FAISS and torch crash at 100,000)"),
         ({"streams": 2}, "streams applies to backend onnx or openvino"),
         ({"index": "hnsw"}, "dense: params.index: must be a mapping such as {kind: hnsw}"),
     ],

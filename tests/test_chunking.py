@@ -269,6 +269,12 @@ def test_summarize_chunks_hand_computed():
         ({"method": "fixed", "size": 10, "tokenizer": ""},
          "chunking.t.tokenizer: String should have at least 1 character, got ''"),
         ([1, 2], "chunking.t: must be a mapping {method: ..., size: ...}, got list"),
+        # issue 20, item 10: 2**64 overflowed the splitting library's usize (TypeError, exit 3)
+        *[({"method": method, "size": 2**64},
+           "chunking.t.size: must be less than or equal to 1000000000, got 18446744073709551616")
+          for method in ("fixed", "recursive", "sentences", "markdown")],
+        ({"method": "recursive", "size": 2**64, "unit": "characters"},
+         "chunking.t.size: must be less than or equal to 1000000000, got 18446744073709551616"),
     ],
 )
 def test_validation_errors_are_one_line_naming_the_field(spec, message):
@@ -496,4 +502,18 @@ def test_docs_no_chunks_example_is_the_real_message(tmp_path):
     spec = {"method": "my_chunkers:by_paragraph", "params": {"min_chars": 1000}}
     with pytest.raises(ConfigError) as error:
         build_chunker("mine", spec, tmp_path).chunk({f"doc{i}.md": "a short paragraph" for i in range(12)})
+    assert str(error.value) in DOC_PAGE.read_text(encoding="utf-8")
+
+
+def test_docs_unmarked_function_example_is_the_real_message(tmp_path):
+    """docs/chunking.md shows the refusal of an unmarked function (issue 20, item 2): the real line."""
+    (tmp_path / "my_chunkers.py").write_text("def split_words(text):\n    return text.split()\n", encoding="utf-8")
+    import sys
+
+    sys.modules.pop("my_chunkers", None)  # the docs' own my_chunkers.py may be imported already
+    try:
+        with pytest.raises(ConfigError) as error:
+            check_chunker("mine", {"method": "my_chunkers:split_words"}, tmp_path)
+    finally:
+        sys.modules.pop("my_chunkers", None)
     assert str(error.value) in DOC_PAGE.read_text(encoding="utf-8")

@@ -12,8 +12,11 @@ from rag_eval._core.errors import ConfigError
 from rag_eval._models.chunking import build_chunker, check_chunker
 
 SOURCE = '''
+from rag_eval.extend import chunker_function
+
 CALLS = []
 
+@chunker_function
 def by_line(text):
     """Offsets of every line."""
     CALLS.append(text)
@@ -23,39 +26,51 @@ def by_line(text):
             yield (start, start + len(line))
         start += len(line) + 1
 
+@chunker_function
 def as_strings(text, width=4):
     return [text[i : i + width] for i in range(0, len(text), width - 1)]
 
+@chunker_function
 def bad_offsets(text):
     return [(0, 3), (5, 2)]
 
+@chunker_function
 def past_the_end(text):
     return [(0, len(text) + 1)]
 
+@chunker_function
 def twice(text):
     return [(0, 2), (0, 2)]
 
+@chunker_function
 def missing_string(text):
     return ["zzz"]
 
+@chunker_function
 def raises(text):
     raise ValueError("no\\nchunks today")
 
+@chunker_function
 def exits(text):
     raise SystemExit(3)
 
+@chunker_function
 def returns_none(text):
     return None
 
+@chunker_function
 def returns_text(text):
     return text
 
+@chunker_function
 def strange_item(text):
     return [3.5]
 
+@chunker_function
 def nothing(text):
     return []
 
+@chunker_function
 def first_word_of_a(text):
     return [(0, 1)] if text.startswith("a") else []
 
@@ -192,8 +207,9 @@ def test_what_the_chunker_raises_becomes_one_line(module):
 def test_not_a_chunker_is_refused_before_any_call(module, call):
     assert error_of(module, "NOT_CALLABLE", call=call) == (
         "chunking.mine.method: 'M:NOT_CALLABLE' is an object of type int, not a chunker function or class, "
-        "so it was not called; a chunker is a function f(text, **params) or a class C(**params) with a chunk(text) "
-        "method, returning (start, end) pairs or chunk strings (see docs/chunking.md)"
+        "so it was not called; a chunker is a function f(text, **params) marked with @rag_eval.extend.chunker_function, "
+        "or a class C(**params) with a chunk(text) method, returning (start, end) pairs or chunk strings "
+        "(see docs/chunking.md)"
     )
     assert error_of(module, "NoChunk", call=call).startswith(
         "chunking.mine.method: class M.NoChunk has no chunk(text) method; a chunker is a function"
@@ -261,8 +277,8 @@ def test_unknown_keys_of_a_custom_chunker(module):
 
 def test_a_chunker_that_gives_no_chunk_for_any_document_is_refused(module):
     name, base = module
-    seam = ("a chunker is a function f(text, **params) or a class C(**params) with a chunk(text) method, returning "
-            "(start, end) pairs or chunk strings (see docs/chunking.md)")
+    seam = ("a chunker is a function f(text, **params) marked with @rag_eval.extend.chunker_function, or a class "
+            "C(**params) with a chunk(text) method, returning (start, end) pairs or chunk strings (see docs/chunking.md)")
     documents = {"d1": "one", "d2": "two", "d3": "three", "blank": "  \n"}
     with pytest.raises(ConfigError) as error:
         build_chunker("mine", {"method": f"{name}:nothing"}, base).chunk(documents)
@@ -276,3 +292,81 @@ def test_a_chunker_that_gives_no_chunk_for_any_document_is_refused(module):
     chunks = build_chunker("mine", {"method": f"{name}:first_word_of_a"}, base).chunk({"x": "b", "y": "a b"})
     assert [(c.doc, c.start, c.end) for c in chunks] == [("y", 0, 1)]
     assert build_chunker("mine", {"method": f"{name}:nothing"}, base).chunk({"blank": " ", "empty": ""}) == []
+
+
+# ---- issue 20, item 2: only a class with chunk() or a function marked as a chunker is ever called ------------
+
+UNMARKED = '''
+import pathlib
+
+def writes(text, f="victim.txt"):
+    """Any non-stdlib function (torch.save, numpy.save, a helper of the user's own) is not a chunker."""
+    pathlib.Path(f).write_text("overwritten", encoding="utf-8")
+    return [(0, 1)]
+'''
+
+
+@pytest.mark.parametrize("call", [build_chunker, check_chunker])
+def test_a_function_not_marked_as_a_chunker_is_refused_before_any_call(tmp_path, call):
+    name = f"unmarked_{uuid.uuid4().hex[:8]}"
+    (tmp_path / f"{name}.py").write_text(UNMARKED, encoding="utf-8")
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious", encoding="utf-8")
+    spec = {"method": f"{name}:writes", "params": {"f": str(victim)}}
+    with pytest.raises(ConfigError) as error:
+        built = call("mine", spec, tmp_path)
+        if built is not None:
+            built.chunk({"d": "some text"})
+    assert str(error.value).replace(name, "M") == (
+        "chunking.mine.method: 'M:writes' is the function M.writes, which is not marked as a chunker, so it was not "
+        "called; a chunker is a function f(text, **params) marked with @rag_eval.extend.chunker_function, or a class "
+        "C(**params) with a chunk(text) method, returning (start, end) pairs or chunk strings (see docs/chunking.md)"
+    )
+    assert victim.read_text(encoding="utf-8") == "precious"
+
+
+def test_torch_save_named_as_a_chunker_is_refused_by_validate_and_run(tmp_path, capsys):
+    """The attack of issue 20: `method: 'torch:save'` passed validate and `run` overwrote the file."""
+    pytest.importorskip("torch")
+    from rag_eval.cli import main
+
+    (tmp_path / "victim.txt").write_text("precious", encoding="utf-8")
+    (tmp_path / "set.yaml").write_text(
+        "documents: [{id: d1, text: 'a b c d'}]\n"
+        "queries: [{id: q1, text: a, judgements: {d1: 1}}]\n",
+        encoding="utf-8",
+    )
+    config = tmp_path / "run.yaml"
+    config.write_text(
+        "dataset: {path: set.yaml}\n"
+        "chunking: {c: {method: 'torch:save', params: {f: victim.txt}}}\n"
+        "retrievers: [{label: bm25, adapter: bm25, chunker: c}]\n"
+        "metrics: [doc_ndcg@10]\n",
+        encoding="utf-8",
+    )
+    for command in (["validate", str(config)], ["run", str(config), "--output", str(tmp_path / "out"), "--no-progress"]):
+        assert main(command) == 2
+        err = capsys.readouterr().err
+        assert "chunking.c.method: 'torch:save' is the function torch.serialization.save, which is not marked as a " \
+               "chunker, so it was not called" in err, err
+        assert err.count("\n") <= 2 and "Traceback" not in err
+    assert (tmp_path / "victim.txt").read_text(encoding="utf-8") == "precious"
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_marked_function_is_a_chunker(tmp_path):
+    from rag_eval.extend import chunker_function
+
+    @chunker_function
+    def halves(text):
+        return [(0, len(text) // 2), (len(text) // 2, len(text))]
+
+    assert getattr(halves, "rag_eval_chunker", None) is True
+    name = f"marked_{uuid.uuid4().hex[:8]}"
+    (tmp_path / f"{name}.py").write_text(
+        "from rag_eval.extend import chunker_function\n\n\n@chunker_function\ndef halves(text):\n"
+        "    return [(0, len(text) // 2), (len(text) // 2, len(text))]\n",
+        encoding="utf-8",
+    )
+    chunks = build_chunker("mine", {"method": f"{name}:halves"}, tmp_path).chunk({"d": "abcdef"})
+    assert [c.text for c in chunks] == ["abc", "def"]

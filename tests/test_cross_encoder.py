@@ -194,3 +194,15 @@ def test_ties_at_the_cut_off_keep_the_greater_doc_id(tiny_ce, monkeypatch):
     retriever.index(CORPUS)
     monkeypatch.setattr(retriever, "_score", lambda pairs: [0.25] * len(pairs))
     assert retriever.search({"q": "largest ocean"}, top_k=2) == {"q": {"d3": 0.25, "d2": 0.25}}
+
+
+def test_max_length_past_the_position_embeddings_is_refused_when_checked(tiny_ce):
+    """issue 20, item 10: a cap longer than the model's 128 position embeddings failed in torch, mid-run."""
+    spec = {"model": str(tiny_ce), "first_stage": {"adapter": "bm25"}, "max_length": 100_000}
+    with pytest.raises(RetrieverError) as caught:
+        registry.check("cross_encoder", spec)
+    assert str(caught.value) == (
+        f"params.max_length: more than the 128 positions model {str(tiny_ce)!r} has (max_position_embeddings in its "
+        "config.json); use at most 128, or remove max_length (default: the model's own), got 100000"
+    )
+    registry.check("cross_encoder", {**spec, "max_length": 128})

@@ -378,3 +378,70 @@ def test_a_model_whose_folder_is_known_only_once_loaded_still_gets_its_truncatio
         retriever.index(corpus)
         reports.append(retriever.describe().get("truncation"))
     assert reports[1] == reports[0] and reports[0]["truncated"] == 1
+
+
+# ---- issue 20, item 10: max_seq_length past the model's position embeddings ---------------------------------
+
+
+def test_max_seq_length_past_the_position_embeddings_is_refused_when_checked(tiny, tmp_path):
+    """The tiny BERT has 128 position embeddings; 100,000 was torch's tensor-size error deep in index()."""
+    message = (
+        "params.max_seq_length: more than the 128 positions model {spec!r} has (max_position_embeddings in its "
+        "config.json); use at most 128, or remove max_seq_length (default: the model's own), got 100000"
+    )
+    with pytest.raises(RetrieverError) as caught:
+        registry.check("dense", {"model": str(tiny), "max_seq_length": 100_000})
+    assert str(caught.value) == message.format(spec=str(tiny))
+    registry.check("dense", {"model": str(tiny), "max_seq_length": 128})  # the limit itself is fine
+
+
+def test_max_seq_length_of_minilm_is_checked_by_validate_without_torch(tmp_path):
+    (tmp_path / "set.yaml").write_text(
+        "corpus: [{id: d1, text: a}]\nqueries: [{id: q1, text: a, judgements: {d1: 1}}]\n", encoding="utf-8"
+    )
+    config = tmp_path / "run.yaml"
+    config.write_text(
+        "dataset: {path: set.yaml}\nmetrics: [ndcg@10]\n"
+        "retrievers: [{label: d, adapter: dense, params: {model: all-MiniLM-L6-v2, max_seq_length: 100000}}]\n",
+        encoding="utf-8",
+    )
+    code = (
+        "import sys\nfrom rag_eval.cli import main\ncode = main(['validate', sys.argv[1]])\n"
+        "print('torch' in sys.modules, file=sys.stderr)\nsys.exit(code)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code, str(config)], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "HF_HUB_OFFLINE": "1"}, check=False)
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.splitlines()
+    assert lines[0] == (
+        f"{config}: retriever 'd': params.max_seq_length: more than the 512 positions model "
+        "'all-MiniLM-L6-v2' has (max_position_embeddings in its config.json); use at most 512, or remove "
+        "max_seq_length (default: the model's own), got 100000"
+    ), done.stderr
+    assert lines[-1] == "False"  # known from config.json: torch was never imported
+
+
+def test_max_seq_length_is_checked_when_the_model_loads_if_its_folder_was_unknown(tiny):
+    """A Hub model not downloaded yet has no config.json to read at validate: the loaded model's config says it."""
+    from rag_eval._models import files as model_files
+    from rag_eval._models.embeddings.loading import load_encoder
+    from rag_eval._models.embeddings.options import EncoderOptions
+
+    resolved = model_files.resolve_model(str(tiny), "dense")
+    with pytest.raises(RetrieverError) as caught:
+        load_encoder(resolved, "cpu", EncoderOptions(), None, 100_000, "dense")
+    assert str(caught.value) == (
+        f"dense: max_seq_length: more than the 128 positions model {str(tiny)!r} has (max_position_embeddings in its "
+        "config.json); use at most 128, or remove max_seq_length (default: the model's own), got 100000"
+    )
+
+
+def test_position_limit_of_padded_positions():
+    from rag_eval._models.positions import position_limit
+
+    assert position_limit({"model_type": "bert", "max_position_embeddings": 512}) == 512
+    # RoBERTa-like models number positions after the padding index: 514 embeddings hold 512 tokens
+    assert position_limit({"model_type": "xlm-roberta", "max_position_embeddings": 514, "pad_token_id": 1}) == 512
+    assert position_limit({"model_type": "mpnet", "max_position_embeddings": 514, "pad_token_id": 1}) == 512
+    assert position_limit({"model_type": "t5"}) is None  # relative positions: no table to overrun
+    assert position_limit({"max_position_embeddings": True}) is None

@@ -294,9 +294,12 @@ COUNTING_CHUNKERS = '''
 """Custom chunkers that log each call (one line per document) beside this file."""
 from pathlib import Path
 
+from rag_eval.extend import chunker_function
+
 LOG = Path(__file__).with_name("calls.log")
 
 
+@chunker_function
 def halves(text):
     with LOG.open("a", encoding="utf-8") as log:
         log.write(f"halves {len(text)}\\n")
@@ -461,12 +464,14 @@ def test_numpy_offsets_and_scores_are_numbers(tmp_path, capsys):
 
 
 PASSAGE_PROBLEMS = [
+    # issue 20, item 21: a BEIR-like passage collection can be chunked: the message names `as_documents: true`
     "retriever 'bm25' names chunker 'words', but the dataset 'tiny-passages' has passages, not documents; "
-    "chunkers cut documents: give a dataset with documents, or remove `chunker`",
+    "chunkers cut documents: set `as_documents: true` under `dataset:` (each passage is read as a document), "
+    "give a dataset with documents, or remove `chunker`",
     "metric evidence_recall@3 needs a dataset with documents (and evidence spans), but the dataset "
     "'tiny-passages' has passages; use passage metrics such as ndcg@10",
-    "metric doc_ndcg@5 needs a dataset with documents (and evidence spans), but the dataset "
-    "'tiny-passages' has passages; use passage metrics such as ndcg@10",
+    "metric doc_ndcg@5 needs a dataset with documents, but the dataset 'tiny-passages' has passages; use passage "
+    "metrics such as ndcg@10, or set `as_documents: true` under `dataset:` (each passage is read as a document)",
 ]
 
 
@@ -490,6 +495,21 @@ def test_documents_only_features_on_a_passage_dataset_exit_2(tmp_path, capsys, b
     code, out, err = run_cli(capsys, "validate", config)
     assert (code, out) == (2, "")
     assert err == f"{config}: {problem}\nrag-eval: 1 problem found\n"
+
+
+def test_the_suggested_as_documents_makes_the_chunker_and_doc_metrics_run(tmp_path, capsys):
+    """The fix the messages above name works: the same config with `as_documents: true` runs."""
+    (tmp_path / "dataset.yaml").write_text(PASSAGES, encoding="utf-8")
+    config = ref.write_config(tmp_path, {
+        "chunking": {"words": {"method": "fixed", "size": 5}},
+        "retrievers": [{"label": "bm25", "adapter": "bm25", "chunker": "words"}],
+        "metrics": ["doc_ndcg@5"],
+    })
+    config.write_text(config.read_text(encoding="utf-8").replace(
+        "dataset:\n  path: dataset.yaml\n", "dataset:\n  path: dataset.yaml\n  as_documents: true\n"), encoding="utf-8")
+    assert "as_documents: true" in config.read_text(encoding="utf-8")
+    code, _, err = run_cli(capsys, "run", config, "--output", tmp_path / "out", "--no-progress")
+    assert (code, err) == (0, "")
 
 
 def test_validate_lists_every_passage_dataset_problem_at_once(tmp_path, capsys):
@@ -524,6 +544,10 @@ def test_an_unknown_chunker_is_named_with_a_did_you_mean_by_run_and_validate(tmp
 
 
 RAISING_CHUNKER = '''
+from rag_eval.extend import chunker_function
+
+
+@chunker_function
 def boom(text):
     raise ValueError("no chunks for you")
 '''
@@ -552,6 +576,10 @@ def test_a_raising_custom_chunker_stops_the_run_before_any_retriever_works(tmp_p
 
 
 BAD_CHUNKERS = '''
+from rag_eval.extend import chunker_function
+
+
+@chunker_function
 def outside(text):
     return [(0, len(text) + 5)]
 
@@ -617,18 +645,19 @@ def test_own_spans_with_only_chunk_level_metrics_is_refused_naming_the_retriever
 
 
 def test_whole_documents_cut_to_top_k_by_the_chunk_id_tie_rule(tmp_path, capsys):
-    """Tied documents 'guide' and 'guide 2' with top_k 1: the run names chunk ids, and by the rule
-    'guide#0-28' > 'guide 2#0-31' (bytes: '#' 0x23 > ' ' 0x20), so the kept document is 'guide'."""
-    documents = {"guide": "Install the pump, then wait.", "guide 2": "Install the filter, then rinse."}
-    queries = [{"id": "q", "text": "install", "evidence": [{"doc": "guide 2", "quote": "Install the filter"}]}]
+    """Tied documents 'guide' and 'guide!2' with top_k 1: the run names chunk ids, and by the rule
+    'guide#0-28' > 'guide!2#0-31' (bytes: '#' 0x23 > '!' 0x21), so the kept document is 'guide'.
+    ('!' rather than a space since issue 20, item 1: ids with white space are refused.)"""
+    documents = {"guide": "Install the pump, then wait.", "guide!2": "Install the filter, then rinse."}
+    queries = [{"id": "q", "text": "install", "evidence": [{"doc": "guide!2", "quote": "Install the filter"}]}]
     ref.write_dataset(tmp_path, documents, queries)
     (tmp_path / "bad.py").write_text(BAD_PLUGIN, encoding="utf-8")
     config = ref.write_config(tmp_path, {
-        **plugin_answer({"q": {"guide": 1.0, "guide 2": 1.0}}), "top_k": 1, "metrics": ["evidence_recall@1"],
+        **plugin_answer({"q": {"guide": 1.0, "guide!2": 1.0}}), "top_k": 1, "metrics": ["evidence_recall@1"],
     })
     code, _, err = run_cli(capsys, "run", config, "--output", tmp_path / "out", "--no-progress")
     assert (code, err) == (0, "")
-    assert ref.ranked([("guide#0-28", 1.0), ("guide 2#0-31", 1.0)])[0] == "guide#0-28"
+    assert ref.ranked([("guide#0-28", 1.0), ("guide!2#0-31", 1.0)])[0] == "guide#0-28"
     assert ref.read_run(tmp_path / "out" / "bad.run") == {"q": [("guide#0-28", 1, 1.0)]}
     assert results(tmp_path / "out", "bad")["results"]["per_query"]["q"]["evidence_recall@1"] == 0.0
 
@@ -665,15 +694,19 @@ def test_dense_retriever_counts_and_warns_about_chunks_its_encoder_truncates(tmp
     long = sum(n > 64 for n in lengths)
     assert (long, len(texts)) == (2, 6)
     share = long / len(texts)
+    special = len(tokenizer.encode("").ids)  # [CLS] and [SEP]: the warning says them apart (issue 20, item 21)
+    assert special == 2
     warning = (
         f"rag-eval: warning: retriever 'dense-long': {long} of {len(texts)} chunks ({share:.1%}) are longer than the "
-        f"model's 64 tokens (longest {max(lengths)}) and the encoder reads only their start; use smaller chunks or a "
-        "model with a longer max_seq_length"
+        f"model's 64 tokens (longest {max(lengths)}: {max(lengths) - special} tokens of text and the 2 special tokens "
+        "the encoder adds) and the encoder reads only their start; use smaller chunks or a model with a longer "
+        "max_seq_length"
     )
     assert [line for line in err.splitlines() if line.startswith("rag-eval: warning:")] == [warning]
     document = results(tmp_path / "out", "dense-long")
     assert document["retriever"]["description"]["truncation"] == {
         "max_seq_length": 64, "truncated": long, "passages": len(texts), "share": share, "longest_tokens": max(lengths),
+        "special_tokens": special,
     }
     assert document["notes"] == [warning.removeprefix("rag-eval: warning: ")]
     short = results(tmp_path / "out", "dense-short")

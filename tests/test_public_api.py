@@ -27,6 +27,7 @@ EXTENSION = [
     "Ranking",
     "Retriever",
     "build_chunker",
+    "chunker_function",
     "encode_on_ray",
     "passage_text",
     "retriever_factory",

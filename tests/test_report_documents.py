@@ -96,7 +96,8 @@ SPANS = {
         "q-none": [],
     },
 }
-TRUNCATION = {"max_seq_length": 4, "truncated": 3, "passages": 9, "share": 3 / 9, "longest_tokens": 6}
+TRUNCATION = {"max_seq_length": 4, "truncated": 3, "passages": 9, "share": 3 / 9, "longest_tokens": 6,
+              "special_tokens": 2}
 METRICS = [
     "doc_ndcg@3",
     "evidence_recall@3",
@@ -215,7 +216,9 @@ def test_chunking_table_and_truncation_warning(report):
     chunking = section(report, "**Chunking**", "**Semantics**")
     rows = [line for line in lines_of(chunking) if line.startswith("| ")]
     assert rows == [
-        "| Retriever | Chunking | Method | Size | Overlap | Unit | Chunks | Mean length | Truncated by the encoder |",
+        # issue 20, item 21: each token count says whose tokens it counts
+        "| Retriever | Chunking | Method | Size | Overlap | Unit | Chunks | Mean length (tokens: the chunker's "
+        "tokenizer, no special tokens) | Truncated by the encoder (the model's tokens, with its special tokens) |",
         # 9 chunks: 4 of 20 characters and one of 8 in the guide, 3 of 20 and one of 13 in the notes.
         "| fixed | fixed-20 | fixed (hand 1.0) | 20 | 5 | chars | 9 | 17.9 chars (8–20), 4.6 tokens (max 6) "
         "| 33.3% (3 of 9 over 4 tokens) |",
@@ -225,8 +228,9 @@ def test_chunking_table_and_truncation_warning(report):
         "| 26.2 chars (5–68), 8.8 tokens (max 22) | – |",
     ]
     warning = (
-        "⚠️ retriever 'fixed': 3 of 9 chunks (33.3%) are longer than the model's 4 tokens (longest 6) and the "
-        "encoder reads only their start; use smaller chunks or a model with a longer max\\_seq\\_length"
+        "⚠️ retriever 'fixed': 3 of 9 chunks (33.3%) are longer than the model's 4 tokens (longest 6: 4 tokens of "
+        "text and the 2 special tokens the encoder adds) and the encoder reads only their start; use smaller chunks "
+        "or a model with a longer max\\_seq\\_length"
     )
     assert warning in lines_of(chunking)
     assert report.count("are longer than the model's") == 1  # not repeated among the summary's notes
@@ -240,7 +244,8 @@ def test_whole_documents_and_no_truncation_column():
     for outcome in run.outcomes:
         outcome.description.pop("truncation", None)
     chunking = section(render_run_report(run), "**Chunking**", "**Semantics**")
-    assert "| Retriever | Chunking | Method | Size | Overlap | Unit | Chunks | Mean length |" in chunking
+    assert ("| Retriever | Chunking | Method | Size | Overlap | Unit | Chunks | Mean length (tokens: the chunker's "
+            "tokenizer, no special tokens) |") in chunking
     assert (
         "| fixed | whole documents | whole documents | – | – | – | 1 | 68.0 chars (68–68), 22.0 tokens (max 22) |"
     ) in chunking

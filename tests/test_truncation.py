@@ -35,6 +35,7 @@ def test_counts_match_the_transformers_tokenizer_with_special_tokens(minilm):
         "passages": 4,
         "share": sum(n > 256 for n in lengths) / 4,
         "longest_tokens": max(lengths),
+        "special_tokens": 2,  # [CLS] and [SEP]: in every count above, and in the model's 256
     }
     assert report["truncated"] == 2
 
@@ -59,6 +60,25 @@ def test_warning_names_the_retriever_counts_and_fix():
         "and the encoder reads only their start; use smaller chunks or a model with a longer max_seq_length"
     )
     assert truncation_warning("dense", {**report, "truncated": 0}) is None
+    # issue 20, item 21: with the special tokens known, the warning says what it counted
+    assert truncation_warning("dense", {**report, "special_tokens": 2}, "chunks") == (
+        "retriever 'dense': 312 of 4,120 chunks (7.6%) are longer than the model's 256 tokens (longest 901: 899 "
+        "tokens of text and the 2 special tokens the encoder adds) and the encoder reads only their start; use "
+        "smaller chunks or a model with a longer max_seq_length"
+    )
+
+
+def test_the_warning_agrees_with_the_chunkers_own_count_of_the_same_text(minilm):
+    """The chunking table counts text tokens (no special tokens); the warning said 403 where the table said 401."""
+    from rag_eval._models.chunking.tokenizers import load_tokenizer
+
+    text = "word " * 401
+    table_count = load_tokenizer("all-MiniLM-L6-v2", "chunking.c.tokenizer").count(text)
+    assert table_count == 401
+    report = truncation_report(minilm, [text, "short"])
+    assert (report["longest_tokens"], report["special_tokens"]) == (403, 2)
+    warning = truncation_warning("dense", report, "chunks")
+    assert "(longest 403: 401 tokens of text and the 2 special tokens the encoder adds)" in warning
 
 
 def test_token_counts_are_kept_per_text_so_a_rerun_tokenises_only_new_texts(minilm, tmp_path, monkeypatch):

@@ -11,8 +11,11 @@ in one mapping, and the two ways a tiny YAML file can explode:
   whatever walks the result afterwards (validation, writing params to a results
   file) expands them: a 495-byte config once produced a 407 MB results file. The
   nodes that aliases add when expanded are counted while the document is composed
-  and refused past :data:`MAX_ALIAS_NODES`; an alias inside its own anchor (a
-  recursive structure, which no reader can expand) is refused too.
+  and refused past :data:`MAX_ALIAS_NODES`, and so are the bytes of the scalars (keys
+  and values) they reach, past :data:`MAX_ALIAS_BYTES`: 5,000 aliases of one 200 KB
+  string are only 5,000 nodes, but a 1 MB config wrote a 2 GB results file with them.
+  An alias inside its own anchor (a recursive structure, which no reader can expand)
+  is refused too.
 - deep nesting: 20,000 nested brackets overflow Python's stack in the composer.
   Nesting, counted through aliases, is refused past :data:`MAX_NESTING` levels.
 """
@@ -35,6 +38,9 @@ from rag_eval._core.yaml_numbers import EXPONENT_NUMBER, NumberAsText
 # Nodes (scalars, sequences, mappings, keys included) that aliases may add to one document
 # when expanded. Anchors for shared parameters add tens; an alias bomb adds billions.
 MAX_ALIAS_NODES = 100_000
+# UTF-8 bytes of scalar text that aliases may add to one document when expanded: as much as
+# the largest config file holds (files.MAX_CONFIG_BYTES). Shared parameters add a few hundred.
+MAX_ALIAS_BYTES = MAX_CONFIG_BYTES
 # Nesting levels of one document. Configs and query sets nest fewer than ten; Python's
 # stack (and every recursive reader of the result) gives out at a few hundred.
 MAX_NESTING = 100
@@ -84,8 +90,9 @@ def _safe_loader() -> type:
             super().__init__(stream)
             self._depth = 0
             self._alias_nodes = 0
-            # Expanded (size, depth) of each aliased node, by id: each anchor is measured once.
-            self._measured: dict[int, tuple[int, int]] = {}
+            self._alias_bytes = 0
+            # Expanded (nodes, depth, bytes) of each aliased node, by id: each anchor is measured once.
+            self._measured: dict[int, tuple[int, int, int]] = {}
 
         def compose_node(self, parent: Node | None, index: Any) -> Node | None:
             event = self.peek_event()
@@ -112,12 +119,18 @@ def _safe_loader() -> type:
                     f"alias *{event.anchor} refers to a collection that contains it "
                     "(a recursive structure); write the data out without the cycle", event.start_mark,
                 )
-            size, depth = self._measure(node)
+            size, depth, text_bytes = self._measure(node)
             self._alias_nodes += size
+            self._alias_bytes += text_bytes
             if self._alias_nodes > MAX_ALIAS_NODES:
                 _refuse(
                     f"alias *{event.anchor} expands the document's aliases past {MAX_ALIAS_NODES:,} "
                     "nodes (an alias bomb?); write the repeated parts out or repeat less", event.start_mark,
+                )
+            if self._alias_bytes > MAX_ALIAS_BYTES:
+                _refuse(
+                    f"alias *{event.anchor} expands the document's aliases past {MAX_ALIAS_BYTES:,} bytes of text "
+                    "(an alias bomb?); write the repeated parts out or repeat less", event.start_mark,
                 )
             if self._depth + depth > MAX_NESTING:
                 _refuse(
@@ -125,25 +138,28 @@ def _safe_loader() -> type:
                     "flatten the structure", event.start_mark,
                 )
 
-        def _measure(self, node: Node) -> tuple[int, int]:
-            """(nodes, levels) of ``node`` with every alias inside it expanded."""
+        def _measure(self, node: Node) -> tuple[int, int, int]:
+            """(nodes, levels, UTF-8 bytes of its scalars) of ``node`` with every alias inside it expanded."""
             known = self._measured.get(id(node))
             if known is not None:
                 return known
-            size, depth = 1, 0
+            size, depth, text_bytes = 1, 0, 0
             if isinstance(node, MappingNode):
                 children = [child for pair in node.value for child in pair]
             elif isinstance(node, CollectionNode):
                 children = list(node.value)
             else:
                 children = []
+                if isinstance(node.value, str):
+                    text_bytes = len(node.value.encode("utf-8", "surrogatepass"))
             for child in children:
-                child_size, child_depth = self._measure(child)
+                child_size, child_depth, child_bytes = self._measure(child)
                 size += child_size
+                text_bytes += child_bytes
                 depth = max(depth, child_depth)
-                if size > MAX_ALIAS_NODES:
-                    break  # already too many: the caller refuses it
-            result = (size, depth + 1 if children or isinstance(node, CollectionNode) else depth)
+                if size > MAX_ALIAS_NODES or text_bytes > MAX_ALIAS_BYTES:
+                    break  # already too much: the caller refuses it
+            result = (size, depth + 1 if children or isinstance(node, CollectionNode) else depth, text_bytes)
             self._measured[id(node)] = result
             return result
 

@@ -103,8 +103,11 @@ def chunking_lines(run: RunOutcome) -> list[str]:
     lines = [
         "**Chunking**",
         "",
-        "| Retriever | Chunking | Method | Size | Overlap | Unit | Chunks | Mean length |"
-        + (" Truncated by the encoder |" if truncation else ""),
+        # Two token counts, two tokenizers: each header says whose tokens (the chunker's count text only,
+        # the encoder's include the special tokens its max_seq_length counts).
+        "| Retriever | Chunking | Method | Size | Overlap | Unit | Chunks | Mean length (tokens: the chunker's "
+        "tokenizer, no special tokens) |"
+        + (" Truncated by the encoder (the model's tokens, with its special tokens) |" if truncation else ""),
         "|---|---|---|---:|---:|---|---:|---|" + ("---:|" if truncation else ""),
     ]
     warnings = []

@@ -33,7 +33,7 @@ import warnings
 from collections.abc import Mapping
 from typing import Any
 
-from pydantic import Field, field_validator
+from pydantic import Field, ValidationInfo, field_validator
 
 from rag_eval._core import ranking
 from rag_eval._core.errors import RetrieverError
@@ -42,6 +42,8 @@ from rag_eval._models import files as _models
 from rag_eval._models.embeddings.interface import Scorer
 from rag_eval._models.embeddings.loading import load_scorer
 from rag_eval._models.embeddings.options import EncodingParams
+from rag_eval._models.positions import folder_position_limit, length_problem
+from rag_eval._models.progress import library_bars, progress_wanted
 from rag_eval._retrievers.base import Corpus, Queries, Ranking, describe
 from rag_eval._retrievers.children import RetrieverRef, build_child
 from rag_eval._retrievers.embedding_cache import default_cache_dir
@@ -63,13 +65,27 @@ class CrossEncoderParams(AdapterParams, EncodingParams):
     batch_size: int = Field(32, ge=1, description="(query, passage) pairs per model batch")
     max_length: int | None = Field(None, ge=1, description="token cap for a (query, passage) pair")
     device: Device = Field("auto", description="auto | cpu | cuda | cuda:N | mps")
-    show_progress: bool = Field(True, description="progress bars while scoring")
+    show_progress: bool = Field(
+        True, description="progress bars while loading and scoring (none when the run has --no-progress)"
+    )
     cache_dir: Folder | None = Field(None, description="handed to the first stage when it takes one and sets none")
 
     @field_validator("model")
     @classmethod
     def _model_exists(cls, value: str) -> str:
         _models.resolve_model(value, ADAPTER)  # cheap (no torch): a missing folder is found by validate
+        return value
+
+    @field_validator("max_length")
+    @classmethod
+    def _within_positions(cls, value: int | None, info: ValidationInfo) -> int | None:
+        # Past the model's position embeddings torch fails mid-run: said here, from config.json (no torch).
+        spec = info.data.get("model")
+        if value is not None and isinstance(spec, str):
+            problem = length_problem(value, folder_position_limit(_models.resolve_model(spec, ADAPTER).path),
+                                     "max_length", spec)
+            if problem:
+                raise ValueError(problem)
         return value
 
 
@@ -104,9 +120,10 @@ class CrossEncoderReranker:
         if self._model is None:
             export_dir = (self.cache_dir or default_cache_dir()) / "exported"
             identity = self._model_identity() if self.resolved.path is not None else None
-            self._model = load_scorer(
-                self.resolved, self.device, self.options, export_dir, self.max_length, ADAPTER, identity=identity
-            )
+            with library_bars(progress_wanted(self.show_progress)):  # "Loading weights" follows the run
+                self._model = load_scorer(
+                    self.resolved, self.device, self.options, export_dir, self.max_length, ADAPTER, identity=identity
+                )
             if self.resolved.path is None:
                 try:
                     self.resolved = _models.resolve_model(self.resolved.spec, ADAPTER, allow_download=False)
@@ -162,7 +179,8 @@ class CrossEncoderReranker:
         return {qid: ranking.top_k(docs, top_k) for qid, docs in results.items()}
 
     def _score(self, pairs: list[tuple[str, str]]) -> list[float]:
-        scores = self._get_model().score(pairs, batch_size=self.batch_size, show_progress=self.show_progress)
+        show = progress_wanted(self.show_progress)  # never with run --no-progress
+        scores = self._get_model().score(pairs, batch_size=self.batch_size, show_progress=show)
         return [float(s) for s in scores.tolist()]
 
     def describe(self) -> dict[str, Any]:

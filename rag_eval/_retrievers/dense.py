@@ -21,7 +21,7 @@ YAML parameters (all optional)::
       cache_dir: null           # default $RAG_EVAL_CACHE_DIR or ~/.cache/rag_eval
       use_cache: true           # reuse embeddings across runs, per passage (see rag_eval._models.embeddings.store)
       block_size: 65536         # passages scored per block during search (bounds memory)
-      show_progress: true       # progress bars while encoding
+      show_progress: true       # progress bars while loading and encoding (never with run --no-progress)
 
 Search is exact: query and passage embeddings (float32) are multiplied block by
 block and a running top-k per query is kept, so memory does not grow with the
@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from rag_eval._core.errors import RetrieverError
 from rag_eval._core.ranking import check_top_k
@@ -66,6 +66,8 @@ from rag_eval._models.embeddings.options import (
 )
 from rag_eval._models.embeddings.store import EmbeddingStore, namespace_key
 from rag_eval._models.embeddings.truncation import TokenCounter, truncation_summary
+from rag_eval._models.positions import folder_position_limit, length_problem
+from rag_eval._models.progress import library_bars, progress_wanted
 from rag_eval._retrievers.ann import build_searcher
 from rag_eval._retrievers.base import Corpus, Queries, Ranking
 from rag_eval._retrievers.embedding_cache import default_cache_dir
@@ -96,7 +98,9 @@ class DenseParams(AdapterParams, EncodingParams):
     cache_dir: Folder | None = Field(None, description="embedding cache folder")
     use_cache: bool = Field(True, description="reuse embeddings across runs")
     block_size: int = Field(65536, ge=1, description="passages scored per block during search")
-    show_progress: bool = Field(True, description="progress bars while encoding")
+    show_progress: bool = Field(
+        True, description="progress bars while loading and encoding (none when the run has --no-progress)"
+    )
     index: IndexSpec = Field(
         default_factory=lambda: IndexSpec.model_validate({}),
         description="search: {kind: exact} (default) | flat | hnsw | ivf | ivf_pq with their parameters (docs/scale.md)",
@@ -106,6 +110,19 @@ class DenseParams(AdapterParams, EncodingParams):
     @classmethod
     def _model_exists(cls, value: str) -> str:
         _models.resolve_model(value, ADAPTER)  # cheap (no torch): a missing folder is found by validate
+        return value
+
+    @field_validator("max_seq_length")
+    @classmethod
+    def _within_positions(cls, value: int | None, info: ValidationInfo) -> int | None:
+        # Past the model's position embeddings torch fails on the first long passage: said here, from
+        # config.json (no torch); a model not downloaded yet is checked when it loads.
+        spec = info.data.get("model")
+        if value is not None and isinstance(spec, str):
+            problem = length_problem(value, folder_position_limit(_models.resolve_model(spec, ADAPTER).path),
+                                     "max_seq_length", spec)
+            if problem:
+                raise ValueError(problem)
         return value
 
     @model_validator(mode="after")
@@ -141,16 +158,20 @@ class ActorEncoder:
         max_seq_length: int | None,
         options: EncoderOptions | None = None,
         export_dir: Path | None = None,
+        show_progress: bool = True,
     ) -> None:
         self.resolved, self.device, self.batch_size = resolved, device, batch_size
         self.normalize, self.max_seq_length = normalize, max_seq_length
         self.options, self.export_dir = options or EncoderOptions.model_validate({}), export_dir
+        # The driver's setting (a worker does not see the run's context): no "Loading weights" with --no-progress.
+        self.show_progress = show_progress
         self._encoder: Encoder | None = None
 
     def __call__(self) -> ActorEncoder:
-        self._encoder = load_encoder(
-            self.resolved, self.device, self.options, self.export_dir, self.max_seq_length, ADAPTER
-        )
+        with library_bars(self.show_progress):
+            self._encoder = load_encoder(
+                self.resolved, self.device, self.options, self.export_dir, self.max_seq_length, ADAPTER
+            )
         return self
 
     def encode(self, texts: list[str]) -> np.ndarray:
@@ -226,10 +247,15 @@ class DenseRetriever:
 
     def _load_encoder(self, identity: str | None) -> Encoder:
         export_dir = self.cache_dir / "exported" if self.use_cache else None
-        return load_encoder(
-            self.resolved, self.device, self.options, export_dir, self.max_seq_length, ADAPTER, identity=identity,
-            devices=self.devices,
-        )
+        with library_bars(self._progress()):  # transformers' "Loading weights" bar follows the run's setting
+            return load_encoder(
+                self.resolved, self.device, self.options, export_dir, self.max_seq_length, ADAPTER, identity=identity,
+                devices=self.devices,
+            )
+
+    def _progress(self) -> bool:
+        """Bars while loading and encoding: this retriever's ``show_progress``, unless the run has none."""
+        return progress_wanted(self.show_progress)
 
     def model_identity(self) -> str:
         """Content hash of the model folder (memoised), or ``name:<spec>`` when it has no folder."""
@@ -244,7 +270,7 @@ class DenseRetriever:
 
     def _encode(self, texts: list[str]) -> np.ndarray:
         model = self._get_model()
-        vectors = model.encode(texts, batch_size=self.batch_size, normalize=self.normalize, show_progress=self.show_progress)
+        vectors = model.encode(texts, batch_size=self.batch_size, normalize=self.normalize, show_progress=self._progress())
         if model.last_token_lengths is not None and self._token_counter is not None:
             # Counted while tokenising for the GPU: the truncation report need not tokenise these texts again.
             self._token_counter.record(texts, model.last_token_lengths, model.counting_tokenizer())
@@ -332,7 +358,7 @@ class DenseRetriever:
             **info,
         )
         # Counted on every run, cache hit or not: a chunk the encoder cut is scored on its start only.
-        self._stats["truncation"] = truncation_summary(tokens.limit, lengths)
+        self._stats["truncation"] = truncation_summary(tokens.limit, lengths, tokens.special_tokens)
 
     def _index_on_ray(
         self, doc_ids: list[str], corpus: Corpus, spec: Any, tokens: Any
@@ -347,7 +373,7 @@ class DenseRetriever:
         store = EmbeddingStore(self.cache_dir, namespace)
         factory = ActorEncoder(
             self.resolved, self.device, self.batch_size, self.normalize, self.max_seq_length,
-            self.options, self.cache_dir / "exported",
+            self.options, self.cache_dir / "exported", show_progress=self._progress(),
         )
         source: Any = (
             str(corpus.path) if isinstance(corpus, FileCorpus) else ((doc, passage_text(corpus[doc])) for doc in doc_ids)

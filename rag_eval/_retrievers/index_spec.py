@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
+from rag_eval._models.cpus import MAX_THREADS, check_threads
 from rag_eval._retrievers.params import AdapterParams
 
 Kind = Literal["exact", "flat", "hnsw", "ivf", "ivf_pq"]
@@ -46,8 +47,11 @@ class IndexSpec(AdapterParams):
     pq_bits: int = Field(8, ge=1, le=16, description="ivf_pq: bits per sub-quantizer code")
     refine: int = Field(1, ge=1, le=100, description="ivf_pq: refine x k candidates rescored exactly (1 = off)")
     seed: int = Field(0, ge=0, description="seed of training samples, k-means and HNSW levels")
-    threads: int | None = Field(None, ge=1, description="FAISS threads (default: FAISS's own)")
+    threads: int | None = Field(None, ge=1, description=f"FAISS threads (default: FAISS's own; at most {MAX_THREADS})")
     attribution_sample: int = Field(1000, ge=0, description="queries also searched exactly (0 = none)")
+
+    # OpenMP segfaulted FAISS at threads: 100000 (exit 139): bounded here, one line when the config is read
+    _threads_bounded = field_validator("threads")(check_threads)
 
     @model_validator(mode="after")
     def _parameters_fit_kind(self) -> IndexSpec:

@@ -22,19 +22,30 @@ def check_chunking_use(config: LoadedConfig, dataset: Dataset) -> None:
         raise ConfigError(first_and_more(problems), problems=problems)
 
 
+# A passage collection (BEIR, TREC, a YAML corpus) becomes documents with this key: chunkers and doc_ metrics
+# then work (evidence metrics do not: passages carry no evidence spans).
+_AS_DOCUMENTS = "set `as_documents: true` under `dataset:` (each passage is read as a document)"
+
+
 def _passage_problems(config: LoadedConfig, dataset: Dataset) -> list[str]:
     problems = [
         f"{config.path}: retriever {spec.label!r} names chunker {spec.chunker!r}, but the dataset {dataset.name!r} has "
-        "passages, not documents; chunkers cut documents: give a dataset with documents, or remove `chunker`"
+        f"passages, not documents; chunkers cut documents: {_AS_DOCUMENTS}, give a dataset with documents, or "
+        "remove `chunker`"
         for spec in config.model.retrievers
         if spec.chunker
     ]
     for name in config.model.metrics:
         metric = parse_metric(name)
-        if metric.is_document_level or metric.is_evidence:
+        if metric.is_evidence:
             problems.append(
                 f"{config.path}: metric {name} needs a dataset with documents (and evidence spans), but the dataset "
-                f"{dataset.name!r} has passages; use passage metrics such as {metric.name if not metric.is_evidence else 'ndcg'}@10"
+                f"{dataset.name!r} has passages; use passage metrics such as ndcg@10"
+            )
+        elif metric.is_document_level:
+            problems.append(
+                f"{config.path}: metric {name} needs a dataset with documents, but the dataset {dataset.name!r} has "
+                f"passages; use passage metrics such as {metric.name}@10, or {_AS_DOCUMENTS}"
             )
     return problems
 

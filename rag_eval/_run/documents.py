@@ -32,7 +32,8 @@ from rag_eval._core.errors import ConfigError, RagEvalError
 from rag_eval._core.ranking import top_k as best_of
 from rag_eval._core.spans import Chunk, chunk_id
 from rag_eval._core.tokens import count_words
-from rag_eval._data.config.schema import LoadedConfig, RetrieverSpec
+from rag_eval._data.config.schema import LoadedConfig
+from rag_eval._data.config.sections import RetrieverSpec
 from rag_eval._data.datasets import Dataset
 from rag_eval._models import chunking
 from rag_eval._models.chunking.tokenizers import load_tokenizer

@@ -16,9 +16,17 @@ from rag_eval._core.tokens import count_words
 from rag_eval._models.chunking import custom
 from rag_eval._models.chunking.methods import BUILDERS, LibraryOffsetError
 from rag_eval._models.chunking.params import ChunkerParams, CustomParams, MarkdownParams, parse_spec
+from rag_eval._models.chunking.pieces import Advance
 from rag_eval._models.chunking.tokenizers import WORDS, Tokenizer, load_tokenizer, tokenizer_file
+from rag_eval._models.progress import tqdm_disable
 
 LIBRARY = "semantic-text-splitter"
+# Characters of text (all documents together) from which chunking shows a progress bar: about a
+# second of the slowest method; less is over before a bar would be read.
+PROGRESS_MIN_CHARS = 2_000_000
+
+# (doc id, text, advance): the spans of one document; advance (when given) hears the characters done
+SpansOf = Callable[[str, str, Advance | None], list[tuple[Any, Any]]]
 
 
 class Chunker:
@@ -33,7 +41,7 @@ class Chunker:
         name: str,
         params: ChunkerParams,
         tokenizer: Tokenizer,
-        spans: Callable[[str, str], list[tuple[Any, Any]]],
+        spans: SpansOf,
         library: str,
     ) -> None:
         self.name = name
@@ -53,24 +61,30 @@ class Chunker:
         A chunker that gives no chunk for any document with text is refused (never useful).
         Each chunk is checked: ``end > start``, inside its document, not repeated, and
         ``documents[doc][start:end] == chunk.text``; a ConfigError names the chunker, the
-        document and the offsets otherwise.
+        document and the offsets otherwise. Long texts (:data:`PROGRESS_MIN_CHARS` and more)
+        show a progress bar in characters, advanced piece by piece within a long document,
+        unless the run has no progress (rag_eval._models.progress).
         """
         chunks: list[Chunk] = []
         with_text = 0
-        for doc in sorted(documents):
-            text = documents[doc]
-            if not isinstance(text, str):
-                raise DatasetError(f"document {doc!r} is {type(text).__name__}, not a text; chunking needs str")
-            if not text.strip():
-                continue
-            with_text += 1
-            _check_encodable(doc, text)
-            try:
-                found = self._spans(doc, text)
-            except LibraryOffsetError as error:
-                message = f"chunking.{self.name}: {error} for document {doc!r}; this is a library bug"
-                raise ConfigError(message) from None
-            chunks.extend(self._checked(doc, text, found))
+        names = sorted(documents)
+        total = sum(len(text) for text in documents.values() if isinstance(text, str))
+        with _progress_bar(total, self.name) as bar:
+            for doc in names:
+                text = documents[doc]
+                if not isinstance(text, str):
+                    raise DatasetError(f"document {doc!r} is {type(text).__name__}, not a text; chunking needs str")
+                done = bar.n
+                if text.strip():
+                    with_text += 1
+                    _check_encodable(doc, text)
+                    try:
+                        found = self._spans(doc, text, bar.update)
+                    except LibraryOffsetError as error:
+                        message = f"chunking.{self.name}: {error} for document {doc!r}; this is a library bug"
+                        raise ConfigError(message) from None
+                    chunks.extend(self._checked(doc, text, found))
+                bar.update(done + len(text) - bar.n)  # what the method did not report (a custom chunker's)
         if with_text and not chunks:
             # a custom chunker that returns nothing (a filter too strict, a generator never consumed):
             # every retriever reading it would retrieve nothing, and every score would be 0
@@ -177,12 +191,16 @@ def build_chunker(name: str, spec: Mapping[str, Any], base: Path | None = None) 
         call = custom.build(name, params.method, obj, params.params)
         method = params.method
 
-        def custom_spans(doc: str, text: str) -> list[tuple[Any, Any]]:
+        def custom_spans(doc: str, text: str, advance: Advance | None) -> list[tuple[Any, Any]]:
             return custom.spans(name, method, call, doc, text)
 
         return Chunker(name, params, tokenizer, custom_spans, "custom")
     span_function = BUILDERS[params.method](params, tokenizer)
-    return Chunker(name, params, tokenizer, lambda doc, text: span_function(text), _library(params.method))
+
+    def builtin_spans(doc: str, text: str, advance: Advance | None) -> list[tuple[Any, Any]]:
+        return span_function(text, advance)
+
+    return Chunker(name, params, tokenizer, builtin_spans, _library(params.method))
 
 
 def _library(method: str) -> str:
@@ -200,6 +218,14 @@ def _version(distribution: str) -> str:
         return importlib.metadata.version(distribution)
     except importlib.metadata.PackageNotFoundError:  # rag_eval run from a source tree
         return "(not installed)"
+
+
+def _progress_bar(total: int, name: str) -> Any:
+    """A tqdm bar of ``total`` characters (``update(n)``, ``n``), disabled when short or when the run has no progress."""
+    from tqdm.auto import tqdm
+
+    disable = True if total < PROGRESS_MIN_CHARS else tqdm_disable()
+    return tqdm(total=total, desc=f"chunking {name}", unit="char", unit_scale=True, disable=disable, leave=False)
 
 
 def _config_folder(base: Path | None) -> contextlib.AbstractContextManager[None]:

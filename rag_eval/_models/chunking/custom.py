@@ -2,7 +2,8 @@
 
 A custom chunker is either
 
-- a FUNCTION ``f(text, **params)``, or
+- a FUNCTION ``f(text, **params)`` marked with :func:`chunker_function`
+  (``rag_eval.extend.chunker_function``), or
 - a CLASS built once as ``C(**params)`` whose ``chunk(text)`` method is called per document,
 
 returning an iterable whose items are each either
@@ -15,9 +16,12 @@ returning an iterable whose items are each either
 
 The import string is resolved as retrievers' are (rag_eval._retrievers.registry: the
 config's folder first, then ``sys.path``) and the object is inspected BEFORE anything is
-called: a module, a built-in, an instance or a function of Python's standard library
-(``shutil:rmtree``) is refused, never called with a document's text. Whatever the chunker
-raises becomes one ConfigError line naming the chunker and the document.
+called, by the adapters' rule (rag_eval._retrievers.registry): only a class with a
+``chunk`` method or a function that declared itself a chunker is ever called. A module, a
+built-in, an instance, a function of Python's standard library (``shutil:rmtree``) or any
+other function (``torch:save``, which would write a file named by ``params``) is refused,
+never called with a document's text. Whatever the chunker raises becomes one ConfigError
+line naming the chunker and the document.
 """
 
 from __future__ import annotations
@@ -31,10 +35,30 @@ from rag_eval._core.errors import ConfigError, RagEvalError
 from rag_eval._core.messages import shown
 from rag_eval._core.plugins import error_cause, import_target, object_kind, qualified_name
 
+#: Attribute that marks a function as a chunker a config may name (see :func:`chunker_function`).
+CHUNKER_MARKER = "rag_eval_chunker"
+
 SEAM = (
-    "a chunker is a function f(text, **params) or a class C(**params) with a chunk(text) method, returning "
-    "(start, end) pairs or chunk strings (see docs/chunking.md)"
+    "a chunker is a function f(text, **params) marked with @rag_eval.extend.chunker_function, or a class "
+    "C(**params) with a chunk(text) method, returning (start, end) pairs or chunk strings (see docs/chunking.md)"
 )
+
+
+def chunker_function(function: Callable[..., Any]) -> Callable[..., Any]:
+    """Mark ``function`` (called as ``function(text, **params)`` per document) as a chunker a config may name.
+
+    Without the mark, ``method: module:function`` is refused before anything is called: a
+    config must not be able to call any function it can import (``torch:save`` with
+    ``params: {f: victim.txt}`` would overwrite the file). A class with a ``chunk(text)``
+    method needs no mark.
+    """
+    if not inspect.isfunction(function):
+        raise TypeError(
+            f"chunker_function marks a function, not {object_kind(function)}; a class with a chunk(text) method "
+            "needs no mark"
+        )
+    setattr(function, CHUNKER_MARKER, True)
+    return function
 
 
 def resolve(name: str, method: str) -> Any:
@@ -49,13 +73,19 @@ def resolve(name: str, method: str) -> Any:
             raise ConfigError(f"{where}: class {qualified_name(obj)} has no chunk(text) method; {SEAM}")
         return obj
     if inspect.isfunction(obj):
+        if getattr(obj, CHUNKER_MARKER, False) is True:
+            return obj
         package = (getattr(obj, "__module__", None) or "").partition(".")[0]
         if package in sys.stdlib_module_names:
             raise ConfigError(
                 f"{where}: {method!r} is the standard-library function {qualified_name(obj)}, not a chunker, "
                 f"so it was not called; {SEAM}"
             )
-        return obj
+        # Any other function is refused too: naming is not calling (torch:save would write a file).
+        raise ConfigError(
+            f"{where}: {method!r} is the function {qualified_name(obj)}, which is not marked as a chunker, so it "
+            f"was not called; {SEAM}"
+        )
     raise ConfigError(
         f"{where}: {method!r} is {object_kind(obj)}, not a chunker function or class, so it was not called; {SEAM}"
     )

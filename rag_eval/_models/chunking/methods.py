@@ -16,6 +16,10 @@
   for any tokenizer that lower-cases, strips accents or emits [UNK] (every chunk of the
   chroma corpus off with all-MiniLM-L6-v2's tokenizer).
 
+The three library methods chunk a line longer than a bound (about 32 chunks) in pieces
+(rag_eval._models.chunking.pieces): the library's cost grows with the square of a line without
+line breaks or sentence ends, and extracted PDF or HTML text is such a line.
+
 Every method trims whitespace from chunk edges; together the chunks of a text cover every
 non-whitespace character of it. semantic-text-splitter never returns a chunk over ``size``
 unless one code point alone is over it (a character costing several tokens of a Hugging
@@ -29,11 +33,13 @@ from collections.abc import Callable
 from typing import Any
 
 from rag_eval._models.chunking.params import FixedParams, MarkdownParams, RecursiveParams, SentencesParams
+from rag_eval._models.chunking.pieces import Advance, chunk_pieces, piece_limit
 from rag_eval._models.chunking.sections import sections
 from rag_eval._models.chunking.tokenizers import HuggingFaceTokenizer, Tokenizer, WordTokenizer
 
 Spans = list[tuple[int, int]]
-SpanFunction = Callable[[str], Spans]
+# (text, advance): advance, when given, is told how many characters are done (a progress bar on long documents)
+SpanFunction = Callable[[str, Advance | None], Spans]
 
 # Line breaks semantic-text-splitter ranks above sentences, and what `sentences` splits on instead.
 _PARAGRAPH_SEPARATOR = "\u2029"
@@ -91,39 +97,72 @@ def _library_spans(splitter: Any, text: str) -> Spans:
 
 
 def recursive(params: RecursiveParams, tokenizer: Tokenizer) -> SpanFunction:
-    """Spans of the ``recursive`` method."""
+    """Spans of the ``recursive`` method (a line longer than the piece limit is chunked in pieces)."""
     splitter = _splitter("text", params.size, params.overlap, params.unit, tokenizer)
-    return lambda text: _library_spans(splitter, text)
+    limit = piece_limit(params.size, params.unit)
+
+    def spans(text: str, advance: Advance | None = None) -> Spans:
+        return chunk_pieces(lambda piece: _library_spans(splitter, piece), text, limit, advance)
+
+    return spans
 
 
 def sentences(params: SentencesParams, tokenizer: Tokenizer) -> SpanFunction:
-    """Spans of the ``sentences`` method (whole sentences packed up to size)."""
+    """Spans of the ``sentences`` method (whole sentences packed up to size; long lines in pieces)."""
     splitter = _splitter("text", params.size, params.overlap, params.unit, tokenizer, remap=True)
-    return lambda text: _library_spans(splitter, text.translate(_NO_LINE_LEVELS))
+    limit = piece_limit(params.size, params.unit)
+
+    def spans(text: str, advance: Advance | None = None) -> Spans:
+        # the pieces follow the document's own lines: the stand-in has none left
+        stand_in = text.translate(_NO_LINE_LEVELS)
+        return chunk_pieces(lambda piece: _library_spans(splitter, piece), stand_in, limit, advance, lines_of=text)
+
+    return spans
 
 
 def markdown(params: MarkdownParams, tokenizer: Tokenizer) -> SpanFunction:
-    """Spans of the ``markdown`` method: heading sections, split to size when one is set."""
+    """Spans of the ``markdown`` method: heading sections, split to size when one is set (long lines in pieces)."""
     size = params.size
     if size is None:
-        return lambda text: sections(text, params.heading_level)
-    splitter = _splitter("markdown", size, params.overlap, params.unit, tokenizer)
 
-    def spans(text: str) -> Spans:
+        def whole_sections(text: str, advance: Advance | None = None) -> Spans:
+            found = sections(text, params.heading_level)
+            if advance is not None:
+                advance(len(text))
+            return found
+
+        return whole_sections
+    splitter = _splitter("markdown", size, params.overlap, params.unit, tokenizer)
+    limit = piece_limit(size, params.unit)
+
+    def spans(text: str, advance: Advance | None = None) -> Spans:
         out: Spans = []
+        done = 0
         for start, end in sections(text, params.heading_level):
-            out.extend((start + a, start + b) for a, b in _library_spans(splitter, text[start:end]))
+            found = chunk_pieces(lambda piece: _library_spans(splitter, piece), text[start:end], limit, advance)
+            out.extend((start + a, start + b) for a, b in found)
+            done += end - start
+        if advance is not None:
+            advance(len(text) - done)  # the whitespace between sections
         return out
 
     return spans
 
 
 def fixed(params: FixedParams, tokenizer: Tokenizer) -> SpanFunction:
-    """Spans of the ``fixed`` method: token (or character) windows with overlap."""
+    """Spans of the ``fixed`` method: token (or character) windows with overlap (linear: no pieces needed)."""
     step = params.size - params.overlap
-    if params.unit == "characters":
-        return lambda text: _character_windows(text, params.size, step)
-    return lambda text: _token_windows(_units(text, tokenizer), params.size, step)
+
+    def spans(text: str, advance: Advance | None = None) -> Spans:
+        if params.unit == "characters":
+            found = _character_windows(text, params.size, step)
+        else:
+            found = _token_windows(_units(text, tokenizer), params.size, step)
+        if advance is not None:
+            advance(len(text))
+        return found
+
+    return spans
 
 
 def _character_windows(text: str, size: int, step: int) -> Spans:

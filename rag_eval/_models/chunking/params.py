@@ -18,6 +18,9 @@ from rag_eval._core.messages import did_you_mean, first_and_more, shown
 from rag_eval._core.validation import PARAMETER_VOICE, ProblemAt, pydantic_problems
 
 BUILTIN_METHODS = ("fixed", "recursive", "sentences", "markdown")
+# The largest size (and so overlap) a built-in method takes: more than any document holds (a document
+# is at most 512 MiB), and far below the splitting library's 64-bit limit (2**64 crashed it).
+MAX_SIZE = 1_000_000_000
 _IMPORT_FORM = "an import string 'package.module:function'"
 
 
@@ -39,7 +42,7 @@ class _Params(BaseModel):
 
 
 class _SizedParams(_Params):
-    size: int = Field(ge=1, description="the largest chunk, in `unit`s")
+    size: int = Field(ge=1, le=MAX_SIZE, description="the largest chunk, in `unit`s")
     overlap: int = Field(0, ge=0, description="how much consecutive chunks share, in `unit`s (less than size)")
     unit: Literal["tokens", "characters"] = Field("tokens", description="what size and overlap count")
 
@@ -65,7 +68,9 @@ class SentencesParams(_SizedParams):
 class MarkdownParams(_Params):
     """``markdown``: one chunk per heading section; sections longer than ``size`` (when set) are split further."""
 
-    size: int | None = Field(None, ge=1, description="split sections longer than this (unset: never split)")
+    size: int | None = Field(
+        None, ge=1, le=MAX_SIZE, description="split sections longer than this (unset: never split)"
+    )
     overlap: int = Field(0, ge=0, description="overlap of the pieces of a split section (needs size)")
     unit: Literal["tokens", "characters"] = Field("tokens", description="what size and overlap count")
     heading_level: int = Field(

@@ -54,6 +54,7 @@ from rag_eval._models.embeddings.pipeline import (
 )
 from rag_eval._models.embeddings.threads import thread_plan
 from rag_eval._models.embeddings.torch_backend import TorchEncoder, TorchScorer, stop_pool
+from rag_eval._models.positions import length_problem, position_limit
 
 
 def load_encoder(
@@ -82,6 +83,7 @@ def load_encoder(
         used = _torch_device(device, options, adapter, threads)
         model = _models.load_sentence_transformer(resolved, used, adapter)
         if max_seq_length is not None:
+            _check_length(model, max_seq_length, "max_seq_length", resolved, adapter)
             model.max_seq_length = max_seq_length
         _set_precision(model, options)
         return TorchEncoder(model, options, used, threads)
@@ -113,6 +115,7 @@ def _pooled_encoder(
     used = [_torch_device(device, options, adapter, threads) for device in devices]
     model = _models.load_sentence_transformer(resolved, "cpu", adapter)  # each process moves its copy
     if max_seq_length is not None:
+        _check_length(model, max_seq_length, "max_seq_length", resolved, adapter)
         model.max_seq_length = max_seq_length
     _set_precision(model, options)
     pool = model.start_multi_process_pool(target_devices=used)
@@ -136,6 +139,8 @@ def load_scorer(
     if options.backend == "torch":
         used = _torch_device(device, options, adapter, threads)
         model = _models.load_cross_encoder(resolved, used, max_length, adapter)
+        if max_length is not None:
+            _check_length(model, max_length, "max_length", resolved, adapter)
         _check_labels(getattr(model, "num_labels", 1), resolved, adapter)
         _set_precision(model, options)
         return TorchScorer(model, options, used, threads)
@@ -159,6 +164,31 @@ def _set_precision(model: Any, options: EncoderOptions) -> None:
         model.half()
     else:
         model.float()
+
+
+def _check_length(model: Any, value: int, field: str, resolved: _models.ResolvedModel, adapter: str) -> None:
+    """Refuse ``value`` past the loaded model's position embeddings (validate checks config.json when it can;
+    a model downloaded by this run is checked here, before torch fails on the first long text)."""
+    problem = length_problem(value, position_limit(_transformer_config(model)), field, resolved.spec)
+    if problem:
+        raise RetrieverError(f"{adapter}: {field}: {problem}, got {value}")
+
+
+def _transformer_config(model: Any) -> dict[str, Any]:
+    """The Hugging Face config of a loaded SentenceTransformer or CrossEncoder as a dict ({} when not found)."""
+    candidates = []
+    try:
+        candidates.append(model[0].auto_model.config)  # a SentenceTransformer's Transformer module
+    except (TypeError, IndexError, KeyError, AttributeError):
+        pass
+    candidates.append(getattr(model, "config", None))  # a CrossEncoder
+    for config in candidates:
+        to_dict = getattr(config, "to_dict", None)
+        if callable(to_dict):
+            found = to_dict()
+            if isinstance(found, dict):
+                return found
+    return {}
 
 
 def _check_labels(labels: int, resolved: _models.ResolvedModel, adapter: str) -> None:

@@ -13,9 +13,10 @@ import json
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from rag_eval._core.versions import package_version
+from rag_eval._models.cpus import MAX_THREADS, check_threads
 from rag_eval._models.embeddings.export import EXPORT_FORMAT
 
 
@@ -32,8 +33,13 @@ class EncoderOptions(BaseModel):
     backend: Literal["torch", "onnx", "openvino"] = "torch"
     quantize: Literal["none", "int8"] = "none"
     precision: Literal["fp32", "fp16"] = "fp32"
-    threads: int | None = Field(None, ge=1, description="CPU threads (default: the CPUs available to the process)")
+    threads: int | None = Field(
+        None, ge=1, description=f"CPU threads (default: the CPUs available to the process; at most {MAX_THREADS})"
+    )
     streams: int | None = Field(None, ge=1, description="onnx/openvino: batches run at once (default: one per thread)")
+
+    # torch.set_num_threads(100000) segfaults: bounded where the option is read
+    _threads_bounded = field_validator("threads")(check_threads)
 
     @model_validator(mode="after")
     def _compatible(self) -> EncoderOptions:
@@ -69,8 +75,12 @@ class EncodingParams(BaseModel):
     )
     quantize: Literal["none", "int8"] = Field("none", description="none | int8 (backend: onnx only)")
     precision: Literal["fp32", "fp16"] = Field("fp32", description="fp32 | fp16 (backend: torch on a CUDA GPU)")
-    threads: int | None = Field(None, ge=1, description="CPU threads for encoding (default: the CPUs available)")
+    threads: int | None = Field(
+        None, ge=1, description=f"CPU threads for encoding (default: the CPUs available; at most {MAX_THREADS})"
+    )
     streams: int | None = Field(None, ge=1, description="onnx/openvino: batches encoded at once")
+
+    _threads_bounded = field_validator("threads")(check_threads)
 
     @model_validator(mode="after")
     def _options_compatible(self) -> EncodingParams:

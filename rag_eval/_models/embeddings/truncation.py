@@ -4,7 +4,10 @@ A sentence-transformers model reads at most ``max_seq_length`` tokens (256 for
 all-MiniLM-L6-v2) and drops the rest without a word, so an 800-token chunk is
 scored on its first third. The count uses the model's own fast tokenizer
 (``tokenizer.json``, read by the ``tokenizers`` package: no torch, no download)
-with its special tokens, as the encoder sees the text.
+with its special tokens, as the encoder sees the text (``max_seq_length`` counts them
+too). Chunk sizes and the report's chunk lengths count text tokens only
+(rag_eval._models.chunking.tokenizers), so the summary also says how many special
+tokens the encoder adds: the warning's "longest 403" is "401 tokens of text" there.
 """
 
 from __future__ import annotations
@@ -66,6 +69,14 @@ class TokenCounter:
     def available(self) -> bool:
         """Whether counts can be made: a known limit and a tokenizer file that loads."""
         return self._load() is not None
+
+    @property
+    def special_tokens(self) -> int | None:
+        """Tokens the tokenizer adds to every text ([CLS] and [SEP]: 2), counted in :meth:`lengths`; None: unknown."""
+        tokenizer = self._load()
+        if tokenizer is None:
+            return None
+        return len(tokenizer.encode("").ids)  # an empty text is its special tokens only
 
     def lengths(self, texts: Sequence[str]) -> np.ndarray | None:
         """The token count of each text (int64), or None when the tokenizer is unknown or unreadable.
@@ -164,22 +175,29 @@ def _same_tokens(mine: str, theirs: str | None) -> bool:
     return all(a.get(part) == b.get(part) for part in parts)
 
 
-def truncation_summary(limit: int | None, lengths: np.ndarray | None) -> dict[str, Any] | None:
-    """``{"max_seq_length", "truncated", "passages", "share", "longest_tokens"}`` of token counts, or None.
+def truncation_summary(
+    limit: int | None, lengths: np.ndarray | None, special_tokens: int | None = None
+) -> dict[str, Any] | None:
+    """``{"max_seq_length", "truncated", "passages", "share", "longest_tokens"[, "special_tokens"]}`` or None.
 
-    None when the limit or the counts are unknown, or there are no texts: the report then says
-    nothing rather than something wrong.
+    Counts include the encoder's special tokens, as ``max_seq_length`` does; ``special_tokens``
+    (when known) says how many, so a reader can compare with text-token counts. None when the
+    limit or the counts are unknown, or there are no texts: the report then says nothing rather
+    than something wrong.
     """
     if limit is None or lengths is None or not len(lengths):
         return None
     truncated = int(np.count_nonzero(lengths > limit))
-    return {
+    summary: dict[str, Any] = {
         "max_seq_length": limit,
         "truncated": truncated,
         "passages": len(lengths),
         "share": truncated / len(lengths),
         "longest_tokens": int(lengths.max(initial=0)),
     }
+    if special_tokens is not None:
+        summary["special_tokens"] = special_tokens
+    return summary
 
 
 def truncation_report(
@@ -192,16 +210,24 @@ def truncation_report(
     if folder is None or not texts:
         return None
     counter = TokenCounter(folder, configured, cache_dir)
-    return truncation_summary(counter.limit, counter.lengths(texts))
+    return truncation_summary(counter.limit, counter.lengths(texts), counter.special_tokens)
 
 
 def truncation_warning(label: str, report: dict[str, Any] | None, what: str = "passages") -> str | None:
     """One line for stderr and the report when some passages are cut, else None."""
     if not report or not report.get("truncated"):
         return None
+    longest = f"longest {report['longest_tokens']:,}"
+    special = report.get("special_tokens")
+    if isinstance(special, int) and special > 0:
+        # The chunking table counts text tokens: say both, so 403 here is 401 there.
+        longest += (
+            f": {report['longest_tokens'] - special:,} tokens of text and the {special} special "
+            f"token{'s' if special != 1 else ''} the encoder adds"
+        )
     return (
         f"retriever {label!r}: {report['truncated']:,} of {report['passages']:,} {what} "
         f"({report['share']:.1%}) are longer than the model's {report['max_seq_length']} tokens "
-        f"(longest {report['longest_tokens']:,}) and the encoder reads only their start; "
+        f"({longest}) and the encoder reads only their start; "
         "use smaller chunks or a model with a longer max_seq_length"
     )
