@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from rag_eval._models.files import resolve_model
+
 # Models that number positions after the padding index (RoBERTa's create_position_ids_from_input_ids):
 # their table holds max_position_embeddings - (pad_token_id + 1) tokens, 514 -> 512.
 _PADDED_POSITIONS = frozenset({
@@ -67,3 +69,17 @@ def _module_configs(folder: Path) -> list[Path]:
         return []
     return [folder / m["path"] / "config.json" for m in modules
             if isinstance(m, dict) and isinstance(m.get("path"), str) and m["path"]]
+
+
+def check_model_length(value: int | None, model: Any, field: str, adapter: str) -> int | None:
+    """A params validator's check of ``field`` (``max_seq_length``, ``max_length``) against ``model``'s positions.
+
+    Past the model's position embeddings torch fails mid-run; this says so at validate time, from the
+    model folder's config.json (no torch). A model not found locally (to be downloaded) is checked
+    when it loads. Raises ValueError (pydantic's way of refusing a value) with the problem.
+    """
+    if value is not None and isinstance(model, str):
+        problem = length_problem(value, folder_position_limit(resolve_model(model, adapter).path), field, model)
+        if problem:
+            raise ValueError(problem)
+    return value

@@ -42,7 +42,7 @@ from rag_eval._models import files as _models
 from rag_eval._models.embeddings.interface import Scorer
 from rag_eval._models.embeddings.loading import load_scorer
 from rag_eval._models.embeddings.options import EncodingParams
-from rag_eval._models.positions import folder_position_limit, length_problem
+from rag_eval._models.positions import check_model_length
 from rag_eval._models.progress import library_bars, progress_wanted
 from rag_eval._retrievers.base import Corpus, Queries, Ranking, describe
 from rag_eval._retrievers.children import RetrieverRef, build_child
@@ -79,14 +79,7 @@ class CrossEncoderParams(AdapterParams, EncodingParams):
     @field_validator("max_length")
     @classmethod
     def _within_positions(cls, value: int | None, info: ValidationInfo) -> int | None:
-        # Past the model's position embeddings torch fails mid-run: said here, from config.json (no torch).
-        spec = info.data.get("model")
-        if value is not None and isinstance(spec, str):
-            problem = length_problem(value, folder_position_limit(_models.resolve_model(spec, ADAPTER).path),
-                                     "max_length", spec)
-            if problem:
-                raise ValueError(problem)
-        return value
+        return check_model_length(value, info.data.get("model"), "max_length", ADAPTER)
 
 
 class CrossEncoderReranker:

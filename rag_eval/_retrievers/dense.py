@@ -66,7 +66,7 @@ from rag_eval._models.embeddings.options import (
 )
 from rag_eval._models.embeddings.store import EmbeddingStore, namespace_key
 from rag_eval._models.embeddings.truncation import TokenCounter, truncation_summary
-from rag_eval._models.positions import folder_position_limit, length_problem
+from rag_eval._models.positions import check_model_length
 from rag_eval._models.progress import library_bars, progress_wanted
 from rag_eval._retrievers.ann import build_searcher
 from rag_eval._retrievers.base import Corpus, Queries, Ranking
@@ -115,15 +115,7 @@ class DenseParams(AdapterParams, EncodingParams):
     @field_validator("max_seq_length")
     @classmethod
     def _within_positions(cls, value: int | None, info: ValidationInfo) -> int | None:
-        # Past the model's position embeddings torch fails on the first long passage: said here, from
-        # config.json (no torch); a model not downloaded yet is checked when it loads.
-        spec = info.data.get("model")
-        if value is not None and isinstance(spec, str):
-            problem = length_problem(value, folder_position_limit(_models.resolve_model(spec, ADAPTER).path),
-                                     "max_seq_length", spec)
-            if problem:
-                raise ValueError(problem)
-        return value
+        return check_model_length(value, info.data.get("model"), "max_seq_length", ADAPTER)
 
     @model_validator(mode="after")
     def _cosine_needs_unit_vectors(self) -> DenseParams:

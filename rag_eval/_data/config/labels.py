@@ -20,3 +20,10 @@ _LABEL = re.compile(LABEL_PATTERN)
 def is_label(text: str) -> bool:
     """Whether ``text`` is a valid label: the whole text matches (a final newline does not slip through)."""
     return len(text) <= LABEL_MAX and _LABEL.fullmatch(text) is not None
+
+
+def check_label(value: str) -> str:
+    """A pydantic field validator's check of a label: ValueError with :data:`LABEL_RULE` when it breaks the rule."""
+    if not is_label(value):
+        raise ValueError(LABEL_RULE)
+    return value

@@ -12,7 +12,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from rag_eval._data.config.adapters import check_adapter_name
-from rag_eval._data.config.labels import LABEL_RULE, is_label
+from rag_eval._data.config.labels import LABEL_RULE, check_label
 from rag_eval._data.config.strict import Strict
 
 
@@ -56,12 +56,7 @@ class RetrieverSpec(Strict):
         "documents only). Not set: the retriever indexes whole documents, or returns spans itself.",
     )
 
-    @field_validator("label")
-    @classmethod
-    def _safe_label(cls, value: str) -> str:
-        if not is_label(value):
-            raise ValueError(LABEL_RULE)
-        return value
+    _safe_label = field_validator("label")(check_label)
 
     @field_validator("adapter")
     @classmethod

@@ -11,7 +11,7 @@ from typing import Any
 from pydantic import Field, field_validator, model_validator
 
 from rag_eval._core.validation import ProblemAt
-from rag_eval._data.config.labels import LABEL_RULE, is_label
+from rag_eval._data.config.labels import LABEL_RULE, check_label
 from rag_eval._data.config.strict import Strict
 
 
@@ -57,12 +57,7 @@ class SweepVariant(Strict):
         default_factory=dict, description="The parameters of the retriever's chunker it changes."
     )
 
-    @field_validator("label")
-    @classmethod
-    def _safe_label(cls, value: str) -> str:
-        if not is_label(value):
-            raise ValueError(LABEL_RULE)
-        return value
+    _safe_label = field_validator("label")(check_label)
 
 
 class SweepSpec(Strict):
