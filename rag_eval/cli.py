@@ -17,10 +17,13 @@ A command's module is imported only when that command runs (:data:`COMMANDS`), s
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import json
 import os
 import sys
+import threading
+import time
 from collections.abc import Sequence
 from types import ModuleType
 from typing import Any, NoReturn
@@ -45,6 +48,9 @@ COMMANDS = {"evaluate": "evaluate", "run": "run", "validate": "validate", "compa
 # Commands whose process has nothing left to do once main() returns: no atexit work, no
 # files open for writing, output on stdout/stderr only.
 _QUICK_EXIT_COMMANDS = frozenset({"evaluate"})
+# How long threads that are not daemons (a plug-in's poller, a client never closed) may keep the
+# process alive once the command is done and its outputs are written, before it exits without them.
+_LINGER_S = 3
 _DEBUG_HELP = "on an internal error, print the full traceback (default: write it to a log file)"
 
 
@@ -199,8 +205,16 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_run(command: ModuleType, args: argparse.Namespace) -> int:
-    done = command.run_config(args.config, say=print, warn=_warning, output=args.output,
-                              progress=False if args.no_progress else None, summary=_summary_path(args))
+    results = sys.stdout
+
+    def say(line: str) -> None:
+        print(line, file=results)
+
+    # stdout holds the result lines, which scripts read: whatever else is printed while the run
+    # works (a plug-in's print in index() or search(), or from a thread of its own) goes to stderr.
+    with contextlib.redirect_stdout(sys.stderr):
+        done = command.run_config(args.config, say=say, warn=_warning, output=args.output,
+                                  progress=False if args.no_progress else None, summary=_summary_path(args))
     return EXIT_PASSED if done.verdict is None or done.verdict.passed else EXIT_REGRESSION
 
 
@@ -311,6 +325,11 @@ def console_main() -> None:
     freeing every array one by one) would take about 50 ms, a tenth of evaluating a
     10,000-query run; the output is flushed and the process ends at once instead.
     In-process callers use :func:`main`, which always returns.
+
+    Threads that are not daemons and outlive the command (a plug-in's) would keep the process
+    alive after its outputs are written, and a CI job waiting on it would hang: they get
+    :data:`_LINGER_S` seconds to end, then the process exits with ``code`` all the same, saying
+    which threads it left. Whatever they print meanwhile goes to stderr.
     """
     code = main()
     try:
@@ -324,7 +343,38 @@ def console_main() -> None:
     command = [arg for arg in sys.argv[1:3] if arg != "--debug"][:1]  # the command: first, or after --debug
     if command and command[0] in _QUICK_EXIT_COMMANDS:
         os._exit(code)
+    if _lingering_threads():
+        sys.stdout = sys.stderr  # the command's lines are out: a lingering thread's print must not follow them
+        threading.Thread(target=_end_despite_threads, args=(code,), name="rag-eval-exit", daemon=True).start()
     sys.exit(code)
+
+
+def _lingering_threads() -> list[threading.Thread]:
+    """Threads that are not daemons, other than this one, still running: the interpreter waits for them at exit."""
+    main_thread = threading.main_thread()
+    return [t for t in threading.enumerate() if t is not main_thread and not t.daemon and t.is_alive()]
+
+
+def _end_despite_threads(code: int) -> None:
+    """A daemon: once :data:`_LINGER_S` seconds have passed, end the process with ``code`` if threads still hold it.
+
+    The interpreter's exit waits for threads that are not daemons before anything else; while it
+    waits, this thread runs. It ends the process with ``os._exit`` (no exit handlers: the outputs
+    are written and flushed already).
+    """
+    time.sleep(_LINGER_S)
+    left = _lingering_threads()
+    if not left:
+        return
+    names = ", ".join(repr(thread.name) for thread in left)
+    which = f"thread {names} (a plug-in's?) is" if len(left) == 1 else f"threads {names} (a plug-in's?) are"
+    them = "it" if len(left) == 1 else "them"
+    try:
+        _warning(f"{which} still running {_LINGER_S} s after rag-eval finished; exiting without waiting for {them}")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+    os._exit(code)
 
 
 def _discard_stdout() -> None:

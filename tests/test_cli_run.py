@@ -309,3 +309,71 @@ def test_a_write_failing_midway_leaves_every_old_output(workspace, capsys, monke
     assert err.count("\n") == 1 and "cannot write the outputs: No space left on device" in err
     assert len(calls) == 3
     assert snapshot(workspace / "out") == before
+
+
+# ---- plug-ins that print, or leave a thread behind (issue 20) --------------------------------------------------
+
+PLUGIN = '''
+import threading
+import time
+
+
+def poll():
+    while True:  # a poller nobody stops: it prints now and then, during the run and after it
+        time.sleep(0.5)
+        print("plug-in: poll")
+
+
+class Printing:
+    """Prints while it works, from its own code and from a thread of its own."""
+
+    def index(self, corpus):
+        print("plug-in: indexing", len(corpus), "passages")
+
+    def search(self, queries, top_k):
+        print("plug-in: searching")
+        printer = threading.Thread(target=print, args=("plug-in: a line from a thread",), name="plugin-printer")
+        printer.start()
+        printer.join()
+        return {qid: {"pacific-largest": 1.0} for qid in queries}
+
+
+class Lingering(Printing):
+    """And leaves a thread running (a poller, a client that was never closed)."""
+
+    def index(self, corpus):
+        super().index(corpus)
+        threading.Thread(target=poll, name="plugin-poller").start()
+'''
+
+
+def plugin_config(tmp_path: Path, name: str) -> Path:
+    (tmp_path / "printing_plugin.py").write_text(PLUGIN)
+    return write_config(tmp_path, retrievers=[{"label": "plugged", "adapter": f"printing_plugin:{name}"}])
+
+
+def test_a_plug_ins_prints_go_to_stderr_and_stdout_holds_the_result_lines_only(tmp_path, capsys):
+    assert main(["run", str(plugin_config(tmp_path, "Printing")), "--no-progress"]) == 0
+    captured = capsys.readouterr()
+    lines = captured.out.splitlines()
+    assert len(lines) == 2 and lines[0].startswith("plugged\tndcg@4\t"), captured.out
+    assert lines[1] == f"report: {tmp_path / 'out' / 'report.md'}"
+    for said in ("plug-in: indexing 37 passages", "plug-in: searching", "plug-in: a line from a thread"):
+        assert said in captured.err
+
+
+def test_a_plug_ins_thread_does_not_keep_rag_eval_run_from_exiting(tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-m", "rag_eval", "run", str(plugin_config(tmp_path, "Lingering")), "--no-progress"],
+        capture_output=True, text=True, timeout=90, check=False, cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert len(lines) == 2 and lines[0].startswith("plugged\tndcg@4\t") and lines[1].startswith("report: ")
+    assert "plug-in: searching" in result.stderr and "plug-in: poll" in result.stderr
+    warning = [line for line in result.stderr.splitlines() if line.startswith("rag-eval: warning:")]
+    assert warning == [
+        "rag-eval: warning: thread 'plugin-poller' (a plug-in's?) is still running 3 s after rag-eval finished; "
+        "exiting without waiting for it"
+    ]
+    assert (tmp_path / "out" / "report.md").is_file()

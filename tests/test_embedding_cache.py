@@ -5,6 +5,8 @@ The store itself (format, damage, concurrency) is tested in test_embedding_store
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import time
 import warnings
@@ -331,3 +333,45 @@ def test_a_run_killed_while_encoding_resumes_with_only_the_rest(tiny, tmp_path, 
     assert batches == [5, 5, 2]
     fresh = run_dense(tiny, tmp_path / "other", BIGGER, use_cache=False)
     np.testing.assert_allclose(resumed._embeddings, fresh._embeddings, atol=1e-6)
+
+
+def test_shards_of_another_namespace_copied_over_ours_are_not_used(tiny, tmp_path):
+    """Same texts, max_seq_length 8: the same shard names in another folder; copied over ours, they are refused."""
+    ours = run_dense(tiny, tmp_path)
+    short = run_dense(tiny, tmp_path, max_seq_length=8)
+    ours_folder, short_folder = Path(ours.describe()["cache_path"]), Path(short.describe()["cache_path"])
+    assert ours_folder != short_folder
+    copied = sorted(p.name for p in short_folder.glob("*.emb"))
+    assert copied == sorted(p.name for p in ours_folder.glob("*.emb"))  # same texts, same names
+    assert not np.array_equal(ours._embeddings, short._embeddings)
+    for name in copied:
+        (ours_folder / name).write_bytes((short_folder / name).read_bytes())
+
+    with pytest.warns(EmbeddingCacheWarning, match="belongs to namespace .*, not this store's") as caught:
+        again = run_dense(tiny, tmp_path)
+    assert all("re-encoded" in str(w.message) for w in caught)
+    described = again.describe()
+    assert (described["cache"], described["passages_encoded"], described["passages_reused"]) == ("miss", 4, 0)
+    np.testing.assert_allclose(again._embeddings, ours._embeddings, atol=1e-6)
+    assert again.search(QUERIES, 4).keys() == ours.search(QUERIES, 4).keys()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert run_dense(tiny, tmp_path).describe()["cache"] == "hit"  # rewritten with our vectors
+
+
+def test_a_zero_dimension_shard_is_a_miss_not_an_error_for_every_later_run(tiny, tmp_path):
+    first = run_dense(tiny, tmp_path)
+    (shard,) = Path(first.describe()["cache_path"]).glob("*.emb")
+    data = shard.read_bytes()
+    length = int.from_bytes(data[8:12], "little")
+    header = json.loads(data[12 : 12 + length])
+    keys = data[12 + length : 12 + length + 32 * header["count"]]
+    # The same header with dim 0 and the checksum of what is left (the keys): well formed in every other way.
+    text = json.dumps({**header, "dim": 0, "sha256": hashlib.sha256(keys).hexdigest()}).encode()
+    padded = -(-(12 + len(text)) // 64) * 64 - 12
+    shard.write_bytes(data[:8] + padded.to_bytes(4, "little") + text.ljust(padded, b" ") + keys)
+    with pytest.warns(EmbeddingCacheWarning, match="dimension 0"):
+        rebuilt = run_dense(tiny, tmp_path)
+    assert rebuilt.describe()["cache"] == "miss"
+    np.testing.assert_allclose(rebuilt._embeddings, first._embeddings, atol=1e-6)
+    assert run_dense(tiny, tmp_path).describe()["cache"] == "hit"

@@ -373,7 +373,8 @@ def test_the_shard_header_is_plain_json(tmp_path):
     assert data[:8] == b"RAGEMB\x00\x01"
     length = int.from_bytes(data[8:12], "little")
     header = json.loads(data[12 : 12 + length])
-    assert header["count"] == 2 and header["dim"] == 6 and header["dtype"] == "<f4" and header["format"] == 1
+    assert header["count"] == 2 and header["dim"] == 6 and header["dtype"] == "<f4" and header["format"] == 2
+    assert header["namespace"] == "ns"  # which encoding these vectors are: the name says only which texts
     payload = data[12 + length :]
     assert hashlib.sha256(payload).hexdigest() == header["sha256"]
     keys = sorted(text_key(t) for t in TEXTS[:2])
@@ -403,3 +404,128 @@ def test_packed_keys_are_the_hex_keys_at_32_bytes_each(tmp_path: Path) -> None:
     store.put(keys[:3000], vectors)
     got, found = store.get(packed)  # read as packed, without a hex str per key
     assert found[:3000].all() and not found[3000] and np.array_equal(got[:3000], vectors)
+
+
+# --------------------------------------------------------------------------- trust: what a shard proves about itself
+
+
+def test_a_shard_of_another_namespace_under_the_same_name_is_a_miss_with_a_warning(tmp_path):
+    """Same texts, another namespace (say max_seq_length 8): same keys, same file name, other vectors: never used."""
+    encode_missing(TEXTS, lambda texts: -expected(texts), store_at(tmp_path, "foreign"), write_every=4)
+    encode_missing(TEXTS, FakeEncoder(), store_at(tmp_path), write_every=4)
+    for batch in (TEXTS[:4], TEXTS[4:8], TEXTS[8:]):  # copied over the same-named shards
+        batch_shard(tmp_path, batch).write_bytes(batch_shard(tmp_path, batch, "foreign").read_bytes())
+
+    again = FakeEncoder()
+    with pytest.warns(EmbeddingCacheWarning, match="namespace 'foreign', not this store's 'ns'") as caught:
+        got, counts = encode_missing(TEXTS, again, store_at(tmp_path), write_every=4)
+    assert len(caught) == 3 and all("re-encoded" in str(w.message) for w in caught)
+    assert counts == {"reused": 0, "encoded": 10, "duplicates": 0} and again.calls == [4, 4, 2]
+    assert got.tobytes() == expected(TEXTS).tobytes()  # this namespace's vectors, not the copies
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # rewritten under their names: sound now
+        _, counts = encode_missing(TEXTS, FakeEncoder(), store_at(tmp_path), write_every=4)
+    assert counts == {"reused": 10, "encoded": 0, "duplicates": 0}
+
+
+def _shard_bytes(keys, dim: int, namespace: str = "ns", rows: np.ndarray | None = None) -> bytes:
+    """A shard written by hand, well formed in every other way (name, size, checksum)."""
+    from rag_eval._models.embeddings.shard_file import shard_header
+
+    digests = np.unique(PackedKeys.from_hex(keys).digests)
+    vectors = np.zeros((len(digests), dim), dtype="<f4") if rows is None else rows
+    payload = digests.tobytes() + vectors.tobytes()
+    return shard_header(len(digests), dim, hashlib.sha256(payload).hexdigest(), namespace) + payload
+
+
+def test_a_zero_dimension_shard_is_a_miss_and_does_not_break_later_runs(tmp_path):
+    encode_missing(TEXTS, FakeEncoder(), store_at(tmp_path), write_every=4)
+    zero = batch_shard(tmp_path, TEXTS[:4])
+    zero.write_bytes(_shard_bytes([text_key(t) for t in TEXTS[:4]], 0))
+    for _ in range(2):  # this run, and the next one
+        encoder = FakeEncoder()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            got, counts = encode_missing(TEXTS, encoder, store_at(tmp_path), write_every=4)
+        assert got.tobytes() == expected(TEXTS).tobytes()
+        assert sum(counts.values()) == 10
+    messages = [str(w.message) for w in caught]
+    assert messages == []  # the first run warned and rewrote the shard; the second finds it sound
+    assert zero.stat().st_size == 416
+
+
+def test_a_shard_of_another_dimension_is_a_miss_whoever_comes_first(tmp_path):
+    """Every shard of a namespace holds the model's dimension; one that differs cannot decide the store's."""
+    encode_missing(TEXTS, FakeEncoder(), store_at(tmp_path), write_every=4)
+    odd = batch_shard(tmp_path, TEXTS[:4])
+    odd.write_bytes(_shard_bytes([text_key(t) for t in TEXTS[:4]], 3))
+    for _ in range(2):
+        encoder = FakeEncoder()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            got, counts = encode_missing(TEXTS, encoder, store_at(tmp_path), write_every=4)
+        assert got.tobytes() == expected(TEXTS).tobytes(), [str(w.message) for w in caught]
+        assert counts["reused"] + counts["encoded"] == 10
+    assert odd.stat().st_size == 416  # rewritten with the encoder's dimension
+
+
+def test_when_most_shards_have_a_wrong_dimension_the_encoders_first_batch_proves_it(tmp_path):
+    encode_missing(TEXTS, FakeEncoder(), store_at(tmp_path), write_every=4)
+    for batch in (TEXTS[:4], TEXTS[4:8]):  # 8 keys of dim 3 outvote the 2 of dim 6
+        batch_shard(tmp_path, batch).write_bytes(_shard_bytes([text_key(t) for t in batch], 3))
+    encoder = FakeEncoder()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got, counts = encode_missing(TEXTS, encoder, store_at(tmp_path), write_every=4)
+    messages = [str(w.message) for w in caught]
+    assert any("have dim 6, most of the store's have dim 3" in m for m in messages), messages
+    assert any("its vectors have dim 3, the encoder's 6: they are not this model's" in m for m in messages), messages
+    assert got.tobytes() == expected(TEXTS).tobytes()
+    assert counts == {"reused": 0, "encoded": 10, "duplicates": 0} and encoder.calls == [2, 4, 4]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # every shard now has the encoder's dimension
+        got, counts = encode_missing(TEXTS, FakeEncoder(), store_at(tmp_path), write_every=4)
+    assert counts == {"reused": 10, "encoded": 0, "duplicates": 0} and got.tobytes() == expected(TEXTS).tobytes()
+
+
+def test_a_ray_encoding_batch_re_encodes_texts_found_with_another_dimension(tmp_path):
+    """The Ray actors' batch: texts found in shards the encoder's dimension contradicts are encoded too."""
+    pytest.importorskip("pyarrow", reason="the Ray engine's batches are Arrow tables (pip install rag-eval-trec[ray])")
+    from rag_eval._execution.ray_engine import _EncodeBatches
+
+    class Factory:
+        def __call__(self):
+            class Encoder:
+                def encode(self, texts):
+                    return expected(texts)
+
+            return Encoder()
+
+    for batch in (TEXTS[:4], TEXTS[4:8]):  # 8 keys of dim 3 outvote the encoder's 6
+        path = batch_shard(tmp_path, batch)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(_shard_bytes([text_key(t) for t in batch], 3))
+    actor = _EncodeBatches(Factory(), str(tmp_path), "ns")
+    rows = {"doc_id": np.array([f"d{i}".encode() for i in range(10)]), "text": np.array([t.encode() for t in TEXTS])}
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        table = actor(rows)
+    assert table.column("status").to_pylist() == [2] * 10  # all encoded now
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got, found = store_at(tmp_path).get([text_key(t) for t in TEXTS])
+    assert found.all() and got.tobytes() == expected(TEXTS).tobytes()
+
+
+def test_a_ray_encoding_batch_that_cannot_be_stored_fails_the_run(tmp_path):
+    """On Ray the store is how vectors reach the search: a write that fails is an error there (locally, a warning)."""
+    pytest.importorskip("pyarrow", reason="the Ray engine's batches are Arrow tables (pip install rag-eval-trec[ray])")
+    from rag_eval._core.errors import RetrieverError
+    from rag_eval._execution.ray_engine import _EncodeBatches
+
+    (tmp_path / "passages").write_text("a file where the folder should be")
+    actor = _EncodeBatches.__new__(_EncodeBatches)
+    actor.store = store_at(tmp_path)
+    with warnings.catch_warnings(), pytest.raises(RetrieverError, match="could not write embedding shard .*shared by all"):
+        warnings.simplefilter("ignore")
+        actor._put([text_key(t) for t in TEXTS[:2]], expected(TEXTS[:2]))

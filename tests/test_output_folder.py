@@ -708,3 +708,80 @@ def test_the_committed_example_folder_is_rag_evals_own(tmp_path):
     example = REPO / "reports" / "ocean-facts"
     names = ["report.md", "seed-ranking.json", "seed-ranking.run", "bm25.json", "bm25.run"]
     output_folder.check_replaceable(example, names)  # no error: the next run may replace them
+
+
+# ---- issue 20: what a failed run leaves, and a user's folder where a listed file was ------------------------------
+
+
+def _failing_config(folder: Path, output: str) -> Path:
+    """A config whose only retriever fails once it has run (it names a document the corpus lacks)."""
+    path = folder / "run.yaml"
+    path.write_text(yaml.safe_dump({
+        "name": "fails", "dataset": {"path": str(REPO / "datasets" / "ocean_facts.yaml")},
+        "retrievers": [{"label": "bad", "adapter": "static", "params": {"rankings": {"q-largest-ocean": ["nope"]}}}],
+        "metrics": ["ndcg@4"], "output": output,
+    }))
+    return path
+
+
+def test_a_failed_run_creates_no_output_folder_nor_its_parents(tmp_path, capsys):
+    from rag_eval.cli import main
+
+    assert main(["run", str(_failing_config(tmp_path, "deep/er/out")), "--no-progress"]) == 2
+    assert "which is not in the corpus" in capsys.readouterr().err
+    assert sorted(os.listdir(tmp_path)) == ["run.yaml"]  # no deep/er/, no lock file
+
+
+def test_a_failed_run_keeps_parents_that_existed_or_were_filled_meanwhile(tmp_path, capsys):
+    from rag_eval.cli import main
+
+    (tmp_path / "deep").mkdir()
+    assert main(["run", str(_failing_config(tmp_path, "deep/er/out")), "--no-progress"]) == 2
+    capsys.readouterr()
+    assert sorted(os.listdir(tmp_path)) == ["deep", "run.yaml"] and os.listdir(tmp_path / "deep") == []
+
+
+def test_a_run_after_a_kill_between_the_two_renames_puts_the_old_set_back_first(out, monkeypatch, capsys):
+    """Two renames (no atomic exchange): killed between them, there is no folder; the next run restores it
+    as soon as it holds the folder's lock, so even a run that then fails leaves the old set in place."""
+    from rag_eval.cli import main
+
+    aside = out.with_name(".out.rag_eval-old-0123456789abcdef")
+    os.rename(out, aside)  # what a kill after "old set moved aside" leaves
+    assert not out.exists()
+    assert main(["run", str(_failing_config(out.parent, "out")), "--no-progress"]) == 2
+    assert "which is not in the corpus" in capsys.readouterr().err
+    assert snapshot(out) == expected(OLD) and siblings(out) == ["out", "run.yaml"]
+
+
+@pytest.mark.parametrize("kind", ["folder", "link"])
+def test_a_users_folder_where_a_listed_file_was_is_refused_before_anything_changes(out, kind):
+    """The manifest lists one.json; the user replaced it with a folder (or a link): not rag_eval's to replace."""
+    (out / "one.json").unlink()
+    if kind == "folder":
+        (out / "one.json").mkdir()
+        (out / "one.json" / "mine.txt").write_bytes(b"mine\n")
+    else:
+        (out / "one.json").symlink_to("baseline.json")
+    before = snapshot(out)
+    with pytest.raises(RagEvalError) as excinfo:
+        replace_output_set(out, {**NEW, "one.json": b"{}\n"})
+    what = "a folder" if kind == "folder" else "a symbolic link"
+    why = f"{what} where the file rag_eval wrote was (the folder's {MANIFEST} lists a file)"
+    assert str(excinfo.value) == refusal(out / "one.json", why)
+    assert snapshot(out) == before and siblings(out) == ["out"]
+
+
+def test_rag_eval_run_refuses_a_users_folder_where_a_listed_file_was_before_any_retrieval(tmp_path, capsys):
+    from rag_eval.cli import main
+
+    config = _config(tmp_path, ["first"])
+    assert main(["run", str(config), "--no-progress"]) == 0
+    (tmp_path / "out" / "first.run").unlink()
+    (tmp_path / "out" / "first.run").mkdir()
+    before = snapshot(tmp_path / "out")
+    capsys.readouterr()
+    assert main(["run", str(config), "--no-progress"]) == 2
+    why = f"a folder where the file rag_eval wrote was (the folder's {MANIFEST} lists a file)"
+    assert capsys.readouterr().err == "rag-eval: error: " + refusal(tmp_path / "out" / "first.run", why) + "\n"
+    assert snapshot(tmp_path / "out") == before and sorted(os.listdir(tmp_path)) == ["out", "run.yaml"]

@@ -263,3 +263,32 @@ def test_only_plain_answers_are_stored():
     assert plain_answer({"q": {"d": True}}) is None
     assert plain_answer({"q": {"d": float("nan")}}) is None
     assert plain_answer({"q": [("d", 0, 4, 1.0)]}) is None  # spans: the run is not cached
+
+
+@pytest.mark.parametrize("tamper", ["unknown doc", "unasked query", "a string score"])
+def test_an_entry_that_fails_the_ranking_checks_is_a_miss_not_the_retrievers_error(tmp_path, calls, tamper):
+    """A well-formed entry (valid checksum) whose ranking the run's checks refuse: a miss with a warning."""
+    import hashlib
+
+    first = run(tmp_path, sweep_config(tmp_path, k1=(0.9,)))
+    for entry in sorted((tmp_path / "cache" / "rankings").glob("*.json")):
+        data = json.loads(entry.read_text())
+        if tamper == "unknown doc":
+            data["answer"].setdefault("q-largest-ocean", {})["no-such-doc"] = 9.0
+        elif tamper == "unasked query":
+            data["answer"]["q-never-asked"] = {"pacific-largest": 1.0}
+        else:
+            data["answer"].setdefault("q-largest-ocean", {})["pacific-largest"] = "1.0"
+        canonical = json.dumps(data["answer"], sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+        data["checksum"] = hashlib.sha256(canonical.encode()).hexdigest()
+        entry.write_text(json.dumps(data))
+    calls.clear()
+    with pytest.warns(RankingCacheWarning, match="unusable") as warned:
+        second = run(tmp_path, sweep_config(tmp_path, k1=(0.9,)))
+    assert len(warned) == 2 and all("running the retriever again" in str(w.message) for w in warned)
+    assert sorted(calls) == [("bm25", "index"), ("bm25", "search"), ("seed", "index"), ("seed", "search")]
+    assert [o.ranking for o in second.outcomes] == [o.ranking for o in first.outcomes]
+    assert all("ranking_cache" not in o.description for o in second.outcomes)
+    calls.clear()
+    run(tmp_path, sweep_config(tmp_path, k1=(0.9,)))  # rewritten: the third run hits
+    assert calls == []

@@ -17,15 +17,18 @@ On disk, for an output folder ``P/N``:
   that appeared in N meanwhile moved into N, nothing else removed.
 * Without an atomic exchange (not Linux, or a filesystem lacking it) N is renamed to
   ``P/.N.rag_eval-old-<id>`` and the staged folder to N; a kill between the two renames
-  leaves no N, and the next run renames the old folder back.
-* Each run first repairs what a killed run left (under the lock, so its process is gone):
+  leaves no N (the old set waits whole at the old name), and the next run renames the old
+  folder back as soon as it holds the lock, before it retrieves anything.
+* Each run first repairs what a killed run left (under the lock, so its process is gone; a
+  parent folder created for the lock is removed again if the run writes nothing):
   a staged folder that never went live (the live manifest's id is not its id) is deleted;
   an old folder is emptied as above; hidden ``.NAME.XXXXXXXX.tmp`` files of earlier
   versions are deleted. An old folder holding a file that differs from N's copy is never
   deleted: it is renamed ``P/.N.rag_eval-kept-<id>`` and the run stops, saying so.
 * rag_eval never replaces a file it did not write. In a folder with a manifest, an entry
   named like a file of the new set (report.md, comparison.md, <label>.json, <label>.run)
-  that the manifest does not list is the user's: the write is refused, naming it. A folder
+  that the manifest does not list is the user's, and so is a folder or link where a listed
+  file was: the write is refused, naming it. A folder
   without a manifest was written by rag_eval <= 0.1, or is the user's: an entry the new set
   names is replaced only when it is recognisably rag_eval's output -- report.md whose third
   line is the generated ``## 📚 What was evaluated``, comparison.md starting
@@ -58,6 +61,7 @@ from pathlib import Path
 from rag_eval._core import folder_lock, folder_renames  # by module: the tests force the fallback of renameat2
 from rag_eval._core.atomic import permission_bits, write_new_file
 from rag_eval._core.errors import RagEvalError
+from rag_eval._core.files import describe_kind
 from rag_eval._core.old_outputs import written_by_old_rag_eval
 
 MANIFEST = ".rag_eval.json"
@@ -112,7 +116,8 @@ def check_replaceable(folder: str | os.PathLike[str], names: Iterable[str]) -> N
     """RagEvalError, one line naming the file and the fix, when writing ``names`` would replace a user's file.
 
     An entry of ``folder`` named in ``names`` (or the manifest's name) may be replaced only
-    when rag_eval wrote it: the manifest lists it or, without a manifest, it is recognisably
+    when rag_eval wrote it: the manifest lists it (and it is still a regular file: a folder or a
+    link saved where a listed file was is the user's) or, without a manifest, it is recognisably
     the output of an earlier rag_eval (see the module's docstring).
     """
     real = Path(os.path.realpath(folder))
@@ -125,10 +130,17 @@ def check_replaceable(folder: str | os.PathLike[str], names: Iterable[str]) -> N
             "move it elsewhere or choose another output folder (output: or --output)"
         )
     for name in sorted(set(names) - {MANIFEST}):
-        if not os.path.lexists(real / name):
+        try:
+            mode = os.lstat(real / name).st_mode
+        except OSError:
             continue
         if manifest is not None and name not in manifest.files:
             why = f"not written by rag_eval (the folder's {MANIFEST} does not list it)"
+        elif manifest is not None and not stat.S_ISREG(mode):
+            # rag_eval writes regular files only: this was put in the place of one. Replacing it would swap in
+            # the new set and only then fail to empty the old folder, blaming an interrupted write.
+            what = "a symbolic link" if stat.S_ISLNK(mode) else describe_kind(mode)
+            why = f"{what} where the file rag_eval wrote was (the folder's {MANIFEST} lists a file)"
         elif manifest is None and not written_by_old_rag_eval(real, name):
             why = "not recognisably written by rag_eval (the folder has no manifest)"
         else:
@@ -172,7 +184,12 @@ def hold_output_folder(
     """Check ``folder`` and hold its lock for the block, yielding its real path; another run is refused meanwhile.
 
     Re-entrant within one thread, so a caller may hold it for a whole run (refusing a
-    second run before any retrieval) and still call :func:`replace_output_set`.
+    second run before any retrieval) and still call :func:`replace_output_set`. Once the lock
+    is taken, what a killed run left is repaired (:func:`repair`): a folder set aside by a
+    run killed between the two renames of the fallback is back before the block runs, so a
+    run that then fails still leaves the old set in place. Parent folders created for the
+    lock are removed again when the block ends without an output folder (a failed run writes
+    nothing), as long as they are empty.
     """
     real = check_output_folder(folder, config_path)
     me = threading.get_ident()
@@ -187,19 +204,47 @@ def hold_output_folder(
             with _registry:
                 _held[real] = (me, _held[real][1] - 1)
         return
+    created = _missing_folders(real.parent)
     try:
         real.parent.mkdir(parents=True, exist_ok=True)
         fd = folder_lock.acquire(real)
-    except OSError as error:
-        raise _cannot_write(folder, error) from error
+    except BaseException as error:
+        _remove_empty(created)
+        if isinstance(error, OSError):
+            raise _cannot_write(folder, error) from error
+        raise
     with _registry:
         _held[real] = (me, 1)
     try:
+        try:
+            repair(real)
+        except OSError as error:
+            raise _cannot_write(folder, error) from error
         yield real
     finally:
         with _registry:
             del _held[real]
         folder_lock.release(real, fd)
+        if not os.path.lexists(real):
+            _remove_empty(created)
+
+
+def _missing_folders(folder: Path) -> list[Path]:
+    """``folder`` and its ancestors that do not exist yet, deepest first: what ``mkdir(parents=True)`` creates."""
+    missing = []
+    while not os.path.lexists(folder) and folder != folder.parent:
+        missing.append(folder)
+        folder = folder.parent
+    return missing
+
+
+def _remove_empty(folders: list[Path]) -> None:
+    """Remove the folders a run created for nothing, deepest first, stopping at one that is not empty."""
+    for path in folders:
+        try:
+            os.rmdir(path)
+        except OSError:  # something was saved there meanwhile (another run's lock, a user's file): kept
+            return
 
 
 def repair(folder: Path) -> None:

@@ -36,11 +36,11 @@ import numpy as np
 from rag_eval._core.errors import DatasetError, RetrieverError
 from rag_eval._core.ranking import check_top_k
 from rag_eval._data.config.execution import ExecutionSpec
-from rag_eval._execution.ray_cluster import actor_plan, connect, user_errors
+from rag_eval._execution.ray_cluster import actor_plan, connect, quiet_ray_data, user_errors
 from rag_eval._execution.ray_sources import arrow, passages_dataset
 from rag_eval._execution.sharded import merge_top_k, search_shard, shard_bounds
 from rag_eval._models.embeddings.keys import PackedKeys
-from rag_eval._models.embeddings.store import EmbeddingCacheWarning, EmbeddingStore, text_key
+from rag_eval._models.embeddings.store import EmbeddingCacheWriteWarning, EmbeddingStore, text_key
 
 # Rows per search shard when the spec does not say: about 1.5 GB of 384-d float32 vectors per worker.
 _ROWS_PER_SHARD = 1_000_000
@@ -108,6 +108,7 @@ def encode_on_ray(
 
     spec = spec or ExecutionSpec(engine="ray")
     connect(spec)
+    quiet_ray_data()
     actors, gpus = actor_plan(spec, ray.cluster_resources())
     dataset = passages_dataset(source, prefix, spec)
     with warnings.catch_warnings():
@@ -197,7 +198,7 @@ class _EncodeBatches:
         for position, key in enumerate(keys):
             first.setdefault(key, position)
         distinct = list(first)
-        _, found = self.store.get(distinct)
+        stored, found = self.store.get(distinct)
         status = np.zeros(len(keys), dtype=np.int8)  # 0: repeat within the batch, 1: found in the store, 2: encoded
         missing = []
         for key, hit in zip(distinct, found.tolist()):
@@ -209,6 +210,13 @@ class _EncodeBatches:
             vectors = np.asarray(self.encoder.encode(fresh), dtype=np.float32)
             if vectors.ndim != 2 or vectors.shape[0] != len(missing):
                 raise RetrieverError(f"the encoder returned shape {vectors.shape} for {len(missing)} texts")
+            if found.any() and stored.shape[1] != vectors.shape[1]:
+                # Stored vectors of another dimension are not this model's (the store drops them once this
+                # batch is put): the texts found in them are encoded too, or the search would miss them.
+                missing = distinct
+                status[[first[key] for key in distinct]] = 2
+                fresh = [texts[first[key]] for key in missing]
+                vectors = np.asarray(self.encoder.encode(fresh), dtype=np.float32)
             self._put(missing, vectors)
             counted = getattr(self.encoder, "last_token_lengths", None)
             if self.count_tokens is not None and counted is not None and len(counted) == len(fresh):
@@ -225,15 +233,18 @@ class _EncodeBatches:
 
     def _put(self, keys: list[str], vectors: np.ndarray) -> None:
         # Locally a failed cache write only costs a re-encode later; here the store is how the
-        # vectors reach the search, so a shard that could not be written fails the run.
+        # vectors reach the search, so a shard that could not be written fails the run. Other
+        # warnings (a shard of the store found unusable and dropped) are passed on as they are.
         with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always", EmbeddingCacheWarning)
+            warnings.simplefilter("always", EmbeddingCacheWriteWarning)
             self.store.put(keys, vectors)
         for warning in caught:
-            if issubclass(warning.category, EmbeddingCacheWarning):
+            if issubclass(warning.category, EmbeddingCacheWriteWarning):
                 raise RetrieverError(
                     f"{warning.message} (the Ray engine needs a writable cache folder shared by all nodes)"
                 )
+        for warning in caught:
+            warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
 
 
 def search_on_ray(

@@ -26,7 +26,8 @@ parameters stay the same. A dense model with no local folder (to be downloaded) 
 content hash and is not cached either.
 
 An entry is written atomically; an entry that cannot be read or fails a check (format,
-key, checksum, shapes) is a miss, with a :class:`RankingCacheWarning`, never an error.
+key, checksum, shapes, or the run's own checks of a ranking: a document not in the corpus,
+a query not asked) is a miss, with a :class:`RankingCacheWarning`, never an error.
 """
 
 from __future__ import annotations
@@ -219,12 +220,19 @@ class RankingCache:
             return False
         return True
 
-    def _reject(self, path: Path, problem: str) -> CachedRanking | None:
+    def discard(self, key: str, problem: str) -> None:
+        """An entry that loaded but failed the run's own checks of a ranking: warned like any unusable entry.
+
+        The entry is left in place: the run computes the ranking again and :meth:`save` replaces it.
+        """
+        self._reject(self.path(key), problem, stacklevel=4)
+
+    def _reject(self, path: Path, problem: str, stacklevel: int = 3) -> CachedRanking | None:
         """Warn that an entry is unusable; None (a miss)."""
         warnings.warn(
             f"stored ranking {path} is unusable: {problem}; running the retriever again and rewriting it",
             RankingCacheWarning,
-            stacklevel=3,
+            stacklevel=stacklevel,
         )
         return None
 

@@ -15,8 +15,10 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 from rag_eval._core.errors import RagEvalError
-from rag_eval._data.config.schema import LoadedConfig, RetrieverSpec
+from rag_eval._data.config.schema import LoadedConfig
+from rag_eval._data.config.sections import RetrieverSpec
 from rag_eval._execution.context import executing
+from rag_eval._models.progress import showing_progress
 from rag_eval._retrievers.base import describe
 from rag_eval._retrievers.shared_children import sharing
 from rag_eval._run.build import build_retrievers, one_line
@@ -26,7 +28,7 @@ from rag_eval._run.documents import DocumentRun
 from rag_eval._run.outcome import RetrieverOutcome, RunOutcome
 from rag_eval._run.passages import PassageRun
 from rag_eval._run.plan import load_config_dataset
-from rag_eval._run.ranking_reuse import HIT, RankingReuse
+from rag_eval._run.ranking_reuse import HIT, STORED_TIMINGS, RankingReuse
 from rag_eval._run.read_only import read_only_queries
 
 # Three steps per retriever on the progress bar: index, search, evaluate.
@@ -61,7 +63,7 @@ def execute(config: LoadedConfig, progress: bool | None = None) -> RunOutcome:
     ray}`` dense encoding and exact search run on a Ray cluster, joined when a retriever first needs
     it (rag_eval._execution.context); the evaluation stays in this process.
     """
-    with sharing(), executing(config.model.execution):
+    with sharing(), executing(config.model.execution), showing_progress(progress):
         dataset = load_config_dataset(config)
         check_chunking_use(config, dataset)
         retrievers = build_retrievers(config)  # each dropped once it has run: no model is held longer
@@ -106,22 +108,41 @@ class _Loop:
         timings = self.side.timings(spec)
         corpus = self.side.corpus(spec)
         key = self.reuse.key(spec, retriever, corpus)
-        cached = self.reuse.load(key)
-        if cached is not None:  # nothing it depends on changed since the run that stored it
-            bar.set_description(f"{spec.label}: stored ranking")
-            raw = cached.answer
-            # The cost columns keep the original run's index and search times (what the retriever costs).
-            timings.update({name: cached.timings[name] for name in ("index_s", "search_s") if name in cached.timings})
-            bar.update(2)
-            description = {**cached.description, **HIT}
-        else:
-            raw = self._retrieve(spec, retriever, corpus, timings, bar)
-            description = describe(retriever, spec.label)
+        reused = self._reused(spec, retriever, key, timings, bar)
+        if reused is not None:
+            return reused
+        raw = self._retrieve(spec, retriever, corpus, timings, bar)
+        description = describe(retriever, spec.label)
         bar.set_description(f"{spec.label}: evaluate")
-        outcome, answer = self.side.outcome(spec, retriever, description, raw, timings, fresh=cached is None)
-        if cached is None:  # stored only once checked and evaluated
-            self.reuse.save(key, answer, description, timings)
+        outcome, answer = self.side.outcome(spec, retriever, description, raw, timings, fresh=True)
+        self.reuse.save(key, answer, description, timings)  # stored only once checked and evaluated
         bar.update()
+        return outcome
+
+    def _reused(
+        self, spec: RetrieverSpec, retriever: Any, key: str | None, timings: dict[str, float], bar: Any
+    ) -> RetrieverOutcome | None:
+        """The outcome of a stored ranking, checked and evaluated; None when there is none or it fails the checks.
+
+        A stored ranking is checked like a fresh answer. One that fails (a document not in the corpus, a query
+        not asked: an entry edited or damaged in a way its checksum does not show) is the cache's fault, not the
+        retriever's: a miss with a warning, and the retriever runs.
+        """
+        cached = self.reuse.load(key)
+        if cached is None:
+            return None
+        bar.set_description(f"{spec.label}: stored ranking")
+        # The cost columns keep the original run's index and search times (what the retriever costs).
+        stored = {name: cached.timings[name] for name in STORED_TIMINGS if name in cached.timings}
+        description = {**cached.description, **HIT}
+        try:
+            outcome, _ = self.side.outcome(
+                spec, retriever, description, cached.answer, {**timings, **stored}, fresh=False
+            )
+        except RetrieverRunError as error:
+            self.reuse.discard(key, f"its ranking fails the run's checks ({one_line(error)})")
+            return None
+        bar.update(STEPS)
         return outcome
 
     def _retrieve(

@@ -10,7 +10,8 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from rag_eval._data.config.schema import LoadedConfig, RetrieverSpec
+from rag_eval._data.config.schema import LoadedConfig
+from rag_eval._data.config.sections import RetrieverSpec
 from rag_eval._data.datasets import Dataset
 from rag_eval._run.checks import check_ranking
 from rag_eval._run.outcome import RetrieverOutcome

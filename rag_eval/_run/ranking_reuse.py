@@ -8,7 +8,8 @@ from typing import Any
 from rag_eval._core.errors import RagEvalError
 from rag_eval._core.plugins import config_folder
 from rag_eval._data.config.adapters import BUILTIN
-from rag_eval._data.config.schema import LoadedConfig, RetrieverSpec
+from rag_eval._data.config.schema import LoadedConfig
+from rag_eval._data.config.sections import RetrieverSpec
 from rag_eval._retrievers import registry
 from rag_eval._retrievers.corpus_digest import corpus_digest
 from rag_eval._retrievers.embedding_cache import default_cache_dir
@@ -56,6 +57,11 @@ class RankingReuse:
         if self._store is None or key is None:
             return None
         return self._store.load(key)
+
+    def discard(self, key: str | None, problem: str) -> None:
+        """Say (a warning) that the stored ranking of ``key`` is unusable: ``problem``; the run computes it again."""
+        if self._store is not None and key is not None:
+            self._store.discard(key, problem)
 
     def save(self, key: str | None, answer: Any, description: Mapping[str, Any], timings: Mapping[str, float]) -> None:
         """Store a checked and evaluated answer with what it cost to compute."""

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from rag_eval._models.embeddings.store import EmbeddingStore, text_key
+from rag_eval._models.embeddings.store import EmbeddingCacheWarning, EmbeddingStore, text_key
 
 
 def encode_missing(
@@ -26,6 +27,9 @@ def encode_missing(
     (r + e + d = len(texts)). With ``store=None`` every distinct text is encoded, nothing written.
     ``write_every`` may be a callable, asked only when something is missing (it may load the model
     to decide: a GPU encodes more texts a call than a CPU).
+
+    Stored vectors whose dimension is not the encoder's are not this model's (a namespace has one
+    model): they are a miss with an :class:`EmbeddingCacheWarning`, encoded again with the rest.
     """
     keys = [text_key(text) for text in texts]
     first: dict[str, int] = {}
@@ -42,18 +46,25 @@ def encode_missing(
     every = (write_every() if callable(write_every) else write_every) if len(missing) else 1
     if every < 1:
         raise ValueError(f"write_every must be >= 1, got {every}")
-    for start in range(0, len(missing), every):
+    start = 0
+    while start < len(missing):  # grows when the stored vectors turn out to be another model's
         batch = missing[start : start + every]
+        start += len(batch)
         batch_texts = [texts[first[distinct_keys[i]]] for i in batch]
         vectors = np.asarray(encode(batch_texts))
         if vectors.ndim != 2 or vectors.shape[0] != len(batch):
             raise ValueError(f"encode returned shape {vectors.shape} for {len(batch)} texts")
         if distinct.shape[1] != vectors.shape[1]:
             if found.any():
-                raise ValueError(
-                    f"encode returned dim {vectors.shape[1]} but the embedding store "
-                    f"{store.directory if store else ''} holds dim {distinct.shape[1]}"
+                warnings.warn(
+                    f"embedding store {store.directory if store else ''}: its vectors have dim {distinct.shape[1]}, "
+                    f"the encoder's {vectors.shape[1]}: they are not this model's; the {int(found.sum())} texts "
+                    "read from it are re-encoded",
+                    EmbeddingCacheWarning,
+                    stacklevel=2,
                 )
+                missing = np.concatenate([missing, np.flatnonzero(found)])
+                found[:] = False
             distinct = np.zeros((len(distinct_keys), vectors.shape[1]), dtype=np.float32)
         distinct[batch] = vectors
         if store is not None:

@@ -4,14 +4,18 @@ A shard file (little-endian)::
 
     8 bytes   magic b"RAGEMB\\x00\\x01"
     4 bytes   header length H (uint32)
-    H bytes   header, JSON: {"format", "count", "dim", "dtype": "<f4", "sha256"}, padded with
-              spaces so that the payload starts at a multiple of 64 bytes
+    H bytes   header, JSON: {"format", "namespace", "count", "dim", "dtype": "<f4", "sha256"},
+              padded with spaces so that the payload starts at a multiple of 64 bytes
     payload   count x 32 bytes: the keys (sha256 digests, sorted), then
               count x dim float32: the vectors, row i belonging to key i
 
 The shard's NAME is the sha256 of its sorted hex keys joined by newlines, and ``sha256`` in the
 header covers the payload: a changed key, vector, header or length is detected (name, checksum,
-size): the store skips such a shard with an
+size). The name says which texts a shard holds, not which encoding: two namespaces that encode
+the same texts (``max_seq_length: 8`` and the default, say) name their shards alike, so the
+header names the shard's namespace, and a shard is used only in the folder of that namespace
+and only with at least one dimension (format 2; format 1 had no namespace). The store skips a
+shard that fails any of these checks with an
 :class:`~rag_eval._models.embeddings.store.EmbeddingCacheWarning`, removes it when it is a regular
 file, and counts its keys as missing (the caller re-encodes them). A FIFO, device or folder in a
 shard's place is never read (opened non-blocking, checked with fstat).
@@ -35,7 +39,8 @@ import numpy as np
 from rag_eval._core.files import describe_kind
 from rag_eval._models.embeddings.keys import KEY_BYTES, to_hex
 
-FORMAT_VERSION = 1
+# 2: the header names the shard's namespace (a shard copied into another namespace's folder is refused).
+FORMAT_VERSION = 2
 SUFFIX = ".emb"
 
 _MAGIC = b"RAGEMB\x00\x01"
@@ -70,10 +75,12 @@ def shard_name(digests: np.ndarray) -> str:
     return hashlib.sha256("\n".join(to_hex(digests)).encode("ascii")).hexdigest()
 
 
-def shard_header(count: int, dim: int, checksum: str) -> bytes:
-    """Magic, length and JSON header of a shard of ``count`` vectors of ``dim``, padded so the payload is aligned."""
+def shard_header(count: int, dim: int, checksum: str, namespace: str) -> bytes:
+    """Magic, length and JSON header of a shard of ``count`` vectors of ``dim`` in ``namespace``, padded so the
+    payload is aligned."""
     text = json.dumps(
-        {"format": FORMAT_VERSION, "count": count, "dim": dim, "dtype": "<f4", "sha256": checksum},
+        {"format": FORMAT_VERSION, "namespace": namespace, "count": count, "dim": dim, "dtype": "<f4",
+         "sha256": checksum},
         separators=(",", ":"),
     ).encode("ascii")
     fixed = len(_MAGIC) + 4
@@ -100,9 +107,12 @@ def _read_header(fd: int) -> dict[str, Any]:
         isinstance(header, dict) and header.get("dtype") != "<f4",
         isinstance(header, dict) and not all(_count(header.get(f)) for f in ("count", "dim")),
         isinstance(header, dict) and not isinstance(header.get("sha256"), str),
+        isinstance(header, dict) and not isinstance(header.get("namespace"), str),
     ]
     if any(problems):
-        raise Unusable(f"header {header!r} is not format {FORMAT_VERSION} with count, dim, dtype <f4 and sha256")
+        raise Unusable(
+            f"header {header!r} is not format {FORMAT_VERSION} with namespace, count, dim, dtype <f4 and sha256"
+        )
     header["_length"] = fixed + length
     return header
 
@@ -111,11 +121,19 @@ def _count(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
-def parse_shard(fd: int, path: Path, name: str) -> Shard:
-    """The shard open at ``fd``, its header and keys checked against its size and ``name`` (its vectors not read)."""
+def parse_shard(fd: int, path: Path, name: str, namespace: str) -> Shard:
+    """The shard open at ``fd``, its header and keys checked against its size, ``name`` and ``namespace`` (its
+    vectors not read)."""
     info = os.fstat(fd)
     header = _read_header(fd)
     count, dim, start = header["count"], header["dim"], header["_length"]
+    if header["namespace"] != namespace:
+        # Same texts, same name: only the header tells another encoding's vectors from this one's.
+        raise Unusable(
+            f"it belongs to namespace {header['namespace']!r}, not this store's {namespace!r} (copied or moved here)"
+        )
+    if dim < 1:  # vectors of no dimension: no encoder makes them, and they would fix the store's dimension at 0
+        raise Unusable(f"its header gives dimension {dim}; embeddings have at least one")
     expected = start + count * KEY_BYTES + count * dim * 4
     if info.st_size != expected:
         raise Unusable(f"it has {info.st_size} bytes, its header says {expected} (truncated or appended to)")

@@ -66,6 +66,10 @@ class EmbeddingCacheWarning(UserWarning):
     """A cache entry was unusable (corrupt, partial, mismatched) or could not be written; the run goes on."""
 
 
+class EmbeddingCacheWriteWarning(EmbeddingCacheWarning):
+    """A shard could not be written (a full or read-only disk): those embeddings are not cached."""
+
+
 def text_key(text: str) -> str:
     """sha256 hex of the UTF-8 of ``text``, the exact text the encoder receives (prefix included).
 
@@ -113,6 +117,8 @@ class EmbeddingStore:
         self._shards: dict[str, Shard] = {}
         self._bad: dict[str, tuple[int, int, int] | None] = {}  # names skipped, with the signature they had
         self._dim: int | None = None
+        # The dimension this process's encoder wrote (put): it outranks whatever the shards on disk say.
+        self._proven_dim: int | None = None
         self._index: _Index | None = None
 
     # ------------------------------------------------------------------ reading
@@ -180,14 +186,20 @@ class EmbeddingStore:
         The name comes from the keys, so putting the same batch again (a retried worker)
         rewrites the same file. An OSError (full or read-only disk) is reported as an
         :class:`EmbeddingCacheWarning` and the run goes on; wrong shapes raise ValueError.
+        Vectors of another dimension than the store's shards are the encoder's: a namespace has
+        one model, so the shards of the other dimension are not its vectors and are dropped
+        (warned, removed, re-encoded when next asked for).
         """
         array = np.asarray(vectors)
         if array.ndim != 2 or array.shape[0] != len(keys):
             raise ValueError(f"embedding store: {len(keys)} keys but vectors of shape {array.shape}")
-        if self._dim is not None and array.shape[1] != self._dim:
-            raise ValueError(f"embedding store {self.directory}: vectors of dim {array.shape[1]}, stored {self._dim}")
         if not len(keys):
             return
+        if array.shape[1] < 1:
+            raise ValueError(f"embedding store {self.directory}: vectors of dimension 0")
+        if self._proven_dim != array.shape[1]:
+            self._proven_dim = array.shape[1]
+            self._settle_dim()
         digests, first = np.unique(to_digests(keys), return_index=True)  # sorted; a repeated key kept once
         rows = np.ascontiguousarray(array[first], dtype="<f4")
         name = shard_name(digests)
@@ -195,7 +207,7 @@ class EmbeddingStore:
         checksum = hashlib.sha256()
         for part in payload:
             checksum.update(part)
-        header = shard_header(len(digests), rows.shape[1], checksum.hexdigest())
+        header = shard_header(len(digests), rows.shape[1], checksum.hexdigest(), self.namespace)
         path = self.directory / f"{name}{SUFFIX}"
 
         try:
@@ -209,7 +221,7 @@ class EmbeddingStore:
             warnings.warn(
                 f"could not write embedding shard {path}: {error.strerror or error}; "
                 f"these {len(digests)} embeddings are not cached",
-                EmbeddingCacheWarning,
+                EmbeddingCacheWriteWarning,
                 stacklevel=2,
             )
             return
@@ -219,6 +231,7 @@ class EmbeddingStore:
         )
         shard.verified = True  # written just now from these very arrays
         self._add(name, shard)
+        self._dim = self._proven_dim
 
     def compact(self, target_rows: int = 65536) -> int:
         """Merge shards of fewer than ``target_rows`` rows into shards of about ``target_rows``; returns shards removed.
@@ -312,6 +325,7 @@ class EmbeddingStore:
                 stacklevel=3,
             )
             return
+        added = False
         for entry in names:
             name = entry[: -len(SUFFIX)]
             if entry.startswith(".") or name in self._shards:
@@ -331,15 +345,36 @@ class EmbeddingStore:
                 self._reject(path, str(problem), remove=problem.remove)
                 continue
             self._add(name, shard)
+            added = True
+        if added:  # settled over every shard at once: a majority counted shard by shard could be the first one's
+            self._settle_dim()
 
     def _add(self, name: str, shard: Shard) -> None:
-        if self._dim is None:
-            self._dim = shard.dim
-        elif shard.dim != self._dim:
-            self._reject(shard.path, f"its vectors have dim {shard.dim}, the store's others {self._dim}", remove=False)
-            return
+        """Index ``shard``; the caller settles the store's dimension once every new shard is added."""
         self._shards[name] = shard
         self._index = None
+
+    def _settle_dim(self) -> None:
+        """One dimension for the store; shards of any other are dropped with a warning and removed.
+
+        A namespace is one model, so its embeddings have one dimension. Which one: the encoder's,
+        once this process has written vectors; before that, the dimension most keys have (a stray
+        or tampered shard is outvoted, whichever was listed first). Should the majority be wrong,
+        the encoder's first batch proves it (see :func:`rag_eval._models.embeddings.incremental.encode_missing`).
+        """
+        rows: dict[int, int] = {}
+        for shard in self._shards.values():
+            rows[shard.dim] = rows.get(shard.dim, 0) + len(shard.keys)
+        if self._proven_dim is not None:
+            keep = self._proven_dim
+        elif rows:
+            keep = max(rows, key=lambda dim: (rows[dim], -dim))
+        else:
+            return
+        for shard in [s for s in self._shards.values() if s.dim != keep]:
+            why = "the encoder's" if self._proven_dim is not None else "most of the store's"
+            self._reject(shard.path, f"its vectors have dim {shard.dim}, {why} have dim {keep}")
+        self._dim = keep if self._shards or self._proven_dim is not None else None
 
     def _forget(self, name: str, signature: tuple[int, int, int] | None) -> None:
         if self._shards.pop(name, None) is not None:
@@ -347,7 +382,7 @@ class EmbeddingStore:
         if signature is not None:
             self._bad[name] = signature
         if not self._shards:
-            self._dim = None
+            self._dim = self._proven_dim
 
     def _built_index(self) -> _Index:
         if self._index is None:
@@ -392,7 +427,7 @@ class EmbeddingStore:
         """Read and check a shard's header and keys (not its vectors)."""
         fd = open_regular(path)
         try:
-            return parse_shard(fd, path, name)
+            return parse_shard(fd, path, name, self.namespace)
         except OSError as error:  # an I/O error is not proof that the file is bad: keep it
             raise Unusable(f"cannot be read ({error.strerror or error})", remove=False) from None
         finally:
@@ -405,7 +440,7 @@ class EmbeddingStore:
         try:
             info = os.fstat(fd)
             if signature(info) != shard.signature:  # rewritten since indexed (a retried batch): check it again
-                fresh = parse_shard(fd, shard.path, name)
+                fresh = parse_shard(fd, shard.path, name, self.namespace)
                 if fresh.dim != shard.dim or len(fresh.keys) != len(shard.keys):
                     raise Unusable("it changed shape since it was indexed")
                 shard = self._shards[name] = fresh
