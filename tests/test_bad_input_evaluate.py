@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from peak_memory import run_with_peak
 
 from rag_eval.cli import main
 
@@ -170,16 +171,10 @@ def test_a_bom_is_not_an_error_and_not_part_of_the_first_id(tmp_path, capsys, bo
 
 
 def run_measured(args: list[str], folder: Path) -> tuple[int, str, str, float]:
-    """(exit code, stdout, stderr, peak memory in MiB) of ``python -m rag_eval ARGS`` in a process of its own."""
-    import subprocess
-    import sys
-
+    """(exit code, stdout, stderr, peak memory in MiB) of ``rag-eval ARGS`` in a process of its own."""
     with (folder / "out.txt").open("w") as out, (folder / "err.txt").open("w") as err:
-        child = subprocess.Popen([sys.executable, "-m", "rag_eval", *args], stdout=out, stderr=err)
-        _, status, usage = os.wait4(child.pid, 0)  # this child's own peak resident memory (KiB on Linux)
-    child.returncode = os.waitstatus_to_exitcode(status)
-    return (child.returncode, (folder / "out.txt").read_text(), (folder / "err.txt").read_text(),
-            usage.ru_maxrss / 1024)
+        code, peak = run_with_peak(args, folder, out, err)
+    return code, (folder / "out.txt").read_text(), (folder / "err.txt").read_text(), peak
 
 
 @pytest.mark.parametrize("which", ["run", "qrels"])
