@@ -42,7 +42,8 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 from rag_eval import evaluate  # noqa: E402
 from rag_eval._core.topk import top_k_blockwise  # noqa: E402
 from rag_eval._data.datasets.model import passage_text  # noqa: E402
-from rag_eval._models.embeddings.backends import EncoderOptions, load_encoder  # noqa: E402
+from rag_eval._models.embeddings.loading import load_encoder  # noqa: E402
+from rag_eval._models.embeddings.options import EncoderOptions  # noqa: E402
 from rag_eval._models.files import resolve_model  # noqa: E402
 
 DEFAULT_DATA = REPO.parent / "shared" / "datasets" / "scifact"

@@ -30,8 +30,8 @@ def table(name: str) -> list[str]:
     """Run configs/<name>.yaml and return its markdown table."""
     import numpy as np
 
-    from rag_eval._commands.runner import execute
     from rag_eval._data.config.schema import load_config
+    from rag_eval._run.execute import execute
     from rag_eval._scoring.stats import bootstrap_ci
 
     config = load_config(REPO / "configs" / f"{name}.yaml")

@@ -1,7 +1,7 @@
 """Dense encoding on one machine with a GPU: passages/s and nDCG@10 per device, precision and batch size.
 
 On SciFact (5,183 abstracts, 300 test queries) it times rag_eval's own encoders
-(:func:`rag_eval._models.embeddings.backends.load_encoder`, what ``adapter: dense`` runs):
+(:func:`rag_eval._models.embeddings.loading.load_encoder`, what ``adapter: dense`` runs):
 
 - GPU (``device: cuda``): fp32 and fp16 (``precision: fp16``) at several batch sizes; each
   setting encodes the whole corpus ``--rounds`` times after a warm-up (median kept), then
@@ -46,7 +46,9 @@ from bench_backends import load_scifact  # noqa: E402
 
 from rag_eval import evaluate  # noqa: E402
 from rag_eval._core.topk import top_k_blockwise  # noqa: E402
-from rag_eval._models.embeddings.backends import EncoderOptions, available_cpus, load_encoder  # noqa: E402
+from rag_eval._models.cpus import available_cpus  # noqa: E402
+from rag_eval._models.embeddings.loading import load_encoder  # noqa: E402
+from rag_eval._models.embeddings.options import EncoderOptions  # noqa: E402
 from rag_eval._models.files import ResolvedModel, resolve_model  # noqa: E402
 
 # (precision, batch size, rag_eval's pipeline (True) or sentence-transformers' encode() (False))

@@ -2,7 +2,7 @@
 
 On SciFact (5,183 abstracts, 300 test queries), one JSON line per row, all rows also in ``--json``:
 
-A. Tokenizer threads: rag_eval's encoder (:func:`rag_eval._models.embeddings.backends.load_encoder`,
+A. Tokenizer threads: rag_eval's encoder (:func:`rag_eval._models.embeddings.loading.load_encoder`,
    ``precision`` fp16, batch 1024: tokenising on CPU threads ahead of the GPU) and
    sentence-transformers' own ``SentenceTransformer.encode()`` (fp16, batch 256), each with
    ``TOKENIZERS_PARALLELISM`` false and true. Each of the four cells is a fresh process (the
@@ -130,7 +130,8 @@ def index_steps(folder: Path, model_folder: Path, device: str, precision: str, c
     import torch
 
     from rag_eval._data.datasets.model import passage_text
-    from rag_eval._models.embeddings.backends import EncoderOptions, load_encoder
+    from rag_eval._models.embeddings.loading import load_encoder
+    from rag_eval._models.embeddings.options import EncoderOptions
     from rag_eval._models.embeddings.store import EmbeddingStore, text_key
     from rag_eval._models.embeddings.truncation import TokenCounter
     from rag_eval._models.files import ResolvedModel
@@ -185,7 +186,8 @@ def worker(args: argparse.Namespace) -> None:
     """One stage-A cell: load, warm up on the corpus, time two encodes, score; print ``RESULT {json}``."""
     import torch
 
-    from rag_eval._models.embeddings.backends import EncoderOptions, load_encoder
+    from rag_eval._models.embeddings.loading import load_encoder
+    from rag_eval._models.embeddings.options import EncoderOptions
     from rag_eval._models.files import ResolvedModel
 
     corpus, queries, qrels = load_scifact(args.data)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Set up rag_eval in ./.venv on a fresh machine: CPU torch first, then the package
-# with its dense-retrieval, scale (FAISS, Ray, ONNX, OpenVINO) and test extras. Safe to run again.
+# Set up rag_eval in ./.venv on a fresh machine: CPU torch first, then the package (the
+# distribution rag-eval-trec, editable) with its dense-retrieval, scale (FAISS, Ray, ONNX,
+# OpenVINO), test and benchmark extras. Safe to run again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON="${PYTHON:-python3}"
@@ -13,5 +14,10 @@ PIP=(.venv/bin/python -m pip --disable-pip-version-check -q)
 if ! .venv/bin/python -c "import torch, sys; sys.exit(0 if torch.__version__.startswith('2.13.0') else 1)" 2>/dev/null; then
   "${PIP[@]}" install "torch==2.13.0"
 fi
-"${PIP[@]}" install -e ".[dense,ann,ray,onnx,openvino,test]" "torch==2.13.0"
+# The distribution used to be called rag-eval (a name PyPI gives another project): an
+# environment set up then still holds it, and two distributions would own one module.
+if .venv/bin/python -m pip --disable-pip-version-check show -q rag-eval >/dev/null 2>&1; then
+  "${PIP[@]}" uninstall -y rag-eval
+fi
+"${PIP[@]}" install -e ".[dense,ann,ray,onnx,openvino,test,bench]" "torch==2.13.0"
 .venv/bin/python -c "import rag_eval, torch; print('rag_eval', rag_eval.__version__, '| torch', torch.__version__)"

@@ -5,8 +5,12 @@
   seen to hang, so each reference evaluation runs in a fresh Python process with
   a time limit. To keep that cheap, one hypothesis example is a batch of many
   queries (trec_eval evaluates queries independently) and costs one process.
-* ranx's ``ndcg_burges`` for exponential gain (ranx orders tied scores its own
-  way and truncates float grades, so its data are tie-free with integer grades).
+* trec_eval again for exponential gain: its gain is the grade itself, so a copy of
+  each query whose grades g > 0 are replaced by 2^g - 1 has, under trec_eval, the
+  DCG and IDCG of exponential gain (every gain keeps its order). The copies ride in
+  the same process as the originals. (The same check against ranx's
+  ``ndcg_burges`` compiled ranx's numba code on every run of the suite: it is a
+  benchmark now, benchmarks/bench_ranx_exponential.py.)
 * A slow, obviously-correct reference written below from SEMANTICS.md, for float
   grades, float thresholds, judged@k, DCG/IDCG, micro aggregation and policies.
 """
@@ -17,7 +21,6 @@ import json
 import math
 import subprocess
 import sys
-import warnings
 
 import numpy as np
 import pytest
@@ -118,6 +121,17 @@ TREC_NAMES = (
 )
 
 
+# Exponential gain through trec_eval: each judged query gets a copy, named with this prefix,
+# whose grades g > 0 are 2^g - 1 (0 and -1 give no gain either way and are kept).
+EXP = "exp:"
+EXP_TREC_NAMES = ["ndcg"] + [f"ndcg_cut_{k}" for k in CUTS]
+
+
+def exponential_copies(judgements: dict, run: dict) -> tuple[dict, dict]:
+    grades = {EXP + q: {d: 2**g - 1 if g > 0 else g for d, g in judged.items()} for q, judged in judgements.items()}
+    return grades, {EXP + q: ranking for q, ranking in run.items() if q in judgements}
+
+
 def relevant_exists(judged: dict | None, metric_name: str, level: float) -> bool:
     """Whether the metric is defined for this query (SEMANTICS: no_relevant)."""
     if not judged:
@@ -135,7 +149,10 @@ def relevant_exists(judged: dict | None, metric_name: str, level: float) -> bool
 def test_matches_trec_eval_per_query(cases, level):
     judgements, run = build(cases)
     assume(judgements)
-    reference = trec_eval_reference(judgements, run, TREC_REQUEST, level)
+    exp_judgements, exp_run = exponential_copies(judgements, run)
+    both = trec_eval_reference({**judgements, **exp_judgements}, {**run, **exp_run}, TREC_REQUEST, level)
+    reference = {q: values for q, values in both.items() if not q.startswith(EXP)}
+    exp_reference = {q[len(EXP):]: values for q, values in both.items() if q.startswith(EXP)}
     results = evaluate(judgements, run, TREC_NAMES, no_relevant="zero", relevance_threshold=level)
 
     assert set(results.query_ids) == set(judgements)
@@ -160,6 +177,17 @@ def test_matches_trec_eval_per_query(cases, level):
         # The dataset value is the mean over every judged query (trec_eval -c).
         assert results.aggregate[name] == pytest.approx(sum(per_query) / len(per_query), abs=1e-9, rel=0)
     assert compared or not any(run.get(q) for q in judgements)
+
+    # Exponential gain (2^g - 1): equal to trec_eval on the copies, query by query and in the mean.
+    exponential = evaluate(judgements, run, EXP_TREC_NAMES, gain="exponential", no_relevant="zero")
+    assert set(exp_reference) == set(reference)
+    for trec_name in EXP_TREC_NAMES:
+        name = str(parse_metric(trec_name))
+        want = [exp_reference[q][trec_name] if q in exp_reference else 0.0 for q in exponential.query_ids]
+        for qid, value in zip(exponential.query_ids, want):
+            got = exponential.value(name, qid)
+            assert got == pytest.approx(value, abs=1e-9, rel=0), f"exponential {trec_name} {qid}: {got} != {value}"
+        assert exponential.aggregate[name] == pytest.approx(sum(want) / len(want), abs=1e-9, rel=0)
 
     # Policy skip: NaN exactly where nothing is relevant, listed, and out of the mean.
     skipped = evaluate(judgements, run, TREC_NAMES, relevance_threshold=level)
@@ -300,66 +328,24 @@ def test_slow_reference_agrees_with_golden_values():
     assert trec_order({"b": 1.0, "c": 1.0, "a": 2.0}) == ["a", "c", "b"]
 
 
-# ---- ranx: exponential gain ---------------------------------------------------------
+# ---- exponential gain through trec_eval: the copies are a fair judge ------------------
 
 
-@st.composite
-def tie_free_case(draw):
-    judged_docs = draw(st.lists(st.sampled_from(DOCS), unique=True, min_size=1, max_size=8))
-    judged = {d: draw(st.integers(0, 4)) for d in judged_docs}
-    retrieved = draw(st.lists(st.sampled_from(DOCS), unique=True, min_size=1, max_size=len(DOCS)))
-    # Distinct scores: a random permutation of distinct values, so no ties.
-    values = draw(st.permutations([float(v) * 0.25 - 1.0 for v in range(len(retrieved))]))
-    return judged, dict(zip(retrieved, values))
-
-
-@pytest.fixture(scope="module")
-def ranx_evaluate():
-    pytest.importorskip("ranx")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        from ranx import Qrels, Run
-        from ranx import evaluate as ranx_eval
-
-    def run_ranx(qrels, run, metrics):
-        ranx_run = Run(run)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # numba type-safety warnings inside ranx
-            # threads=1: ranx otherwise switches numba's thread count by query count, which is slow.
-            ranx_eval(Qrels(qrels), ranx_run, metrics, return_mean=False, save_results_in_run=True, threads=1)
-        # ranx keeps each query's value, keyed by query id, in the Run object.
-        return {m: {q: float(v) for q, v in ranx_run.scores[m].items()} for m in metrics}
-
-    return run_ranx
-
-
-@settings(max_examples=30, **SETTINGS)
-@given(cases=st.lists(tie_free_case(), min_size=2, max_size=20))  # ranx is slow to warm up for 1 query
-def test_exponential_gain_matches_ranx_ndcg_burges(ranx_evaluate, cases):
-    judgements, run = build(cases)
-    metrics = ["ndcg_burges"] + [f"ndcg_burges@{k}" for k in CUTS]
-    reference = ranx_evaluate(judgements, run, metrics)
-    # ranx scores a query without a relevant document 0, like no_relevant="zero".
-    results = evaluate(judgements, run, ["ndcg"] + [f"ndcg@{k}" for k in CUTS], gain="exponential",
-                       no_relevant="zero")
-    for ranx_name in metrics:
-        name = ranx_name.replace("ndcg_burges", "ndcg")
-        for qid in results.query_ids:
-            want = reference[ranx_name][qid]
-            assert results.value(name, qid) == pytest.approx(want, abs=1e-9, rel=0), f"{name} {qid}"
-
-
-def test_ranx_comparison_is_not_vacuous(ranx_evaluate):
-    # Hand check of ranx itself: grades a=2, d=1 (d missed); run a, b, c.
-    # exponential DCG = 3; IDCG = 3 + 1/log2(3).
-    # A second query, p, has nothing relevant: ranx scores it 0.
-    out = ranx_evaluate(
-        {"q": {"a": 2, "b": 0, "d": 1}, "p": {"a": 0}},
-        {"q": {"a": 1.0, "b": 0.5, "c": 0.25}, "p": {"a": 1.0}},
-        ["ndcg_burges"],
-    )
-    assert out["ndcg_burges"]["q"] == pytest.approx(3 / (3 + 1 / math.log2(3)), rel=1e-12)
-    assert out["ndcg_burges"]["p"] == 0.0
+def test_exponential_copy_under_trec_eval_is_exponential_gain():
+    # By hand: grades a=2, d=1 (d missed); run a, b, c. Exponential DCG = 2^2 - 1 = 3 (a at rank 1);
+    # IDCG = 3 + (2^1 - 1)/log2(3). Query p has nothing relevant: trec_eval -c scores it 0.
+    judgements = {"q": {"a": 2, "b": 0, "d": 1}, "p": {"a": 0}}
+    run = {"q": {"a": 1.0, "b": 0.5, "c": 0.25}, "p": {"a": 1.0}}
+    exp_judgements, exp_run = exponential_copies(judgements, run)
+    assert exp_judgements == {"exp:q": {"a": 3, "b": 0, "d": 1}, "exp:p": {"a": 0}}
+    reference = trec_eval_reference(exp_judgements, exp_run, ["ndcg", "ndcg_cut.1"], 1)
+    assert reference["exp:q"]["ndcg"] == pytest.approx(3 / (3 + 1 / math.log2(3)), rel=1e-12)
+    assert reference["exp:q"]["ndcg_cut_1"] == pytest.approx(1.0, rel=1e-12)  # IDCG@1 = 3 too
+    assert reference["exp:p"]["ndcg"] == 0.0
+    # ... and linear gain differs on the same ranking: DCG 2, IDCG 2 + 1/log2(3).
+    assert evaluate(judgements, run, ["ndcg"]).value("ndcg", "q") == pytest.approx(2 / (2 + 1 / math.log2(3)), rel=1e-12)
+    exponential = evaluate(judgements, run, ["ndcg"], gain="exponential", no_relevant="zero")
+    assert exponential.value("ndcg", "q") == pytest.approx(reference["exp:q"]["ndcg"], rel=1e-12)
 
 
 # ---- properties ------------------------------------------------------------------

@@ -1,7 +1,7 @@
 """The Ray engine gives local execution's numbers: same rows, same scores, same run file; a killed worker leaves no hole.
 
-The streamed corpus reader (no Ray) is tested first; the Ray tests share one local cluster
-(2 CPUs) started once for the module.
+The streamed corpus reader (no Ray) is tested first; the Ray tests share the session's local
+cluster (2 CPUs, tests/conftest.py), started once for every Ray test of the suite.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from rag_eval._data.config.execution import ExecutionSpec
 from rag_eval._data.datasets.corpus import load_corpus_file
 from rag_eval._data.datasets.model import passage_text
 from rag_eval._execution.corpus_stream import byte_ranges, read_range
-from rag_eval._execution.ray_engine import actor_plan
+from rag_eval._execution.ray_cluster import actor_plan
 from rag_eval._models.embeddings.store import EmbeddingStore, text_key
 
 NAMESPACE = "test-namespace"
@@ -187,17 +187,12 @@ def test_ray_keys_without_engine_ray_are_refused_not_ignored():
 
 
 @pytest.fixture(scope="module")
-def ray_cluster():
-    ray = pytest.importorskip("ray", reason="the Ray engine needs the ray extra (pip install rag-eval[ray])")
-    data = pytest.importorskip("ray.data", reason="the Ray engine needs the ray extra (pip install rag-eval[ray])")
-
+def ray_cluster(ray_cluster):
+    """The session's cluster, with this module's fake encoders sent to the workers."""
     # The fake encoder lives in this test module, which workers cannot import by name: send it by value.
-    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
-    ray.init(num_cpus=2, include_dashboard=False, object_store_memory=100 << 20, logging_level="warning")
-    data.DataContext.get_current().enable_progress_bars = False
-    yield ray
-    ray.shutdown()
-    ray.cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
+    ray_cluster.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    yield ray_cluster
+    ray_cluster.cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
 
 
 def spec(**overrides) -> ExecutionSpec:

@@ -8,11 +8,11 @@ from pathlib import Path
 import _models
 import pytest
 
-pytest.importorskip("ray", reason="Ray is not installed (pip install rag-eval[ray])")
+pytest.importorskip("ray", reason="Ray is not installed (pip install rag-eval-trec[ray])")
 
-from rag_eval._commands.runner import execute  # noqa: E402
 from rag_eval._core.errors import RetrieverError  # noqa: E402
 from rag_eval._data.config import load_config  # noqa: E402
+from rag_eval._run.execute import execute  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -39,15 +39,61 @@ execution: {execution}
     return load_config(path)
 
 
-def test_ray_execution_gives_the_rankings_and_numbers_of_local_execution(tmp_path: Path) -> None:
-    import ray
+class FakeRay:
+    """Stands in for the ``ray`` module: records what a run asks of Ray, and starts nothing."""
 
+    def __init__(self, running: bool) -> None:
+        self.running, self.calls = running, []
+
+    def is_initialized(self) -> bool:
+        self.calls.append("is_initialized")
+        return self.running
+
+    def init(self, **kwargs) -> None:
+        self.calls.append(("init", kwargs["address"]))
+        self.running = True
+
+    def shutdown(self) -> None:
+        self.calls.append("shutdown")
+        self.running = False
+
+
+def test_a_run_shuts_down_the_cluster_it_started_and_only_that_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    # With a fake ray module: a real local cluster takes 5-8 s to start here, and the other tests
+    # of this file share one (tests/conftest.py), which a run joins and must leave running.
+    from rag_eval._data.config.execution import ExecutionSpec
+    from rag_eval._execution.context import executing, ray_spec
+
+    for running, want in [
+        (False, ["is_initialized", ("init", "local"), "shutdown"]),  # started here: shut down at the end
+        (True, ["is_initialized"]),  # joined a running cluster: left running
+    ]:
+        fake = FakeRay(running)
+        monkeypatch.setitem(sys.modules, "ray", fake)
+        with executing(ExecutionSpec(engine="ray", address="local")):
+            assert fake.calls == []  # nothing is joined before a retriever asks
+            assert ray_spec().engine == ray_spec().engine == "ray"  # joined once, however often asked
+        assert fake.calls == want
+        assert fake.running is running
+    fake = FakeRay(False)
+    monkeypatch.setitem(sys.modules, "ray", fake)
+    with executing(ExecutionSpec(engine="local")):
+        assert ray_spec() is None
+    assert fake.calls == []
+
+
+def test_ray_execution_gives_the_rankings_and_numbers_of_local_execution(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ray_cluster
+) -> None:
     model = _models.tiny_bi_encoder()
-    (local,) = execute(_config(tmp_path / "local", model, "{engine: local}"), progress=False).outcomes
-    assert not ray.is_initialized()  # local execution never starts Ray
+    fake = FakeRay(False)
+    with monkeypatch.context() as patch:
+        patch.setitem(sys.modules, "ray", fake)  # what the local run asks of Ray: nothing
+        (local,) = execute(_config(tmp_path / "local", model, "{engine: local}"), progress=False).outcomes
+    assert fake.calls == []  # local execution never starts or joins Ray
     spec = "{engine: ray, address: local, actors: 1, batch_size: 3, shards: 2}"
     (remote,) = execute(_config(tmp_path / "ray", model, spec), progress=False).outcomes
-    assert not ray.is_initialized()  # the run started Ray, so the run shut it down
+    assert ray_cluster.is_initialized()  # the run joined the running cluster, and left it running
     assert remote.ranking == local.ranking  # same documents, same order, same float32 score bits
     assert remote.results.per_query == local.results.per_query
     assert remote.description["execution"] == "ray"
@@ -130,7 +176,7 @@ def _beir_folder(folder: Path) -> Path:
 
 
 def test_on_ray_the_workers_read_the_corpus_file_and_the_numbers_are_those_of_local_execution(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ray_cluster
 ) -> None:
     from rag_eval._data.datasets.file_corpus import FileCorpus
     from rag_eval._execution import ray_engine

@@ -144,8 +144,9 @@ def test_results_file_is_self_describing(ocean_run):
     # Package versions.
     packages = doc["packages"]
     assert packages["python"] == platform.python_version()
-    for name in ("numpy", "pandas", "bm25s", "rag-eval"):
+    for name in ("numpy", "pandas", "bm25s"):
         assert packages[name] == metadata.version(name)
+    assert packages["rag-eval"] == metadata.version("rag-eval-trec")  # the distribution's name (pyproject.toml)
     assert doc["top_k"] == 10
     assert set(doc["timings"]) == {"index_s", "search_s", "evaluate_s"}
     assert doc["query_texts"]["q-largest-ocean"] == "Which ocean is the largest?"

@@ -9,10 +9,18 @@ from importlib.metadata import PackageNotFoundError, version
 _PACKAGES = ("rag-eval", "numpy", "pandas", "scipy", "bm25s", "sentence-transformers", "transformers", "torch")
 
 
+# rag_eval's own distribution: "rag-eval" on PyPI is another project. Records keep calling it
+# "rag-eval" (the command's name, and the key results files have always used).
+DISTRIBUTION = "rag-eval-trec"
+
+
 def package_version(distribution: str) -> str | None:
-    """The installed version of a distribution (None when it is not installed); imports nothing."""
+    """The installed version of a distribution (None when it is not installed); imports nothing.
+
+    ``rag-eval`` names this package, whatever its distribution is called (:data:`DISTRIBUTION`).
+    """
     try:
-        return version(distribution)
+        return version(DISTRIBUTION if distribution == "rag-eval" else distribution)
     except PackageNotFoundError:
         return None
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import importlib.metadata
 import statistics
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -13,6 +12,7 @@ from rag_eval._core.errors import ConfigError, DatasetError
 from rag_eval._core.plugins import config_folder
 from rag_eval._core.spans import Chunk, span_problem
 from rag_eval._core.tokens import count_words
+from rag_eval._core.versions import package_version
 from rag_eval._models.chunking import custom
 from rag_eval._models.chunking.methods import BUILDERS, LibraryOffsetError
 from rag_eval._models.chunking.params import ChunkerParams, CustomParams, MarkdownParams, parse_spec
@@ -214,10 +214,8 @@ def _library(method: str) -> str:
 
 
 def _version(distribution: str) -> str:
-    try:
-        return importlib.metadata.version(distribution)
-    except importlib.metadata.PackageNotFoundError:  # rag_eval run from a source tree
-        return "(not installed)"
+    found = package_version(distribution)
+    return "(not installed)" if found is None else found  # None: rag_eval run from a source tree
 
 
 def _progress_bar(total: int, name: str) -> Any:
