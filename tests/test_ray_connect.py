@@ -114,3 +114,43 @@ def test_a_ray_run_prints_its_result_lines_and_none_of_rays_log(tmp_path):
 def test_the_probe_takes_a_ray_server_for_one(ray_cluster):
     host, _, port = ray_cluster.get_runtime_context().gcs_address.rpartition(":")
     assert probe(host, int(port)) is None
+
+
+def test_without_ray_installed_validate_and_run_both_refuse_engine_ray(tmp_path, monkeypatch, capsys):
+    """Issue 20, item 17: `validate` said OK for `engine: ray` where Ray was not installed, while `run` failed."""
+    import importlib.util
+
+    import yaml
+
+    from rag_eval.cli import main
+
+    real_find_spec = importlib.util.find_spec
+
+    def no_ray(name, *args, **kwargs):
+        return None if name == "ray" or name.startswith("ray.") else real_find_spec(name, *args, **kwargs)
+
+    monkeypatch.setattr(importlib.util, "find_spec", no_ray)
+    (tmp_path / "set.yaml").write_text(yaml.safe_dump({
+        "corpus": [{"id": "d1", "text": "the pacific ocean"}],
+        "queries": [{"id": "q1", "text": "ocean", "judgements": {"d1": 1}}],
+    }))
+    config = tmp_path / "run.yaml"
+    config.write_text(yaml.safe_dump({
+        "dataset": {"path": "set.yaml"}, "metrics": ["ndcg@10"], "execution": {"engine": "ray"},
+        "retrievers": [{"label": "s", "adapter": "static", "params": {"rankings": {"q1": ["d1"]}}}],
+        "output": str(tmp_path / "out"),
+    }))
+    fix = 'execution.engine: ray needs Ray, which is not installed; pip install "rag-eval-trec[ray]", or use engine: local'
+    assert main(["validate", str(config)]) == 2
+    assert f"{config}: {fix}" in capsys.readouterr().err
+    assert main(["run", str(config), "--no-progress"]) == 2  # run refuses it too, before anything runs
+    assert capsys.readouterr().err.strip() == f"rag-eval: error: {config}: {fix}"
+    assert not (tmp_path / "out").exists()
+    import pytest
+
+    from rag_eval._core.errors import RetrieverError
+    from rag_eval._data.config.execution import ExecutionSpec
+    from rag_eval._execution.ray_cluster import connect
+
+    with pytest.raises(RetrieverError, match="engine: ray needs Ray, which is not installed"):
+        connect(ExecutionSpec(engine="ray"))

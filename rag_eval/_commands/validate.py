@@ -9,6 +9,7 @@ from rag_eval._core.errors import RagEvalError
 from rag_eval._core.output_folder import check_output_folder, check_replaceable
 from rag_eval._data.config.partial import partial_config
 from rag_eval._data.config.schema import LoadedConfig, load_config
+from rag_eval._execution.ray_cluster import ray_missing
 from rag_eval._models.chunking import check_chunker
 from rag_eval._models.chunking.tokenizers import tokenizer_file
 from rag_eval._run.build import build_retriever
@@ -52,6 +53,9 @@ def validate_config(path: str | Path) -> tuple[list[str], str]:
         except RagEvalError as error:
             problems += error.problems
     problems += _chunking_problems(config, dataset)
+    missing_ray = ray_missing() if config.model.execution.engine == "ray" else None
+    if missing_ray is not None:
+        problems.append(f"{config.path}: execution.{missing_ray}")
     regression = config.model.regression
     if regression is not None and not config.resolve(regression.baseline).is_file():
         problems.append(f"{config.path}: regression.baseline: {config.resolve(regression.baseline)}: no such file")

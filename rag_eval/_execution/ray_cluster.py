@@ -14,6 +14,7 @@ Ray is imported inside the functions.
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import os
 import socket
@@ -31,11 +32,24 @@ _HTTP2_GREETING = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0,
 _SETTINGS_FRAME = 4
 
 
+def ray_missing() -> str | None:
+    """What is wrong when Ray (with Ray Data) is not installed here, else None; imports nothing.
+
+    The one check of ``validate`` and of a run: a config with ``engine: ray`` is refused by both.
+    """
+    if importlib.util.find_spec("ray") is None or importlib.util.find_spec("ray.data") is None:
+        return 'engine: ray needs Ray, which is not installed; pip install "rag-eval-trec[ray]", or use engine: local'
+    return None
+
+
 def connect(spec: ExecutionSpec) -> bool:
     """Start or join the Ray cluster ``spec.address`` names, unless Ray is running here already; True if started now.
 
     An address where no Ray server answers is refused within :data:`PROBE_TIMEOUT_S` seconds, in one line.
     """
+    missing = ray_missing()
+    if missing is not None:
+        raise RetrieverError(f"execution.{missing}")
     import ray
 
     if ray.is_initialized():

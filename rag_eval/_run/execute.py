@@ -14,10 +14,11 @@ import time
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from rag_eval._core.errors import RagEvalError
+from rag_eval._core.errors import ConfigError, RagEvalError
 from rag_eval._data.config.schema import LoadedConfig
 from rag_eval._data.config.sections import RetrieverSpec
 from rag_eval._execution.context import executing
+from rag_eval._execution.ray_cluster import ray_missing
 from rag_eval._models.progress import showing_progress
 from rag_eval._retrievers.base import describe
 from rag_eval._retrievers.shared_children import sharing
@@ -63,6 +64,9 @@ def execute(config: LoadedConfig, progress: bool | None = None) -> RunOutcome:
     ray}`` dense encoding and exact search run on a Ray cluster, joined when a retriever first needs
     it (rag_eval._execution.context); the evaluation stays in this process.
     """
+    missing_ray = ray_missing() if config.model.execution.engine == "ray" else None
+    if missing_ray is not None:  # refused before anything runs, as `validate` refuses it
+        raise ConfigError(f"{config.path}: execution.{missing_ray}")
     with sharing(), executing(config.model.execution), showing_progress(progress):
         dataset = load_config_dataset(config)
         check_chunking_use(config, dataset)
