@@ -23,13 +23,13 @@ import json
 import os
 import sys
 import threading
-import time
 from collections.abc import Sequence
 from types import ModuleType
 from typing import Any, NoReturn
 
 from rag_eval import __version__
 from rag_eval._commands.failures import GuardedStdout, StdoutError, internal_error_line
+from rag_eval._commands.process_end import discard_stdout, end_despite_threads, lingering_threads
 from rag_eval._core.errors import RagEvalError
 from rag_eval._scoring.evaluate import NO_RELEVANT_POLICIES
 from rag_eval._scoring.metrics.aggregation import AGGREGATIONS
@@ -50,7 +50,6 @@ COMMANDS = {"evaluate": "evaluate", "run": "run", "validate": "validate", "compa
 _QUICK_EXIT_COMMANDS = frozenset({"evaluate"})
 # How long threads that are not daemons (a plug-in's poller, a client never closed) may keep the
 # process alive once the command is done and its outputs are written, before it exits without them.
-_LINGER_S = 3
 _DEBUG_HELP = "on an internal error, print the full traceback (default: write it to a log file)"
 
 
@@ -328,7 +327,7 @@ def console_main() -> None:
 
     Threads that are not daemons and outlive the command (a plug-in's) would keep the process
     alive after its outputs are written, and a CI job waiting on it would hang: they get
-    :data:`_LINGER_S` seconds to end, then the process exits with ``code`` all the same, saying
+    :data:`rag_eval._commands.process_end.LINGER_S` seconds to end, then the process exits with ``code`` all the same, saying
     which threads it left. Whatever they print meanwhile goes to stderr.
     """
     code = main()
@@ -338,52 +337,15 @@ def console_main() -> None:
     except (OSError, ValueError):
         # main() has reported an unwritable stdout in one line: point it at /dev/null, so
         # that the interpreter's own final flush does not add a second report.
-        _discard_stdout()
+        discard_stdout()
         sys.exit(code)
     command = [arg for arg in sys.argv[1:3] if arg != "--debug"][:1]  # the command: first, or after --debug
     if command and command[0] in _QUICK_EXIT_COMMANDS:
         os._exit(code)
-    if _lingering_threads():
+    if lingering_threads():
         sys.stdout = sys.stderr  # the command's lines are out: a lingering thread's print must not follow them
-        threading.Thread(target=_end_despite_threads, args=(code,), name="rag-eval-exit", daemon=True).start()
+        threading.Thread(target=end_despite_threads, args=(code,), name="rag-eval-exit", daemon=True).start()
     sys.exit(code)
-
-
-def _lingering_threads() -> list[threading.Thread]:
-    """Threads that are not daemons, other than this one, still running: the interpreter waits for them at exit."""
-    main_thread = threading.main_thread()
-    return [t for t in threading.enumerate() if t is not main_thread and not t.daemon and t.is_alive()]
-
-
-def _end_despite_threads(code: int) -> None:
-    """A daemon: once :data:`_LINGER_S` seconds have passed, end the process with ``code`` if threads still hold it.
-
-    The interpreter's exit waits for threads that are not daemons before anything else; while it
-    waits, this thread runs. It ends the process with ``os._exit`` (no exit handlers: the outputs
-    are written and flushed already).
-    """
-    time.sleep(_LINGER_S)
-    left = _lingering_threads()
-    if not left:
-        return
-    names = ", ".join(repr(thread.name) for thread in left)
-    which = f"thread {names} (a plug-in's?) is" if len(left) == 1 else f"threads {names} (a plug-in's?) are"
-    them = "it" if len(left) == 1 else "them"
-    try:
-        _warning(f"{which} still running {_LINGER_S} s after rag-eval finished; exiting without waiting for {them}")
-        sys.stderr.flush()
-    except (OSError, ValueError):
-        pass
-    os._exit(code)
-
-
-def _discard_stdout() -> None:
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
-    except (OSError, ValueError, AttributeError):
-        pass
 
 
 if __name__ == "__main__":  # pragma: no cover
