@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 from pathlib import Path
 
@@ -41,6 +42,11 @@ execution: {execution}
 
 class FakeRay:
     """Stands in for the ``ray`` module: records what a run asks of Ray, and starts nothing."""
+
+    # The installed package's spec and path: a run checks that Ray and Ray Data are installed
+    # (importlib.util.find_spec, which reads these from the module in sys.modules) before it connects.
+    __spec__ = importlib.util.find_spec("ray")
+    __path__ = __spec__.submodule_search_locations
 
     def __init__(self, running: bool) -> None:
         self.running, self.calls = running, []

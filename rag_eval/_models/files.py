@@ -345,7 +345,7 @@ def _load(kind: str, resolved: ResolvedModel, adapter: str, **kwargs: Any) -> An
     except ImportError as error:
         raise RetrieverError(
             f"{adapter}: needs sentence-transformers, which is not installed ({error}); "
-            "pip install 'rag-eval[dense]'"
+            "pip install 'rag-eval-trec[dense]'"
         ) from error
     cls = getattr(sentence_transformers, kind)
     local_only = resolved.path is not None or offline_mode()

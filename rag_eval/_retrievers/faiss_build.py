@@ -142,6 +142,6 @@ def faiss_module() -> Any:
     except ImportError as error:
         raise RetrieverError(
             f"index kinds flat, hnsw, ivf and ivf_pq need FAISS, which could not be imported ({error}); "
-            "install it with pip install 'rag-eval[ann]', or use index kind exact"
+            "install it with pip install 'rag-eval-trec[ann]', or use index kind exact"
         ) from error
     return faiss

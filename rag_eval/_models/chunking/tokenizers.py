@@ -185,7 +185,7 @@ def load_tokenizer(spec: str, field: str, base: Path | None = None) -> Tokenizer
         from tokenizers import Tokenizer as Backend
     except ImportError:
         raise ConfigError(
-            f"{field}: {spec!r} needs the tokenizers package (pip install tokenizers, or rag-eval[dense]); "
+            f"{field}: {spec!r} needs the tokenizers package (pip install tokenizers, or rag-eval-trec[dense]); "
             "or use 'words'"
         ) from None
     try:

@@ -24,7 +24,7 @@ def require_runtime(backend: str, adapter: str) -> None:
     except ImportError as error:
         raise RetrieverError(
             f"{adapter}: backend {backend} needs {module}, which is not installed ({error}); "
-            f"pip install 'rag-eval[{backend}]'"
+            f"pip install 'rag-eval-trec[{backend}]'"
         ) from error
 
 
