@@ -287,6 +287,11 @@ ERRORS = [
         "chunking>` to vary that chunker's parameters",
     ),
     (
+        lambda d: d["sweep"].update(variants=[{"retriever": "bm25", "label": "v1", "chunking": {"size": 100}}]),
+        "sweep.variants[0].chunking: retriever 'bm25' reads no chunker; give it `chunker: <name of a chunker of "
+        "chunking>` to vary that chunker's parameters",
+    ),
+    (
         lambda d: d["sweep"]["grid"][0]["params"].update(k1=0.9),
         "sweep.grid[0].params.k1: Input should be a valid list (got 0.9)",
     ),

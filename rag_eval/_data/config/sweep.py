@@ -137,11 +137,8 @@ def expand_sweep(model: _Config, data: Mapping[str, Any], path: Path) -> Expansi
 
     for i, entry in enumerate(sweep.grid):
         where = f"sweep.grid[{i}]({entry.retriever})"
-        if entry.chunking and model.retrievers[templates[entry.retriever]].chunker is None:
-            raise ConfigError(
-                f"{path}: sweep.grid[{i}].chunking: retriever {entry.retriever!r} reads no chunker; give it "
-                "`chunker: <name of a chunker of chunking>` to vary that chunker's parameters"
-            )
+        if entry.chunking:
+            _check_reads_chunker(path, f"sweep.grid[{i}]", entry.retriever, model.retrievers[templates[entry.retriever]])
         axes = [("params", key, values) for key, values in entry.params.items()]
         axes += [("chunking", key, values) for key, values in entry.chunking.items()]
         for combination in itertools.product(*(values for _, _, values in axes)):
@@ -154,11 +151,8 @@ def expand_sweep(model: _Config, data: Mapping[str, Any], path: Path) -> Expansi
 
     for i, listed in enumerate(sweep.variants):
         where = f"sweep.variants[{i}]({listed.label})"
-        if listed.chunking and model.retrievers[templates[listed.retriever]].chunker is None:
-            raise ConfigError(
-                f"{path}: sweep.variants[{i}].chunking: retriever {listed.retriever!r} reads no chunker; give it "
-                "`chunker: <name of a chunker of chunking>` to vary that chunker's parameters"
-            )
+        if listed.chunking:
+            _check_reads_chunker(path, f"sweep.variants[{i}]", listed.retriever, model.retrievers[templates[listed.retriever]])
         varied = {f"params.{k}": v for k, v in listed.params.items()}
         varied.update({f"chunking.{k}": v for k, v in listed.chunking.items()})
         add(listed.retriever, where, listed.label, dict(listed.params), dict(listed.chunking), varied)
@@ -178,6 +172,15 @@ def expand_sweep(model: _Config, data: Mapping[str, Any], path: Path) -> Expansi
     if chunking != dict(model.chunking):
         expanded["chunking"] = chunking
     return Expansion(expanded, variants, templates_of, _summary(sweep.grid, len(sweep.variants), count, chunking, model))
+
+
+def _check_reads_chunker(path: Path, where: str, label: str, template: Any) -> None:
+    """A grid entry or variant that varies chunking needs a retriever that reads a chunker."""
+    if template.chunker is None:
+        raise ConfigError(
+            f"{path}: {where}.chunking: retriever {label!r} reads no chunker; give it "
+            "`chunker: <name of a chunker of chunking>` to vary that chunker's parameters"
+        )
 
 
 def _size(entry: Any) -> int:
