@@ -21,6 +21,8 @@ from rag_eval._execution.context import executing
 from rag_eval._execution.ray_cluster import ray_missing
 from rag_eval._models.progress import showing_progress
 from rag_eval._retrievers.base import describe
+from rag_eval._retrievers.external.by_text import TextHitsRetriever
+from rag_eval._retrievers.external.vector_db import VectorDBRetriever
 from rag_eval._retrievers.shared_children import sharing
 from rag_eval._run.build import build_retrievers, one_line
 from rag_eval._run.checks import RetrieverRunError
@@ -104,7 +106,10 @@ class _Loop:
             for position, spec in enumerate(specs):
                 retriever, retrievers[position] = retrievers[position], None
                 bar.set_postfix_str(f"retriever {position + 1} of {len(specs)}", refresh=False)
-                outcomes.append(self._one(spec, retriever, bar))
+                try:
+                    outcomes.append(self._one(spec, retriever, bar))
+                finally:
+                    _release(retriever)  # a database client closed, an embedded server stopped: Ctrl-C too
         return outcomes
 
     def _one(self, spec: RetrieverSpec, retriever: Any, bar: Any) -> RetrieverOutcome:
@@ -185,6 +190,12 @@ def _call(spec: RetrieverSpec, step: str, method: Any, *args: Any) -> Any:
         ) from error
     except Exception as error:
         raise RetrieverRunError(f"{where}: {type(error).__name__}: {one_line(error)}") from error
+
+
+def _release(retriever: Any) -> None:
+    """Close what an integration opened (its client, a server it started); plug-ins' own methods are not called."""
+    if isinstance(retriever, (VectorDBRetriever, TextHitsRetriever)):
+        retriever.close()
 
 
 def _disabled(progress: bool | None) -> bool | None:

@@ -47,9 +47,12 @@ class RankingReuse:
             self._digests[spec.chunker] = corpus_digest(corpus, self._queries)
         try:
             with config_folder(self.config.base):
-                params = resolve_params(registry.resolve(spec.adapter), spec.params, self.config)
+                factory = registry.resolve(spec.adapter)
+                params = resolve_params(factory, spec.params, self.config)
         except RagEvalError:
             return None
+        if getattr(factory, "REUSE_RANKINGS", True) is False:
+            return None  # a database or a team's service can change while the parameters stay the same
         return ranking_key(spec.adapter, params, retriever, self._digests[spec.chunker], self.config.model.top_k)
 
     def load(self, key: str | None) -> CachedRanking | None:

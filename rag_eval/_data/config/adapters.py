@@ -22,6 +22,15 @@ BUILTIN: dict[str, str] = {
     "dense": "rag_eval._retrievers.dense:DenseRetriever",
     "cross_encoder": "rag_eval._retrievers.cross_encoder:CrossEncoderReranker",
     "hybrid": "rag_eval._retrievers.hybrid:HybridRetriever",
+    # the team's own index or retriever (docs/integrations.md); each needs its extra installed
+    "pgvector": "rag_eval._retrievers.external.pgvector:PgvectorRetriever",
+    "qdrant": "rag_eval._retrievers.external.qdrant:QdrantRetriever",
+    "chroma": "rag_eval._retrievers.external.chroma:ChromaRetriever",
+    "lancedb": "rag_eval._retrievers.external.lancedb:LanceDBRetriever",
+    "langchain": "rag_eval._retrievers.external.langchain:LangChainRetriever",
+    "llamaindex": "rag_eval._retrievers.external.llamaindex:LlamaIndexRetriever",
+    "haystack": "rag_eval._retrievers.external.haystack:HaystackRetriever",
+    "http": "rag_eval._retrievers.external.http:HttpRetriever",
 }
 
 

@@ -1,0 +1,127 @@
+"""The base of retrievers asked by query text: LangChain, LlamaIndex and Haystack objects, HTTP services.
+
+Such a retriever encodes nothing itself: it hands each query's text to the team's object or
+service and maps the hits it gets back (:mod:`rag_eval._retrievers.external.mapping`). A
+subclass implements :meth:`TextHitsRetriever.connect` (build or reach the object; for a factory,
+only here, never while a config is validated) and :meth:`TextHitsRetriever.ask` (one query's
+hits, best first); it may override :meth:`TextHitsRetriever.ask_many` to answer a batch at once.
+"""
+
+from __future__ import annotations
+
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+from pydantic import Field, model_validator
+
+from rag_eval._core.errors import RetrieverError
+from rag_eval._core.ranking import check_top_k
+from rag_eval._retrievers.base import Corpus, Queries, Ranking
+from rag_eval._retrievers.external.hits import Hit
+from rag_eval._retrievers.external.latency import LatencyLog
+from rag_eval._retrievers.external.mapping import HitMapper, MapSpec, read_id_map
+from rag_eval._retrievers.params import AdapterParams, Folder, check_params
+
+
+class TextHitsParams(AdapterParams):
+    """Parameters every text-asked adapter shares: how its hits map (its own add the target)."""
+
+    map: MapSpec | None = Field(None, description="how a hit becomes a passage or a span (docs/integrations.md)")
+    id_map: Folder | None = Field(None, description="file of 'external id<TAB>passage id' lines")
+    batch_size: int = Field(1, ge=1, le=10_000, description="queries per call where the target answers batches")
+
+    @model_validator(mode="after")
+    def _some_mapping(self) -> TextHitsParams:
+        if self.map is None and self.id_map is None:
+            raise ValueError(
+                "set map (how a hit becomes a passage: doc_id/start/end, passage_id or text: true) or id_map (a file)"
+            )
+        return self
+
+
+class TextHitsRetriever(ABC):
+    """Asks a target by query text and maps its hits (see the module docstring)."""
+
+    Params: ClassVar[type[TextHitsParams]] = TextHitsParams
+    PATH_PARAMS: ClassVar[tuple[str, ...]] = ("id_map",)
+    #: Rankings of a team's object or service are never reused: it can change under the same params.
+    REUSE_RANKINGS = False
+    ADAPTER: ClassVar[str] = "by_text"
+
+    def __init__(self, **params: Any) -> None:
+        self.settings: Any = check_params(self.Params, params, self.ADAPTER)
+        self.id_map_path = Path(self.settings.id_map).expanduser() if self.settings.id_map is not None else None
+        self.mapper: HitMapper | None = None
+        self.latency = LatencyLog()
+
+    @abstractmethod
+    def connect(self) -> None:
+        """Build or reach the target (a factory is called here, never while a config is validated)."""
+
+    @abstractmethod
+    def ask(self, text: str, k: int) -> list[Hit]:
+        """One query's top ``k`` hits, best first."""
+
+    def ask_many(self, texts: Sequence[str], k: int) -> list[list[Hit]]:
+        """Several queries' hits (default: one :meth:`ask` each); a subclass may answer a batch in one call."""
+        return [self.ask(text, k) for text in texts]
+
+    def close(self) -> None:
+        """Release what :meth:`connect` opened; safe to call twice."""
+
+    def target_info(self) -> dict[str, Any]:
+        """What was asked: the factory or endpoint, the object's class, library versions (JSON-ready)."""
+        return {}
+
+    def index(self, corpus: Corpus) -> None:
+        """Reach the target and prepare the mapping to ``corpus``; nothing is indexed (the target holds its own)."""
+        spec = self.settings.map or MapSpec.model_validate({})
+        id_map = read_id_map(self.id_map_path) if self.id_map_path is not None else None
+        self.mapper = HitMapper(spec, corpus, id_map, adapter=self.ADAPTER)
+        self.latency = LatencyLog()
+        self.connect()
+
+    def search(self, queries: Queries, top_k: int) -> Ranking:
+        """Each query's hits from the target (``batch_size`` queries per call), mapped to the dataset."""
+        check_top_k(top_k, where=self.ADAPTER, error=RetrieverError)
+        if self.mapper is None:
+            raise RetrieverError(f"{self.ADAPTER}: search() called before index(corpus)")
+        query_ids = list(queries)
+        started = time.perf_counter()
+        ranking: Ranking = {}
+        size = self.settings.batch_size
+        for first in range(0, len(query_ids), size):
+            batch = query_ids[first : first + size]
+            texts = [queries[qid] for qid in batch]
+            answers = self.latency.timed(len(batch), self.ask_many, texts, top_k)
+            self._check_answers(batch, answers)
+            for qid, hits in zip(batch, answers):
+                ranking[qid] = self.mapper.rank(qid, hits[:top_k])
+        self.latency.overhead_s += (time.perf_counter() - started) - self.latency.backend_s
+        self.mapper.check_mapped()
+        return ranking
+
+    def _check_answers(self, batch: Sequence[str], answers: Any) -> None:
+        if not isinstance(answers, list) or len(answers) != len(batch):
+            raise RetrieverError(
+                f"{self.ADAPTER}: {len(batch)} queries asked, {len(answers) if isinstance(answers, list) else answers!r} "
+                "answers returned"
+            )
+
+    def describe(self) -> dict[str, Any]:
+        """The adapter, its target, the mapping and the latency."""
+        info: dict[str, Any] = {"adapter": self.ADAPTER, **self.target_info()}
+        if self.mapper is not None:
+            info["mapping"] = self.mapper.describe()
+        latency = self.latency.describe()
+        if latency:
+            info["latency"] = latency
+        return info
+
+
+def metadata_of(value: Any) -> Mapping[str, Any]:
+    """A hit's metadata as a mapping (a framework may hand None)."""
+    return value if isinstance(value, Mapping) else {}
