@@ -70,7 +70,8 @@ class TextHitsRetriever(ABC):
         return [self.ask(text, k) for text in texts]
 
     def close(self) -> None:
-        """Release what :meth:`connect` opened; safe to call twice."""
+        """Release what :meth:`connect` opened; safe to call twice (nothing, unless a subclass opens something)."""
+        return None
 
     def target_info(self) -> dict[str, Any]:
         """What was asked: the factory or endpoint, the object's class, library versions (JSON-ready)."""
