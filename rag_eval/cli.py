@@ -44,7 +44,10 @@ EXIT_INTERRUPTED = 130
 
 # Each command's work is done by one module of rag_eval._commands, imported (importlib) when that command
 # runs: the one dynamic import of the package (docs/architecture.md, held by tests/test_architecture.py).
-COMMANDS = {"evaluate": "evaluate", "run": "run", "validate": "validate", "compare": "compare", "schema": "reference"}
+COMMANDS = {
+    "evaluate": "evaluate", "run": "run", "validate": "validate", "compare": "compare", "schema": "reference",
+    "clean": "clean",
+}
 # Commands whose process has nothing left to do once main() returns: no atexit work, no
 # files open for writing, output on stdout/stderr only.
 _QUICK_EXIT_COMMANDS = frozenset({"evaluate"})
@@ -133,7 +136,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--debug", action="store_true", help=_DEBUG_HELP)
     sub = parser.add_subparsers(title="commands", metavar="COMMAND", dest="command")
-    for add in (_add_evaluate, _add_run, _add_validate, _add_compare, _add_schema):
+    for add in (_add_evaluate, _add_run, _add_validate, _add_compare, _add_schema, _add_clean):
         add(sub)
     for command in sub.choices.values():
         # Also accepted after the command; SUPPRESS keeps a --debug given before it.
@@ -240,6 +243,21 @@ def _cmd_validate(command: ModuleType, args: argparse.Namespace) -> int:
     print(summary)
     return EXIT_PASSED
 
+
+
+def _add_clean(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "clean",
+        help="remove the collections rag_eval created in the databases a config names (never any other)",
+    )
+    p.add_argument("config", help="run config (YAML) whose database retrievers to clean")
+    p.add_argument("--dry-run", action="store_true", help="list what would be removed, remove nothing")
+    p.set_defaults(handler=_cmd_clean)
+
+
+def _cmd_clean(command: ModuleType, args: argparse.Namespace) -> int:
+    command.clean_config(args.config, print, dry_run=args.dry_run)
+    return EXIT_PASSED
 
 
 def _add_compare(sub: argparse._SubParsersAction) -> None:

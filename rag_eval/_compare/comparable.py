@@ -62,6 +62,7 @@ def check_comparable(baseline: ResultsFile, candidate: ResultsFile, metrics: Seq
                     "gate only metrics both runs computed, with the same cutoffs"
                 )
     _check_same_chunking(b, c, metrics)
+    _check_external_mapping(b, c)
     b_depth, c_depth = b.top_k, c.top_k
     if b_depth is not None and c_depth is not None and b_depth != c_depth:
         # A metric that looks deeper than one of the runs retrieved measures different things on each side.
@@ -81,6 +82,38 @@ def check_comparable(baseline: ResultsFile, candidate: ResultsFile, metrics: Seq
                     f"top_k={b_depth} and the candidate {c.path} top_k={c_depth}; {fix}"
                 )
     check_same_queries(b.results, c.results)
+
+
+#: Share of hits left unmapped by which the two sides may differ: beyond it a delta measures the mapping.
+UNMAPPED_SHARE_TOLERANCE = 0.01
+
+
+def _check_external_mapping(baseline: ResultsFile, candidate: ResultsFile) -> None:
+    """Refuse results of an external index that did not measure the judged dataset like for like.
+
+    A stale index (hits whose offsets no longer hold their text) was searched over other documents
+    than the ones judged; and when one side left a larger share of its hits unmapped than the other
+    (beyond :data:`UNMAPPED_SHARE_TOLERANCE`), the difference is the mapping's, not the retriever's.
+    """
+    shares = {}
+    for side, results in (("baseline", baseline), ("candidate", candidate)):
+        mapping = results.document.retriever.description.get("mapping")
+        if not isinstance(mapping, Mapping):
+            shares[side] = 0.0
+            continue
+        stale, hits, unmapped = (mapping.get(key) for key in ("stale", "hits", "unmapped"))
+        if isinstance(stale, int) and stale > 0:
+            raise ComparisonError(
+                f"incomparable results: the {side} {results.path} searched a stale index ({stale} hits name offsets "
+                "whose text its document no longer holds); re-index the changed documents and rerun it"
+            )
+        shares[side] = unmapped / hits if isinstance(hits, int) and hits and isinstance(unmapped, int) else 0.0
+    if abs(shares["baseline"] - shares["candidate"]) > UNMAPPED_SHARE_TOLERANCE:
+        raise ComparisonError(
+            f"incomparable results: {shares['baseline']:.1%} of the baseline's hits ({baseline.path}) and "
+            f"{shares['candidate']:.1%} of the candidate's ({candidate.path}) map to no passage of the dataset, so the "
+            "difference would measure the mapping; fix the mapping (the report's external section lists the hits)"
+        )
 
 
 def _check_same_chunking(baseline: ResultsFile, candidate: ResultsFile, metrics: Sequence[str]) -> None:

@@ -60,7 +60,11 @@ def decision_lines(
                for o in outcomes}
     tags = {qid: query.tags for qid, query in run.dataset.queries.items()}
     segments = segment_table(results, main, tags)
-    return render_decision(decision, timings, context_sizes(run, main), segments) + sensitivity_lines(run, main)
+    latencies = {o.label: o.description["latency"] for o in outcomes if isinstance(o.description.get("latency"), Mapping)}
+    return (
+        render_decision(decision, timings, context_sizes(run, main), segments, latencies)
+        + sensitivity_lines(run, main)
+    )
 
 
 def sensitivity_lines(run: RunOutcome, main: str) -> list[str]:
@@ -121,8 +125,14 @@ def render_decision(
     timings: Mapping[str, tuple[float, float]],
     contexts: Mapping[str, ContextSize],
     segments: Sequence[SegmentTable] = (),
+    latencies: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> list[str]:
-    """Markdown lines: verdict table, who ties with the best, power, segments."""
+    """Markdown lines: verdict table, who ties with the best, power, segments.
+
+    ``latencies``: per variant, the query latency its database or service answered with
+    (rag_eval._retrievers.external.latency); the table gains p50 / p95 and QPS columns when any has one.
+    """
+    latencies = latencies or {}
     metric = decision.metric
     reference = "baseline" if decision.baseline_declared else "best"
     pct = f"{decision.confidence * 100:g}%"
@@ -134,6 +144,9 @@ def render_decision(
     if with_context:
         header += f" Context top {k} (tokens / chars) |"
         rule += "---:|"
+    if latencies:
+        header += " Latency p50 / p95 (ms) | QPS |"
+        rule += "---:|---:|"
     lines = ["## 🏁 Decision", "", header, rule]
     for v in decision.variants:
         label = escape_cell(v.label) + (f" ({reference})" if v.label == decision.baseline else "")
@@ -148,6 +161,8 @@ def render_decision(
         if with_context:
             size = contexts.get(v.label)
             row += " – |" if size is None else f" {size.tokens:.0f} / {size.chars:.0f} |"
+        if latencies:
+            row += _latency_cells(latencies.get(v.label))
         lines.append(row)
     lines += ["", _explanation(decision, reference, pct, k), "", _tie_sentence(decision)]
     power = power_line(decision)
@@ -160,6 +175,15 @@ def render_decision(
 
 def _seconds(value: float) -> str:
     return "n/a" if math.isnan(value) else f"{value:.3f}"
+
+
+def _latency_cells(latency: Mapping[str, Any] | None) -> str:
+    """`` p50 / p95 | QPS |`` of a variant asked through a database or service; dashes for one rag_eval searched."""
+    if not latency or not isinstance(latency.get("p50_ms"), (int, float)):
+        return " – | – |"
+    qps = latency.get("qps")
+    return f" {latency['p50_ms']:.2f} / {latency['p95_ms']:.2f} | {qps:,.1f} |" if qps else \
+        f" {latency['p50_ms']:.2f} / {latency['p95_ms']:.2f} | – |"
 
 
 def _explanation(decision: Decision, reference: str, pct: str, k: int | None) -> str:

@@ -19,6 +19,7 @@ from rag_eval._report import documents, retrieved_chunks
 from rag_eval._report.decision import decision_lines
 from rag_eval._report.derivation import derivation_lines
 from rag_eval._report.documents import chunking_lines, counts_line, semantics_lines
+from rag_eval._report.external import external_lines
 from rag_eval._report.format import (
     code_span,
     count_queries,
@@ -63,10 +64,12 @@ def render_run_report(run: RunOutcome, plots: PlotSet | None = None) -> str:
     if run.dataset.has_documents:
 
         out += documents.summary_lines(run)
+        out += external_lines(run)
         out += _per_query_table(run, main, documents.per_query_missing_note(main))
         out += retrieved_chunks.detailed_lines(run, main)
     else:
         out += _summary(run, main)
+        out += external_lines(run)
         out += _per_query_table(run, main)
         out += derivation_lines(run, main)
     return "\n".join(out).rstrip() + "\n"

@@ -159,6 +159,10 @@ class VectorDBRetriever(DenseRetriever, ABC):
     def database_info(self) -> dict[str, Any]:
         """Server and client versions, the collection, its point count and index parameters (JSON-ready)."""
 
+    def location(self) -> str:
+        """Where the database is, for messages: a folder, a URL without credentials, "embedded" (default: the adapter)."""
+        return self.ADAPTER
+
     def approximate(self) -> bool:
         """Whether the database's search may differ from exact search (its ``index`` kind is not exact)."""
         return getattr(self.db_index, "kind", "exact") != "exact"
