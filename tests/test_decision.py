@@ -233,7 +233,7 @@ def test_mean_context_size_of_the_top_k():
 
 def _outcome(label, results, spans=None, index_s=1.5, search_s=0.25):
     return SimpleNamespace(label=label, results=results, timings={"index_s": index_s, "search_s": search_s},
-                           spans=spans)
+                           spans=spans, description={})
 
 
 def _run(outcomes, tags=None, documents=None, top_k=10):
