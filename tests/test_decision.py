@@ -17,7 +17,9 @@ import pytest
 from conftest import results_from_columns
 from scipy import stats as sps
 
-from rag_eval._compare.decision import decide_run, mean_context_size, query_tags, segment_table
+from rag_eval._compare.context_size import mean_context_size
+from rag_eval._compare.decision import decide_run
+from rag_eval._compare.segments import query_tags, segment_table
 from rag_eval._data.datasets.model import Query
 from rag_eval._report.decision import decision_lines
 from rag_eval._scoring.results import Results
@@ -261,7 +263,7 @@ def test_decision_lines_render_the_verdict_power_and_segments():
                        f"{decision.variant('a').ci_high:.4f}] | – | – | – | 1.500 | 0.250 |"
     assert "Statistically indistinguishable from the best (d): b (paired permutation test" in text
     mde, sd = decision.power.mde, decision.power.sd
-    from rag_eval._compare.decision import queries_needed
+    from rag_eval._compare.power import queries_needed
 
     assert (f"Power: with 8 queries, differences below {mde:.4f} in ndcg@10 cannot be told from noise "
             f"(paired t-test, alpha 0.05, power 0.8; sd of the per-query differences d vs a: {sd:.4f}); "
@@ -302,7 +304,7 @@ def test_named_tags_in_a_query_set_give_one_segment_table_per_key(tmp_path):
     import yaml
 
     from rag_eval import evaluate
-    from rag_eval._compare.decision import segment_table
+    from rag_eval._compare.segments import segment_table
     from rag_eval._data.datasets.query_set import load_yaml_query_set
 
     path = tmp_path / "set.yaml"

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from rag_eval._compare.decision import minimum_detectable_difference, queries_needed, t_test_power
+from rag_eval._compare.power import minimum_detectable_difference, queries_needed, t_test_power
 from rag_eval._scoring import stats
 
 Z = sps.norm.ppf(0.975) + sps.norm.ppf(0.8)  # 2.8016: the normal-approximation multiplier

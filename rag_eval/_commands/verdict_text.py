@@ -6,7 +6,7 @@ query set can detect (its power), what an approximate index cost each side, then
 
 from __future__ import annotations
 
-from rag_eval._compare.decision import Power
+from rag_eval._compare.power import Power
 from rag_eval._compare.regression import GateResult, Verdict
 from rag_eval._report.decision import POWER_TARGET
 from rag_eval._report.incomparable import render_incomparable

@@ -8,14 +8,13 @@ Pure (no I/O, no global random state); the markdown lives in :mod:`rag_eval._rep
   variant is statistically indistinguishable from the best (paired permutation test against
   the best, Holm over those comparisons, adjusted p >= alpha). Pairing is
   :func:`rag_eval._compare.regression.pair_by_query`: by query id, queries left out (NaN) on either
-  side are not paired.
-* :func:`minimum_detectable_difference` and :func:`queries_needed`: power of the paired
-  two-sided t-test, exact under normal differences (noncentral t, see :func:`t_test_power`).
-* :func:`segment_table`: each variant's mean per tag value (``topic:billing``).
-* :func:`mean_context_size`: the mean size of the top k chunks of a run with spans.
+  side are not paired. Its power line is a :class:`rag_eval._compare.power.Power`.
 * the pieces the verdict and the plots share (rag_eval._compare.variants): :func:`mean_row` (a
   variant's mean of its defined values with its bootstrap CI), :func:`paired_differences` and
   :func:`wins_ties_losses`.
+
+Power analysis lives in :mod:`rag_eval._compare.power`, segments by query tag in
+:mod:`rag_eval._compare.segments` and context sizes in :mod:`rag_eval._compare.context_size`.
 
 "Best" and wins follow the metric's own direction, read from its record (a lower-is-better
 metric's best is the lowest).
@@ -25,16 +24,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from rag_eval._compare.paired import pair_by_query
+from rag_eval._compare.power import ALPHA, Power
 from rag_eval._core.errors import ComparisonError
-from rag_eval._core.ranking import ranked
-from rag_eval._core.spans import chunk_id
-from rag_eval._core.tokens import count_words
 from rag_eval._scoring import stats
 from rag_eval._scoring.metrics.measures import parse_metric
 
@@ -42,112 +39,15 @@ if TYPE_CHECKING:
     from rag_eval._scoring.results import Results
 
 __all__ = [
-    "ContextSize",
     "Decision",
     "MeanRow",
-    "Power",
-    "Segment",
-    "SegmentTable",
     "VariantDecision",
     "decide_run",
     "defined_values",
-    "mean_context_size",
     "mean_row",
-    "minimum_detectable_difference",
     "paired_differences",
-    "queries_needed",
-    "query_tags",
-    "segment_table",
-    "t_test_power",
     "wins_ties_losses",
 ]
-
-ALPHA = 0.05
-POWER = 0.8
-UNTAGGED_KEY = "tag"  # the key of a plain tag such as "billing" (no "key:value")
-
-
-# ---- power of the paired t-test -------------------------------------------------------------
-
-
-def t_test_power(difference: float, sd: float, n: int, alpha: float = ALPHA) -> float:
-    """Power of the two-sided paired t-test of n differences with true mean ``difference`` and sd ``sd``.
-
-    With normal differences, ``T = mean / (s / sqrt(n))`` follows a noncentral t distribution with
-    ``df = n - 1`` and noncentrality ``nc = difference * sqrt(n) / sd``; the test rejects when
-    ``|T| > c`` with ``c = t_{1 - alpha/2, n-1}``, so
-    ``power = 1 - F_nct(c; df, nc) + F_nct(-c; df, nc)``. Exact, not the normal approximation.
-    """
-    if n < 2:
-        raise ValueError(f"the paired t-test needs at least 2 queries, got {n}")
-    if not sd > 0:
-        raise ValueError(f"sd must be > 0, got {sd!r}")
-    from scipy import stats as sps
-
-    df = n - 1
-    nc = abs(difference) * math.sqrt(n) / sd
-    critical = float(sps.t.ppf(1.0 - alpha / 2.0, df))
-    return float(sps.nct.sf(critical, df, nc) + sps.nct.cdf(-critical, df, nc))
-
-
-def _check_levels(alpha: float, power: float) -> None:
-    if not 0.0 < alpha < 1.0:
-        raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
-    if not alpha < power < 1.0:  # a power at or below alpha is reached by a zero difference
-        raise ValueError(f"power must be in (alpha, 1), got {power!r}")
-
-
-def minimum_detectable_difference(deltas: Sequence[float] | np.ndarray, alpha: float = ALPHA,
-                                  power: float = POWER) -> float:
-    """Smallest true mean difference the paired two-sided t-test detects with probability ``power``.
-
-    ``sd`` is the sample standard deviation (ddof=1) of the observed per-query differences and
-    ``n`` their number; the answer is the ``d`` solving ``t_test_power(d, sd, n, alpha) = power``
-    (root found by Brent's method; the power grows with ``d``). For large n it approaches the
-    normal approximation ``(z_{1-alpha/2} + z_power) * sd / sqrt(n)``. Returns 0.0 when every
-    difference is equal (no observed noise), NaN for fewer than 2 differences.
-    """
-    _check_levels(alpha, power)
-    d = np.asarray(deltas, dtype=np.float64)
-    if d.ndim != 1 or not np.all(np.isfinite(d)):
-        raise ValueError("deltas must be a flat sequence of finite numbers")
-    n = int(d.size)
-    if n < 2:
-        return math.nan
-    sd = float(np.std(d, ddof=1))
-    if sd == 0.0 or bool(np.all(d == d[0])):
-        return 0.0
-    from scipy import optimize
-
-    high = 3.0 * sd / math.sqrt(n)
-    while t_test_power(high, sd, n, alpha) < power:  # widen the bracket (only for very small n)
-        high *= 2.0
-    return float(optimize.brentq(lambda x: t_test_power(x, sd, n, alpha) - power, 0.0, high, xtol=1e-14 * high))
-
-
-def queries_needed(sd: float, difference: float, alpha: float = ALPHA, power: float = POWER) -> int:
-    """Smallest number of queries n (>= 2) at which the paired t-test detects ``difference`` with ``power``.
-
-    Starts from the normal approximation ``((z_{1-alpha/2} + z_power) * sd / difference) ** 2`` and
-    steps n until ``t_test_power(difference, sd, n, alpha) >= power`` holds at n and not at n - 1.
-    ``sd`` 0 (no noise): 2, the fewest a t-test takes.
-    """
-    _check_levels(alpha, power)
-    if not difference != 0 or not math.isfinite(difference):
-        raise ValueError(f"difference must be a finite non-zero number, got {difference!r}")
-    if not sd >= 0 or not math.isfinite(sd):
-        raise ValueError(f"sd must be a finite number >= 0, got {sd!r}")
-    if sd == 0.0:
-        return 2
-    from scipy import stats as sps
-
-    z = float(sps.norm.ppf(1.0 - alpha / 2.0) + sps.norm.ppf(power))
-    n = max(2, math.ceil((z * sd / abs(difference)) ** 2))
-    while t_test_power(difference, sd, n, alpha) < power:
-        n += 1
-    while n > 2 and t_test_power(difference, sd, n - 1, alpha) >= power:
-        n -= 1
-    return n
 
 
 # ---- what the verdict and the plots share ------------------------------------------------------
@@ -197,38 +97,6 @@ def wins_ties_losses(deltas: np.ndarray, metric: str) -> tuple[int, int, int]:
 
 
 # ---- the verdict over variants --------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Power:
-    """What the query set can detect, from the differences between ``baseline`` and ``other``."""
-
-    baseline: str
-    other: str
-    n: int
-    sd: float
-    mde: float  # minimum detectable difference (NaN: fewer than 2 paired queries)
-    alpha: float = ALPHA
-    power: float = POWER
-
-    @classmethod
-    def of(cls, baseline: str, other: str, deltas: Sequence[float] | np.ndarray, alpha: float = ALPHA) -> Power:
-        """What the paired differences ``deltas`` (``other - baseline``, one per query) can detect: their
-        sample sd (ddof=1) and :func:`minimum_detectable_difference`, both NaN under 2 differences.
-
-        The one constructor: a sweep's decision and a regression verdict's power line both state it.
-        """
-        d = np.asarray(deltas, dtype=np.float64)
-        if d.size < 2:
-            return cls(baseline, other, int(d.size), math.nan, math.nan, alpha)
-        sd = float(np.std(d, ddof=1))
-        return cls(baseline, other, int(d.size), sd, minimum_detectable_difference(d, alpha, POWER), alpha)
-
-    def queries_for(self, difference: float) -> int | None:
-        """Queries needed to detect ``difference`` with this sd (None when sd is 0 or undefined)."""
-        if not self.sd > 0:
-            return None
-        return queries_needed(self.sd, difference, self.alpha, self.power)
 
 
 @dataclass(frozen=True)
@@ -379,126 +247,3 @@ def _power(base: str, order: Sequence[str], vs_base: Mapping[str, _Paired | None
 
 def _holm(p_by_label: Mapping[str, float]) -> dict[str, float]:
     return dict(zip(p_by_label, stats.holm(list(p_by_label.values()))))
-
-
-# ---- segments by tag ------------------------------------------------------------------------
-
-
-def query_tags(tags: Sequence[str] | Mapping[str, object]) -> dict[str, tuple[str, ...]]:
-    """A query's tags as ``{key: values}``.
-
-    Accepts a mapping (``{topic: billing}``; a list value gives several values) or strings:
-    ``"topic:billing"`` is key ``topic``, value ``billing``; a plain ``"billing"`` is key ``tag``.
-    """
-    out: dict[str, list[str]] = {}
-    if isinstance(tags, Mapping):
-        for key, value in tags.items():
-            values = value if isinstance(value, (list, tuple)) else [value]
-            out.setdefault(str(key), []).extend(str(v) for v in values)
-    else:
-        for tag in tags:
-            key, sep, value = str(tag).partition(":")
-            if sep and key.strip() and value.strip():
-                out.setdefault(key.strip(), []).append(value.strip())
-            else:
-                out.setdefault(UNTAGGED_KEY, []).append(str(tag).strip())
-    return {key: tuple(dict.fromkeys(values)) for key, values in out.items()}
-
-
-@dataclass(frozen=True)
-class Segment:
-    """One tag value: how many of the scored queries carry it, and each variant's mean over them."""
-
-    value: str
-    count: int
-    means: dict[str, float]  # NaN: the variant has no value for any of these queries
-
-
-@dataclass(frozen=True)
-class SegmentTable:
-    """Every value of one tag key."""
-
-    key: str
-    segments: list[Segment] = field(default_factory=list)
-
-
-def segment_table(
-    results: Mapping[str, Results],
-    metric: str,
-    tags: Mapping[str, Sequence[str] | Mapping[str, object]],
-) -> list[SegmentTable]:
-    """Per tag key (sorted), per value (sorted): the count of queries and each variant's mean of ``metric``.
-
-    Queries are those of the first variant's Results (a run scores the same queries for all);
-    a variant's mean leaves out its NaN values, as its overall mean does. A query with several
-    values of one key counts under each.
-    """
-    name = str(parse_metric(metric))
-    first = next(iter(results.values()))
-    by_key: dict[str, dict[str, list[str]]] = {}
-    for qid in first.query_ids:
-        for key, values in query_tags(tags.get(qid, ())).items():
-            for value in values:
-                by_key.setdefault(key, {}).setdefault(value, []).append(qid)
-    columns = {}
-    for label, res in results.items():
-        index = {q: i for i, q in enumerate(res.query_ids)}
-        columns[label] = (index, np.asarray(res.values[name], dtype=np.float64))
-    tables = []
-    for key in sorted(by_key):
-        segments = []
-        for value in sorted(by_key[key]):
-            qids = by_key[key][value]
-            means = {}
-            for label, (index, column) in columns.items():
-                picked = np.array([column[index[q]] for q in qids if q in index], dtype=np.float64)
-                picked = picked[~np.isnan(picked)]
-                means[label] = float(picked.mean()) if picked.size else math.nan
-            segments.append(Segment(value, len(qids), means))
-        tables.append(SegmentTable(key, segments))
-    return tables
-
-
-# ---- cost: context size ---------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ContextSize:
-    """Mean size over queries of the text of the top ``k`` chunks (characters and word tokens)."""
-
-    k: int
-    chars: float
-    tokens: float
-
-
-def mean_context_size(
-    spans: Mapping[str, Sequence[tuple[str, int, int, float]]],
-    documents: Mapping[str, str],
-    query_ids: Sequence[str],
-    k: int,
-    token_cache: dict[tuple[str, int, int], int] | None = None,
-) -> ContextSize:
-    """Mean over ``query_ids`` of the summed length of the top ``k`` spans (a query without spans: 0).
-
-    Spans are ordered by the ranking rule (score desc, chunk id desc) before the cut. Tokens are
-    :func:`rag_eval._core.tokens.count_words` of ``document[start:end]``; ``token_cache`` (keyed by span)
-    lets variants that share a chunking count each chunk once.
-    """
-    if k < 1:
-        raise ValueError(f"k must be >= 1, got {k}")
-    if not query_ids:
-        return ContextSize(k, math.nan, math.nan)
-    cache = {} if token_cache is None else token_cache
-    chars = tokens = 0
-    for qid in query_ids:
-        items = spans.get(qid, ())
-        by_id = {chunk_id(doc, start, end): (doc, start, end) for doc, start, end, _ in items}
-        top = ranked({chunk_id(doc, start, end): score for doc, start, end, score in items})[:k]
-        for cid, _ in top:
-            doc, start, end = by_id[cid]
-            chars += end - start
-            key = (doc, start, end)
-            if key not in cache:
-                cache[key] = count_words(documents[doc][start:end])
-            tokens += cache[key]
-    return ContextSize(k, chars / len(query_ids), tokens / len(query_ids))

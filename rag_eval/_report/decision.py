@@ -3,7 +3,8 @@
 A verdict table (every variant ranked by the main metric, with its CI, its paired difference
 to the baseline with a Holm-corrected p-value, wins/ties/losses and its costs), a sentence
 naming the variants the data cannot separate from the best, the power line, and one table
-per tag key. The numbers come from :mod:`rag_eval._compare.decision`; rounding happens here only.
+per tag key. The numbers come from :mod:`rag_eval._compare.decision`, :mod:`rag_eval._compare.segments`
+and :mod:`rag_eval._compare.context_size`; rounding happens here only.
 
 :func:`decision_lines` is called from :func:`rag_eval._report.markdown.render_run_report`.
 """
@@ -14,14 +15,9 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from rag_eval._compare.decision import (
-    ContextSize,
-    Decision,
-    SegmentTable,
-    decide_run,
-    mean_context_size,
-    segment_table,
-)
+from rag_eval._compare.context_size import ContextSize, mean_context_size
+from rag_eval._compare.decision import Decision, decide_run
+from rag_eval._compare.segments import SegmentTable, segment_table
 from rag_eval._compare.variants import sweep_points
 from rag_eval._report.format import code_span, escape_cell, escape_inline, fmt, fmt_p, signed
 from rag_eval._scoring.metrics.measures import parse_metric

@@ -121,7 +121,7 @@ class QuerySpec(_Strict):
     id: Id
     text: str
     # A list of tags ([billing, numeric]) or named ones ({topic: billing, kind: [numeric, short]}): the report
-    # shows each retriever's mean per tag value (rag_eval._compare.decision.segment_table).
+    # shows each retriever's mean per tag value (rag_eval._compare.segments.segment_table).
     tags: list[str] | dict[str, str | list[str]] = Field(default_factory=list)
     judgements: dict[Id, Grade] = Field(default_factory=dict)
     evidence: list[EvidenceSpec] = Field(default_factory=list)
@@ -143,7 +143,7 @@ class QuerySpec(_Strict):
 
 
 def _tags(tags: list[str] | dict[str, str | list[str]]) -> tuple[str, ...]:
-    """Tags as strings; a named tag ``{topic: billing}`` becomes ``"topic:billing"`` (rag_eval._compare.decision.query_tags)."""
+    """Tags as strings; a named tag ``{topic: billing}`` becomes ``"topic:billing"`` (rag_eval._compare.segments.query_tags)."""
     if isinstance(tags, list):
         return tuple(tags)
     return tuple(f"{key}:{value}" for key, values in tags.items() for value in ([values] if isinstance(values, str) else values))

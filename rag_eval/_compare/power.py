@@ -1,0 +1,144 @@
+"""Power of the paired two-sided t-test: what a query set can detect, and how many queries a difference needs.
+
+Pure (no I/O, no global random state).
+
+* :func:`t_test_power`: the power of the test, exact under normal differences (noncentral t).
+* :func:`minimum_detectable_difference` and :func:`queries_needed`: the two ways round of it.
+* :class:`Power`: what the observed per-query differences of two variants can detect; a sweep's
+  decision (rag_eval._compare.decision) and a regression verdict's power line both state it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = [
+    "ALPHA",
+    "POWER",
+    "Power",
+    "minimum_detectable_difference",
+    "queries_needed",
+    "t_test_power",
+]
+
+ALPHA = 0.05
+POWER = 0.8
+
+
+# ---- power of the paired t-test -------------------------------------------------------------
+
+
+def t_test_power(difference: float, sd: float, n: int, alpha: float = ALPHA) -> float:
+    """Power of the two-sided paired t-test of n differences with true mean ``difference`` and sd ``sd``.
+
+    With normal differences, ``T = mean / (s / sqrt(n))`` follows a noncentral t distribution with
+    ``df = n - 1`` and noncentrality ``nc = difference * sqrt(n) / sd``; the test rejects when
+    ``|T| > c`` with ``c = t_{1 - alpha/2, n-1}``, so
+    ``power = 1 - F_nct(c; df, nc) + F_nct(-c; df, nc)``. Exact, not the normal approximation.
+    """
+    if n < 2:
+        raise ValueError(f"the paired t-test needs at least 2 queries, got {n}")
+    if not sd > 0:
+        raise ValueError(f"sd must be > 0, got {sd!r}")
+    from scipy import stats as sps
+
+    df = n - 1
+    nc = abs(difference) * math.sqrt(n) / sd
+    critical = float(sps.t.ppf(1.0 - alpha / 2.0, df))
+    return float(sps.nct.sf(critical, df, nc) + sps.nct.cdf(-critical, df, nc))
+
+
+def _check_levels(alpha: float, power: float) -> None:
+    if not 0.0 < alpha < 1.0:
+        raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
+    if not alpha < power < 1.0:  # a power at or below alpha is reached by a zero difference
+        raise ValueError(f"power must be in (alpha, 1), got {power!r}")
+
+
+def minimum_detectable_difference(deltas: Sequence[float] | np.ndarray, alpha: float = ALPHA,
+                                  power: float = POWER) -> float:
+    """Smallest true mean difference the paired two-sided t-test detects with probability ``power``.
+
+    ``sd`` is the sample standard deviation (ddof=1) of the observed per-query differences and
+    ``n`` their number; the answer is the ``d`` solving ``t_test_power(d, sd, n, alpha) = power``
+    (root found by Brent's method; the power grows with ``d``). For large n it approaches the
+    normal approximation ``(z_{1-alpha/2} + z_power) * sd / sqrt(n)``. Returns 0.0 when every
+    difference is equal (no observed noise), NaN for fewer than 2 differences.
+    """
+    _check_levels(alpha, power)
+    d = np.asarray(deltas, dtype=np.float64)
+    if d.ndim != 1 or not np.all(np.isfinite(d)):
+        raise ValueError("deltas must be a flat sequence of finite numbers")
+    n = int(d.size)
+    if n < 2:
+        return math.nan
+    sd = float(np.std(d, ddof=1))
+    if sd == 0.0 or bool(np.all(d == d[0])):
+        return 0.0
+    from scipy import optimize
+
+    high = 3.0 * sd / math.sqrt(n)
+    while t_test_power(high, sd, n, alpha) < power:  # widen the bracket (only for very small n)
+        high *= 2.0
+    return float(optimize.brentq(lambda x: t_test_power(x, sd, n, alpha) - power, 0.0, high, xtol=1e-14 * high))
+
+
+def queries_needed(sd: float, difference: float, alpha: float = ALPHA, power: float = POWER) -> int:
+    """Smallest number of queries n (>= 2) at which the paired t-test detects ``difference`` with ``power``.
+
+    Starts from the normal approximation ``((z_{1-alpha/2} + z_power) * sd / difference) ** 2`` and
+    steps n until ``t_test_power(difference, sd, n, alpha) >= power`` holds at n and not at n - 1.
+    ``sd`` 0 (no noise): 2, the fewest a t-test takes.
+    """
+    _check_levels(alpha, power)
+    if not difference != 0 or not math.isfinite(difference):
+        raise ValueError(f"difference must be a finite non-zero number, got {difference!r}")
+    if not sd >= 0 or not math.isfinite(sd):
+        raise ValueError(f"sd must be a finite number >= 0, got {sd!r}")
+    if sd == 0.0:
+        return 2
+    from scipy import stats as sps
+
+    z = float(sps.norm.ppf(1.0 - alpha / 2.0) + sps.norm.ppf(power))
+    n = max(2, math.ceil((z * sd / abs(difference)) ** 2))
+    while t_test_power(difference, sd, n, alpha) < power:
+        n += 1
+    while n > 2 and t_test_power(difference, sd, n - 1, alpha) >= power:
+        n -= 1
+    return n
+
+
+@dataclass(frozen=True)
+class Power:
+    """What the query set can detect, from the differences between ``baseline`` and ``other``."""
+
+    baseline: str
+    other: str
+    n: int
+    sd: float
+    mde: float  # minimum detectable difference (NaN: fewer than 2 paired queries)
+    alpha: float = ALPHA
+    power: float = POWER
+
+    @classmethod
+    def of(cls, baseline: str, other: str, deltas: Sequence[float] | np.ndarray, alpha: float = ALPHA) -> Power:
+        """What the paired differences ``deltas`` (``other - baseline``, one per query) can detect: their
+        sample sd (ddof=1) and :func:`minimum_detectable_difference`, both NaN under 2 differences.
+
+        The one constructor: a sweep's decision and a regression verdict's power line both state it.
+        """
+        d = np.asarray(deltas, dtype=np.float64)
+        if d.size < 2:
+            return cls(baseline, other, int(d.size), math.nan, math.nan, alpha)
+        sd = float(np.std(d, ddof=1))
+        return cls(baseline, other, int(d.size), sd, minimum_detectable_difference(d, alpha, POWER), alpha)
+
+    def queries_for(self, difference: float) -> int | None:
+        """Queries needed to detect ``difference`` with this sd (None when sd is 0 or undefined)."""
+        if not self.sd > 0:
+            return None
+        return queries_needed(self.sd, difference, self.alpha, self.power)
