@@ -16,7 +16,7 @@ import pytest
 from rag_eval._core import trec
 from rag_eval._core.errors import InputFormatError
 from rag_eval._scoring import engine
-from rag_eval._scoring.engine import reader
+from rag_eval._scoring.engine import fast_reader, line_reader
 from rag_eval._scoring.engine.packed_ids import PackedIds
 
 
@@ -69,7 +69,7 @@ def random_id(rng: random.Random, prefix: str) -> str:
 
 @pytest.fixture
 def small_chunks(monkeypatch):
-    monkeypatch.setattr(reader, "_CHUNK_BYTES", 257)  # the reader's internals: many small chunks
+    monkeypatch.setattr(fast_reader, "_CHUNK_BYTES", 257)  # the reader's internals: many small chunks
 
 
 @pytest.mark.parametrize("seed", range(8))
@@ -472,7 +472,7 @@ def test_a_file_that_changes_under_the_line_reader_is_refused(tmp_path, monkeypa
     """The line reader (irregular layouts) checks the file's size and time after reading, as the fast one does."""
     path = tmp_path / "r.run"
     path.write_text("q1  Q0 a 1 2.0 t\nq1 Q0 b 2 1.0 t\n")  # two spaces: the line reader
-    real = reader._check_id
+    real = line_reader._check_id
     appended = []
 
     def check_and_append(value, kind, where):
@@ -482,7 +482,7 @@ def test_a_file_that_changes_under_the_line_reader_is_refused(tmp_path, monkeypa
                 handle.write("q1 Q0 c 3 0.5 t\n")
         return real(value, kind, where)
 
-    monkeypatch.setattr(reader, "_check_id", check_and_append)
+    monkeypatch.setattr(line_reader, "_check_id", check_and_append)
     with pytest.raises(InputFormatError, match=r"r.run: the file changed while it was read \(it had 33 bytes\)"):
         engine.read_run(path)
 

@@ -15,7 +15,9 @@ are free to change (they are tuned for speed and memory, see benchmarks/README.m
   the kernels' input (:class:`~rag_eval._scoring.metrics.kernels.RankedJudgedRun`).
 - :class:`FlatTable`: the type the readers return and :func:`prepare` takes.
 
-Inside: ``reader`` (the TREC/BEIR reader), ``fast_numbers`` (strtod-exact number
+Inside: ``reader`` (the TREC/BEIR reader's entry points), ``layout`` (the line formats),
+``fast_reader`` (the numpy reader), ``line_reader`` (the line-by-line reader that names a
+problem's line), ``file_stamp`` (a file changed while read), ``fast_numbers`` (strtod-exact number
 parsing), ``packed_ids`` (ids of any length as packed UTF-8 words), ``flat_table``
 (the columns), ``tables`` (building and checking them from dicts and DataFrames),
 ``pairs`` (hashing and matching (query, doc) pairs), ``ranks`` (the ranking rule,
@@ -27,7 +29,8 @@ needs none of this machinery (columns, packed ids, the join).
 
 from rag_eval._scoring.engine.flat_table import FlatTable
 from rag_eval._scoring.engine.join import JoinedRun, prepare
-from rag_eval._scoring.engine.reader import BEIR_QRELS, Layout, read_judgements, read_qrels, read_run
+from rag_eval._scoring.engine.layout import BEIR_QRELS, Layout
+from rag_eval._scoring.engine.reader import read_judgements, read_qrels, read_run
 from rag_eval._scoring.engine.tables import from_dataframe, from_nested, to_nested
 
 __all__ = [

@@ -1,6 +1,6 @@
 """Decimal numbers in a byte buffer, parsed with numpy eight bytes at a time, exactly as strtod.
 
-Used by the fast TREC reader (rag_eval._scoring.engine.reader): ``parse_numbers(u64, base, start, end)``
+Used by the fast TREC reader (rag_eval._scoring.engine.fast_reader): ``parse_numbers(u64, base, start, end)``
 reads the tokens ``base[start[i]:end[i]]``. Plain decimals (``[sign]digits[.digits]``)
 are parsed vectorised (SWAR: the digits of a word combined in three multiply-shift
 steps); anything else (exponents, ``inf``, more than 15 significant digits) is parsed
