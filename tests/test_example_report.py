@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 from conftest import REPO
 
-from rag_eval._core.output_folder import MANIFEST, read_manifest
+from rag_eval._core.output_manifest import MANIFEST, read_manifest
 from rag_eval._run.results_file import load_results_file
 from rag_eval.cli import main
 

@@ -20,7 +20,7 @@ import pytest
 from conftest import REPO
 from test_example_report import normalised
 
-from rag_eval._core.output_folder import MANIFEST
+from rag_eval._core.output_manifest import MANIFEST
 from rag_eval.cli import main
 
 EXAMPLE = REPO / "reports" / "ocean-facts-sweep"

@@ -20,10 +20,11 @@ import pytest
 import yaml
 from conftest import REPO
 
-from rag_eval._core import folder_renames, output_folder
+from rag_eval._core import folder_renames, output_folder, output_swap
 from rag_eval._core.atomic import atomic_write_bytes
 from rag_eval._core.errors import RagEvalError
-from rag_eval._core.output_folder import MANIFEST, replace_output_set
+from rag_eval._core.output_folder import replace_output_set
+from rag_eval._core.output_manifest import MANIFEST
 
 OLD = {"report.md": b"old report\n", "one.json": b'{"set": "old"}\n', "one.run": b"q1 Q0 d1 1 1.0 one\n"}
 NEW = {"report.md": b"new report\n", "two.json": b'{"set": "new"}\n', "two.run": b"q1 Q0 d2 1 2.0 two\n"}
@@ -112,7 +113,7 @@ def test_files_appearing_during_the_write_are_kept(out, monkeypatch):
         if step == "notes carried":  # the last user entry mirrored; the swap comes next
             (out / "late.txt").write_bytes(b"saved during the write\n")
 
-    monkeypatch.setattr(output_folder, "_checkpoint", late_save)
+    monkeypatch.setattr(output_swap, "_checkpoint", late_save)
     replace_output_set(out, NEW)
     assert (out / "late.txt").read_bytes() == b"saved during the write\n"
     assert siblings(out) == ["out"]
@@ -148,7 +149,7 @@ def _write_killed(folder: Path, files: dict[str, bytes], at: int, exchange: bool
     if pid == 0:  # the child: never returns into pytest
         code = 0
         try:
-            output_folder._checkpoint = _killer(at)
+            output_swap._checkpoint = _killer(at)
             if not exchange:
                 folder_renames.renameat2 = lambda: None
             replace_output_set(folder, files)
@@ -163,7 +164,7 @@ def _steps(folder: Path, files: dict[str, bytes], monkeypatch, exchange: bool) -
     """The changes on disk one write makes, by name, in order."""
     names: list[str] = []
     with monkeypatch.context() as patch:
-        patch.setattr(output_folder, "_checkpoint", names.append)
+        patch.setattr(output_swap, "_checkpoint", names.append)
         if not exchange:
             patch.setattr(folder_renames, "renameat2", lambda: None)
         replace_output_set(folder, files)
@@ -379,7 +380,7 @@ def test_an_output_parent_that_is_a_file_is_one_error(tmp_path):
 
 
 def test_a_folder_full_of_someone_elses_files_is_refused(out, monkeypatch):
-    monkeypatch.setattr(output_folder, "MAX_USER_ENTRIES", 4)  # baseline.json, link, notes/, today.txt, deep/...
+    monkeypatch.setattr(output_swap, "MAX_USER_ENTRIES", 4)  # baseline.json, link, notes/, today.txt, deep/...
     with pytest.raises(RagEvalError) as caught:
         replace_output_set(out, NEW)
     assert str(caught.value) == (

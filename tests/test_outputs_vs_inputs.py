@@ -16,7 +16,7 @@ import yaml
 
 from rag_eval._commands.outputs import write_outputs
 from rag_eval._core.errors import ConfigError
-from rag_eval._core.output_folder import MANIFEST, read_manifest
+from rag_eval._core.output_manifest import MANIFEST, read_manifest
 from rag_eval._data.config.schema import load_config
 from rag_eval._run.execute import execute
 from rag_eval._run.inputs import check_outputs_are_not_inputs

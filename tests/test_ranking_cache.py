@@ -12,7 +12,7 @@ from conftest import REPO
 
 import rag_eval._run.execute as runner
 from rag_eval._commands.outputs import write_outputs
-from rag_eval._core.output_folder import MANIFEST
+from rag_eval._core.output_manifest import MANIFEST
 from rag_eval._data.config.schema import load_config
 from rag_eval._retrievers.ranking_cache import RankingCacheWarning, plain_answer
 from rag_eval._run.execute import execute

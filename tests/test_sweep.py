@@ -12,7 +12,7 @@ from conftest import REPO
 
 from rag_eval._commands.validate import validate_config
 from rag_eval._core.errors import ConfigError
-from rag_eval._core.output_folder import MANIFEST
+from rag_eval._core.output_manifest import MANIFEST
 from rag_eval._data.config.schema import RunConfig, load_config
 from rag_eval._data.config.sweep import value_text
 from rag_eval._run.results_file import load_results_file

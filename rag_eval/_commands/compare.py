@@ -18,7 +18,7 @@ from rag_eval._compare import regression
 from rag_eval._compare.regression import Verdict, default_gates, parse_gates
 from rag_eval._core.errors import ComparisonError, ConfigError
 from rag_eval._core.messages import did_you_mean
-from rag_eval._core.output_folder import read_manifest
+from rag_eval._core.output_manifest import read_manifest
 from rag_eval._data.config.regression import check_resampling
 from rag_eval._report.comparison import render_comparison, render_verdict_summary
 from rag_eval._run.plan import results_name

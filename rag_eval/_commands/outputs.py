@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rag_eval._core.output_folder import MANIFEST, replace_output_set
+from rag_eval._core.output_folder import replace_output_set
+from rag_eval._core.output_manifest import MANIFEST
 from rag_eval._core.trec import format_qrels, format_run
 from rag_eval._report.markdown import render_run_report
 from rag_eval._report.plots import build_plots

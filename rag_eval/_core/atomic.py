@@ -8,7 +8,7 @@ reading the umask instead would need ``os.umask`` to be set and restored, which 
 with other threads.)
 
 Several files that must change together (a run's outputs) are replaced as one set by
-:mod:`rag_eval.output_folder`, which stages them with :func:`write_new_file`.
+:mod:`rag_eval._core.output_folder`, staged by :mod:`rag_eval._core.output_swap` with :func:`write_new_file`.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from rag_eval._core.output_folder import MANIFEST
+from rag_eval._core.output_manifest import MANIFEST
 from rag_eval._data.config.schema import LoadedConfig
 from rag_eval._data.datasets import Dataset, load_dataset
 from rag_eval._run.inputs import has_documents
