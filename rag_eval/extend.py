@@ -13,7 +13,10 @@ types, the parameter checking of the built-ins, or the building blocks of the sc
   :func:`build_chunker`: a ``chunking:`` entry of a config as a chunker, to cut documents in Python;
 - :func:`chunker_function`: mark a function (not a class) as a chunker a config may name;
 - :func:`encode_on_ray`, :class:`EmbeddingStore`, :class:`ExecutionSpec`: encoding a corpus on a
-  Ray cluster into rag_eval's per-passage embedding store, without a config (docs/scale.md).
+  Ray cluster into rag_eval's per-passage embedding store, without a config (docs/scale.md);
+- :class:`EmbeddingBridge`: rag_eval's encoder and embedding cache (the numbers of ``adapter: dense``)
+  as a LangChain, LlamaIndex or Haystack embedder, to fill a team's store with the same vectors
+  (docs/integrations.md).
 
 Everything else in the package is private (its modules live in packages whose names start
 with ``_``) and may change in any release; docs/architecture.md says how the package is laid out.
@@ -29,6 +32,7 @@ from rag_eval._models.chunking import build_chunker
 from rag_eval._models.chunking.custom import chunker_function
 from rag_eval._models.embeddings.store import EmbeddingStore
 from rag_eval._retrievers.base import Corpus, Queries, Ranking, Retriever
+from rag_eval._retrievers.external.embedding_bridge import EmbeddingBridge
 from rag_eval._retrievers.params import AdapterParams
 from rag_eval._retrievers.registry import retriever_factory
 
@@ -36,6 +40,7 @@ __all__ = [  # sorted; tests/test_public_api.py pins it
     "AdapterParams",
     "Chunk",
     "Corpus",
+    "EmbeddingBridge",
     "EmbeddingStore",
     "ExecutionSpec",
     "Queries",

@@ -21,6 +21,7 @@ EXTENSION = [
     "AdapterParams",
     "Chunk",
     "Corpus",
+    "EmbeddingBridge",
     "EmbeddingStore",
     "ExecutionSpec",
     "Queries",

@@ -30,6 +30,7 @@ from pydantic import Field, model_validator
 from rag_eval._core.errors import RetrieverError
 from rag_eval._core.messages import shown
 from rag_eval._core.spans import chunk_id, parse_chunk_id
+from rag_eval._data.datasets.model import passage_text
 from rag_eval._retrievers.external.hits import Hit
 from rag_eval._retrievers.params import AdapterParams
 
@@ -121,6 +122,8 @@ class _TextIndex:
         self.equal: dict[str, str] = {}
         for unit, text in zip(self.ids, self.texts):
             self.equal.setdefault(text, unit)
+        for unit in self.ids:  # a store that keeps title + text (what dense encodes) maps too
+            self.equal.setdefault(passage_text(corpus[unit]), unit)
         self.haystack = _SEPARATOR.join(self.texts)
         self.starts: list[int] = []
         offset = 0
