@@ -96,6 +96,8 @@ class VectorDBRetriever(DenseRetriever, ABC):
     REUSE_RANKINGS = False
     #: The adapter name (``pgvector``, ``qdrant``...), set by each subclass.
     ADAPTER: ClassVar[str] = "vector_db"
+    #: ``index`` fields the database reads at query time only (``ef_search``, ``probes``): not part of the fingerprint.
+    SEARCH_TIME_INDEX_FIELDS: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, **params: Any) -> None:
         settings = self._settings(params)
@@ -216,7 +218,8 @@ class VectorDBRetriever(DenseRetriever, ABC):
             "embeddings": self._stats.get("cache_namespace") or self.model_identity(),
             "options": self._encoding_options(),
             "passage_prefix": self.passage_prefix,
-            "index": self.db_index.model_dump() if hasattr(self.db_index, "model_dump") else self.db_index,
+            # Settings read only at query time never refill a collection: how it is searched, and the attribution sample.
+            "index": self.db_index.model_dump(exclude={"attribution_sample", "seed", *self.SEARCH_TIME_INDEX_FIELDS}),
         }
         digest.update(json.dumps(head, sort_keys=True, default=str).encode())
         for doc_id in self._doc_ids:
