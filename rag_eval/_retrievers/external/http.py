@@ -1,0 +1,550 @@
+"""``http``: the team's search service, asked over HTTP(S) by query text, its JSON hits mapped to the dataset.
+
+YAML::
+
+    adapter: http
+    params:
+      url: http://127.0.0.1:8123/search       # http or https; may hold {query} / {top_k} (URL-encoded) and ${ENV}
+      method: POST                            # POST (default) | GET (no body: put {query} in url)
+      headers: {Authorization: "Bearer ${SEARCH_TOKEN}"}   # ${ENV} read at connect time, never written
+      body: {q: "{query}", k: "{top_k}"}      # JSON template ("{queries}": the list, for batch_size > 1)
+      hits: data.hits                         # where the hit list is in a response (batch: the list of lists)
+      fields: {id: id, score: score, text: text, metadata: metadata}   # dotted paths inside one hit
+      map: {doc_id: doc_id, start: start, end: end}                    # how a hit becomes a span or passage
+      timeout: 30          # seconds per request
+      retries: 2           # on connection errors, 429 and 5xx (exponential back-off); never on another 4xx
+      concurrency: 4       # requests in flight at once
+
+Only the standard library is used (``urllib.request`` and a thread pool). Each request's time is
+measured around the request alone (the successful try; retries are counted apart); building the
+body, decoding JSON and mapping the hits are the harness's overhead.
+"""
+
+from __future__ import annotations
+
+import base64
+import http.client
+import json
+import math
+import os
+import re
+import threading
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from rag_eval._core.errors import RetrieverError
+from rag_eval._core.ranking import check_top_k
+from rag_eval._retrievers.base import Queries, Ranking
+from rag_eval._retrievers.external.by_text import TextHitsParams, TextHitsRetriever
+from rag_eval._retrievers.external.hits import Hit
+from rag_eval._retrievers.external.json_path import MISSING, compile_path
+from rag_eval._retrievers.params import AdapterParams
+
+QUERY, QUERIES, TOP_K = "{query}", "{queries}", "{top_k}"
+_PLACEHOLDER = re.compile(r"\{(query|top_k)\}")
+_ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+#: Characters of a response body quoted in an error.
+BODY_SHOWN = 200
+#: The longest wait between two tries, whatever Retry-After asks (seconds).
+MAX_WAIT_S = 60.0
+_RETRIED_STATUS = 429
+
+
+class HitFields(AdapterParams):
+    """``fields:``: dotted paths inside one hit (``$``: the hit itself; null: the hit has none)."""
+
+    id: str | None = Field("id", description="the hit's id (required in every hit unless null)")
+    score: str | None = Field("score", description="higher is better (required unless null: then rank order is used)")
+    text: str | None = Field("text", description="the chunk's text (optional unless set here)")
+    metadata: str | None = Field("metadata", description="an object of the hit's metadata; '$': the hit itself")
+
+    @field_validator("id", "score", "text", "metadata")
+    @classmethod
+    def _is_path(cls, value: str | None) -> str | None:
+        if value is not None:
+            compile_path(value)
+        return value
+
+
+class HttpParams(TextHitsParams):
+    """Parameters of ``adapter: http`` (see the module docstring)."""
+
+    url: str = Field(..., min_length=1, description="http(s) URL of the search endpoint; may hold {query}, {top_k}, ${ENV}")
+    method: Literal["POST", "GET"] = Field("POST", description="POST sends the body; GET sends none")
+    headers: dict[str, str] = Field(default_factory=dict, description='request headers; "${ENV_VAR}" is read from the environment')
+    body: Any = Field(None, description='JSON template: "{query}", "{queries}" (a list), "{top_k}" are replaced')
+    hits: str = Field("hits", description="path to the hit list in a response (a batch: the list of lists, or 'x.*.hits')")
+    fields: HitFields = Field(default_factory=lambda: HitFields.model_validate({}), description="paths inside one hit")
+    timeout: float = Field(30.0, gt=0, le=3600, description="seconds a request may take")
+    retries: int = Field(2, ge=0, le=10, description="tries again after a connection error, 429 or 5xx")
+    backoff: float = Field(0.5, ge=0, le=MAX_WAIT_S, description="seconds before the first retry, doubled for each next")
+    concurrency: int = Field(4, ge=1, le=256, description="requests in flight at once")
+
+    @field_validator("url")
+    @classmethod
+    def _http_url(cls, value: str) -> str:
+        parts = urllib.parse.urlsplit(value)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"must be an http:// or https:// URL with a host, got {shown_url(value)!r}")
+        return value
+
+    @field_validator("hits")
+    @classmethod
+    def _hits_path(cls, value: str) -> str:
+        compile_path(value)
+        return value
+
+    @field_validator("headers")
+    @classmethod
+    def _header_lines(cls, value: dict[str, str]) -> dict[str, str]:
+        for name, text in value.items():
+            if not re.fullmatch(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+", name):
+                raise ValueError(f"header name {name!r} is not a valid HTTP header name")
+            if "\n" in text or "\r" in text:
+                raise ValueError(f"header {name!r} holds a line break; give its value on one line")
+        return value
+
+    @model_validator(mode="after")
+    def _template_fits(self) -> HttpParams:
+        try:
+            json.dumps(self.body, allow_nan=False)
+        except (TypeError, ValueError) as error:
+            raise ValueError(f"body must be plain JSON (objects, lists, strings, numbers): {error}") from None
+        if self.method == "GET" and self.body is not None:
+            raise ValueError("method GET sends no body: put {query} in url (it is URL-encoded), or use method POST")
+        if self.method == "GET" and self.batch_size > 1:
+            raise ValueError("batch_size > 1 sends the queries as a list in the body: use method POST, or batch_size: 1")
+        partial = [text for text in _strings(self.body) if QUERIES in text and text != QUERIES]
+        if partial:
+            raise ValueError(f'body: "{QUERIES}" becomes a JSON list, so it must be a whole string value, not {partial[0]!r}')
+        template = self.template()
+        if self.batched():
+            if QUERY in self.url or any(QUERY in text for text in _strings(template)):
+                raise ValueError(f'body holds "{QUERIES}" (a batch): remove "{QUERY}" from body and url')
+        elif self.batch_size > 1:
+            raise ValueError(
+                f'batch_size {self.batch_size} sends several queries per request: put "{QUERIES}" in body '
+                "(it becomes the list of query texts), or set batch_size: 1"
+            )
+        elif QUERY not in self.url and not any(QUERY in text for text in _strings(template)):
+            raise ValueError(f'neither url nor body holds "{QUERY}": the service would never see the query')
+        return self
+
+    def batched(self) -> bool:
+        """Whether a request carries a list of queries (``{queries}`` in the body)."""
+        return any(text == QUERIES for text in _strings(self.template()))
+
+    def template(self) -> Any:
+        """The body template: as given, or the default ({query, top_k}, or {queries, top_k} when batch_size > 1)."""
+        if self.body is not None or self.method == "GET":
+            return self.body
+        if self.batch_size > 1:
+            return {"queries": QUERIES, "top_k": TOP_K}
+        return {"query": QUERY, "top_k": TOP_K}
+
+
+@dataclass(frozen=True)
+class _Answer:
+    """One request's decoded JSON, the seconds of its successful try, its tries and the harness's own seconds."""
+
+    payload: Any
+    seconds: float
+    tries: int
+    own_s: float
+
+
+class HttpRetriever(TextHitsRetriever):
+    """Asks an HTTP search service (see the module docstring)."""
+
+    Params: ClassVar[type[TextHitsParams]] = HttpParams
+    ADAPTER: ClassVar[str] = "http"
+
+    def __init__(self, **params: Any) -> None:
+        super().__init__(**params)
+        settings: HttpParams = self.settings
+        self.hits_path = compile_path(settings.hits)
+        self.field_paths = {
+            name: compile_path(path) for name, path in settings.fields.model_dump().items() if path is not None
+        }
+        self.required_fields = {"id", "score"} | set(settings.fields.model_fields_set)
+        self.shown = shown_url(settings.url)
+        self._url = ""
+        self._headers: dict[str, str] = {}
+        self._opener: urllib.request.OpenerDirector | None = None
+        self.requests = 0
+        self.retried = 0
+        self.wall_s = 0.0
+        # Set when a request fails for good: requests not yet sent are not sent (the search has failed).
+        self._failed = threading.Event()
+
+    # ------------------------------------------------------------------ TextHitsRetriever
+
+    def connect(self) -> None:
+        """Read ``${ENV}`` values of url and headers, and check the URL; nothing is sent until search."""
+        settings: HttpParams = self.settings
+        url = _expand(settings.url, "params.url")
+        parts = urllib.parse.urlsplit(url)
+        headers = {"Accept": "application/json", "User-Agent": "rag-eval"}
+        if settings.template() is not None:
+            headers["Content-Type"] = "application/json"
+        if parts.username is not None:
+            # Credentials in the URL become Basic auth, and leave the URL (urllib would send them as a host).
+            user = urllib.parse.unquote(parts.username)
+            password = urllib.parse.unquote(parts.password or "")
+            headers["Authorization"] = "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode("ascii")
+            netloc = parts.hostname or ""
+            netloc = f"[{netloc}]" if ":" in netloc else netloc
+            netloc += f":{parts.port}" if parts.port is not None else ""
+            url = urllib.parse.urlunsplit(parts._replace(netloc=netloc))
+        for name, value in settings.headers.items():
+            headers[name] = _expand(value, f"params.headers.{name}")
+        self._url, self._headers = url, headers
+        self._opener = urllib.request.build_opener()
+        self._failed.clear()
+        self.requests = self.retried = 0
+        self.wall_s = 0.0
+
+    def ask(self, text: str, k: int) -> list[Hit]:
+        """One query's hits (one request)."""
+        return self.ask_many([text], k)[0]
+
+    def ask_many(self, texts: Sequence[str], k: int) -> list[list[Hit]]:
+        """Hits of ``texts``, one request each, or one per batch when the body holds ``{queries}``."""
+        labels = [f"#{number}" for number in range(1, len(texts) + 1)]  # no query ids here: named by position
+        self._failed.clear()
+        size = self._per_request()
+        answers: list[list[Hit]] = []
+        for first in range(0, len(texts), size):
+            batch = labels[first : first + size]
+            answer = self._request(batch, list(texts[first : first + size]), k)
+            self.requests += answer.tries
+            answers.extend(self._hits(batch, answer.payload))
+        return answers
+
+    def close(self) -> None:
+        """Drop the opener (urllib keeps no connection open between requests)."""
+        self._opener = None
+
+    def target_info(self) -> dict[str, Any]:
+        """The endpoint (no credentials, no header values), the request shape, and what was sent."""
+        settings: HttpParams = self.settings
+        return {
+            "endpoint": self.shown,
+            "method": settings.method,
+            "header_names": sorted(settings.headers),
+            "hits": settings.hits,
+            "batch_size": settings.batch_size,
+            "concurrency": settings.concurrency,
+            "timeout_s": settings.timeout,
+            "retries": settings.retries,
+            "requests": self.requests,
+            "retried_requests": self.retried,
+        }
+
+    # ------------------------------------------------------------------ search, concurrent
+
+    def search(self, queries: Queries, top_k: int) -> Ranking:
+        """Every query's hits, ``concurrency`` requests in flight; mapped in query order."""
+        check_top_k(top_k, where=self.ADAPTER, error=RetrieverError)
+        if self.mapper is None or self._opener is None:
+            raise RetrieverError(f"{self.ADAPTER}: search() called before index(corpus)")
+        query_ids = list(queries)
+        started = time.perf_counter()
+        batches = self._batches(query_ids)
+        ranking: Ranking = {}
+        self._failed.clear()
+        pool = ThreadPoolExecutor(max_workers=self.settings.concurrency, thread_name_prefix="rag-eval-http")
+        try:
+            futures: list[Future[_Answer]] = [
+                pool.submit(self._request, batch, [queries[qid] for qid in batch], top_k) for batch in batches
+            ]
+            for batch, future in zip(batches, futures):
+                answer = future.result()  # the first failed request, in query order, stops the search
+                mapping_started = time.perf_counter()
+                per_query = answer.seconds / len(batch)
+                self.latency.per_query.extend([per_query] * len(batch))
+                self.latency.backend_s += answer.seconds
+                self.requests += answer.tries
+                self.retried += answer.tries > 1
+                for qid, hits in zip(batch, self._hits(batch, answer.payload)):
+                    ranking[qid] = self.mapper.rank(qid, hits[:top_k])
+                self.latency.overhead_s += answer.own_s + time.perf_counter() - mapping_started
+        except BaseException:  # a failed request, hits that do not read, Ctrl-C: nothing more is sent
+            self._failed.set()
+            raise
+        finally:
+            # Requests not started are dropped; one in flight ends within its timeout, and is not retried.
+            pool.shutdown(wait=False, cancel_futures=True)
+        self.wall_s = time.perf_counter() - started
+        self.mapper.check_mapped()
+        return ranking
+
+    def describe(self) -> dict[str, Any]:
+        """The base description, with the wall-clock rate of the concurrent search."""
+        info = super().describe()
+        latency = info.get("latency")
+        if latency is not None and self.wall_s > 0:
+            latency["wall_s"] = round(self.wall_s, 4)
+            latency["wall_qps"] = round(latency["queries"] / self.wall_s, 1)
+            latency["concurrency"] = self.settings.concurrency
+        return info
+
+    def _per_request(self) -> int:
+        return int(self.settings.batch_size) if self.settings.batched() else 1
+
+    def _batches(self, query_ids: list[str]) -> list[list[str]]:
+        size = self._per_request()
+        return [query_ids[first : first + size] for first in range(0, len(query_ids), size)]
+
+    # ------------------------------------------------------------------ one request
+
+    def _request(self, batch: Sequence[str], texts: Sequence[str], k: int) -> _Answer:
+        """One request's answer (:meth:`_send`); once one has failed, requests not yet sent are not sent."""
+        if self._failed.is_set():
+            raise RetrieverError(f"http: {_who(batch)}: not asked, an earlier request failed")
+        try:
+            return self._send(batch, texts, k)
+        except BaseException:
+            self._failed.set()
+            raise
+
+    def _send(self, batch: Sequence[str], texts: Sequence[str], k: int) -> _Answer:
+        """Send one request (retrying where allowed) and decode its JSON; any failure is one RetrieverError line."""
+        own_started = time.perf_counter()
+        settings: HttpParams = self.settings
+        who = _who(batch)
+        url = _fill_url(self._url, texts[0] if not settings.batched() else "", k)
+        template = settings.template()
+        data = None
+        if template is not None:
+            filled = _fill(template, texts[0] if not settings.batched() else None, list(texts), k)
+            data = json.dumps(filled, ensure_ascii=False).encode("utf-8")
+        request = urllib.request.Request(url, data=data, headers=self._headers, method=settings.method)
+        where = f"{settings.method} {self.shown}"
+        own_s = time.perf_counter() - own_started
+        opener = self._opener
+        assert opener is not None
+        tries = 0
+        while True:
+            tries += 1
+            started = time.perf_counter()
+            try:
+                with opener.open(request, timeout=settings.timeout) as response:
+                    raw = response.read()
+                    status = response.status
+                seconds = time.perf_counter() - started
+                break
+            except urllib.error.HTTPError as error:
+                status, body, retry_after = error.code, _body_of(error), error.headers.get("Retry-After")
+                if (status == _RETRIED_STATUS or status >= 500) and tries <= settings.retries and not self._failed.is_set():
+                    time.sleep(_wait(settings.backoff, tries, retry_after))
+                    continue
+                after = f" after {tries} tries" if tries > 1 else ""
+                fix = "check the service" if status == _RETRIED_STATUS or status >= 500 else _fix_for(status)
+                raise RetrieverError(f"http: {who}: {where} answered {status}{after}: {body}; {fix}") from None
+            except (OSError, http.client.HTTPException) as error:  # refused, reset, timed out, cut short
+                reason = error.reason if isinstance(error, urllib.error.URLError) else error
+                if isinstance(reason, TimeoutError) or isinstance(error, TimeoutError):
+                    raise RetrieverError(
+                        f"http: {who}: {where} did not answer within {settings.timeout:g} s (params.timeout); "
+                        "raise params.timeout, or check the service"
+                    ) from None
+                if tries <= settings.retries and not self._failed.is_set():
+                    time.sleep(_wait(settings.backoff, tries, None))
+                    continue
+                raise RetrieverError(
+                    f"http: {who}: {where} could not be reached after {tries} tries ({_reason(reason)}); "
+                    "check params.url and that the service runs"
+                ) from None
+        decode_started = time.perf_counter()
+        try:
+            payload = json.loads(raw)
+        except ValueError:
+            raise RetrieverError(
+                f"http: {who}: {where} answered {status} with no JSON ({_snippet(raw)}); point params.url at the "
+                "search endpoint, which must answer JSON"
+            ) from None
+        own_s += time.perf_counter() - decode_started
+        return _Answer(payload, seconds, tries, own_s)
+
+    # ------------------------------------------------------------------ reading hits
+
+    def _hits(self, batch: Sequence[str], payload: Any) -> list[list[Hit]]:
+        """Each query's hits read from one response (a batch response holds one list per query)."""
+        path = self.hits_path
+        found = path.find(payload)
+        who = _who(batch)
+        if found is MISSING:
+            raise RetrieverError(
+                f"http: {who}: the response has no hits at {path.text!r} ({path.miss(payload)}); set params.hits to "
+                f"the path of the hit list, e.g. 'results' or 'data.hits' ('$': the response is the list)"
+            )
+        lists = found if self.settings.batched() else [found]
+        if not isinstance(lists, list) or len(lists) != len(batch) or not all(isinstance(x, list) for x in lists):
+            expected = f"a list of {len(batch)} lists (one per query)" if self.settings.batched() else "a list"
+            raise RetrieverError(
+                f"http: {who}: params.hits {path.text!r} finds {_describe(found)}, not {expected}; set params.hits "
+                "to the path of the hit list" + (" (a batch: 'results' for a list of lists, or 'results.*.hits')"
+                                                  if self.settings.batched() else "")
+            )
+        return [[self._hit(qid, hit) for hit in hits] for qid, hits in zip(batch, lists)]
+
+    def _hit(self, qid: str, raw: Any) -> Hit:
+        values: dict[str, Any] = {}
+        for name, path in self.field_paths.items():
+            value = path.find(raw)
+            if value is MISSING or (value is None and name in ("id", "score")):
+                if name in self.required_fields:
+                    raise RetrieverError(
+                        f"http: query {qid!r}: a hit has no {name} at params.fields.{name} {path.text!r} "
+                        f"({path.miss(raw, 'the hit') if value is MISSING else 'it is null'}); set fields.{name} to the path "
+                        f"of the hit's {name} inside one hit, or null if hits carry none"
+                    )
+                value = None
+            values[name] = value
+        identifier, score, text, metadata = (values.get(name) for name in ("id", "score", "text", "metadata"))
+        if identifier is not None and (isinstance(identifier, bool) or not isinstance(identifier, (str, int))):
+            raise self._bad_field(qid, "id", identifier, "a string or an integer")
+        if score is not None and (
+            isinstance(score, bool) or not isinstance(score, (int, float)) or not math.isfinite(float(score))
+        ):
+            raise self._bad_field(qid, "score", score, "a finite number (higher is better)")
+        if text is not None and not isinstance(text, str):
+            raise self._bad_field(qid, "text", text, "a string")
+        if metadata is not None and not isinstance(metadata, Mapping):
+            raise self._bad_field(qid, "metadata", metadata, "an object")
+        return Hit(
+            id=None if identifier is None else str(identifier),
+            score=None if score is None else float(score),
+            text=text,
+            metadata=metadata or {},
+        )
+
+    def _bad_field(self, qid: str, name: str, value: Any, wanted: str) -> RetrieverError:
+        path = self.field_paths[name].text
+        return RetrieverError(
+            f"http: query {qid!r}: params.fields.{name} {path!r} finds {_describe(value)} in a hit, not {wanted}; "
+            f"set fields.{name} to the right path inside one hit, or null"
+        )
+
+
+# ---------------------------------------------------------------------- helpers
+
+
+def shown_url(url: str) -> str:
+    """``url`` for messages and results: no user or password, no query-string values."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+        netloc = parts.netloc.rpartition("@")[2]
+        query = "&".join(f"{item.partition('=')[0]}=..." for item in parts.query.split("&") if item) if parts.query else ""
+        return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, query, ""))
+    except ValueError:
+        return "<an unreadable URL>"
+
+
+def _expand(text: str, where: str) -> str:
+    """``${NAME}`` replaced by the environment's value; a name not set is one error line naming ``where``."""
+
+    def value(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name not in os.environ:
+            raise RetrieverError(
+                f"http: {where} reads the environment variable {name}, which is not set; export {name} before "
+                "the run (it is read when the run starts, never written to the results)"
+            )
+        return os.environ[name]
+
+    return _ENV.sub(value, text)
+
+
+def _fill(template: Any, query: str | None, queries: list[str], k: int) -> Any:
+    """The body: ``"{query}"``, ``"{queries}"``, ``"{top_k}"`` as whole values become the text, the list, the number;
+    inside a longer string ``{query}`` and ``{top_k}`` become text (each replaced once, never inside a query's text)."""
+    if isinstance(template, str):
+        if template == QUERY:
+            return query
+        if template == QUERIES:
+            return list(queries)
+        if template == TOP_K:
+            return k
+        return _PLACEHOLDER.sub(lambda match: (query or "") if match.group(1) == "query" else str(k), template)
+    if isinstance(template, Mapping):
+        return {key: _fill(value, query, queries, k) for key, value in template.items()}
+    if isinstance(template, list):
+        return [_fill(value, query, queries, k) for value in template]
+    return template
+
+
+def _fill_url(url: str, query: str, k: int) -> str:
+    return _PLACEHOLDER.sub(
+        lambda match: urllib.parse.quote(query, safe="") if match.group(1) == "query" else str(k), url
+    )
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, Mapping):
+        return [text for item in value.values() for text in _strings(item)]
+    if isinstance(value, list):
+        return [text for item in value for text in _strings(item)]
+    return []
+
+
+def _who(batch: Sequence[str]) -> str:
+    if len(batch) == 1:
+        return f"query {batch[0]!r}"
+    return f"queries {batch[0]!r} to {batch[-1]!r} (a batch of {len(batch)})"
+
+
+def _wait(backoff: float, tries: int, retry_after: str | None) -> float:
+    """Exponential back-off (``backoff``, doubled per try), at least what Retry-After asks, at most a minute."""
+    wait = backoff * 2 ** (tries - 1)
+    if retry_after is not None and retry_after.strip().isdigit():
+        wait = max(wait, float(retry_after.strip()))
+    return min(wait, MAX_WAIT_S)
+
+
+def _fix_for(status: int) -> str:
+    if status in (401, 403):
+        return "check params.headers (the service refused the credentials)"
+    if status in (404, 405):
+        return "check params.url and params.method"
+    return "check params.body, params.headers and params.url against the service's API"
+
+
+def _body_of(error: urllib.error.HTTPError) -> str:
+    try:
+        return _snippet(error.read())
+    except (OSError, http.client.HTTPException):
+        return "(no body)"
+
+
+def _snippet(raw: bytes) -> str:
+    text = " ".join(raw[: BODY_SHOWN * 4].decode("utf-8", "replace").split())
+    if not text:
+        return "an empty body"
+    return repr(text[:BODY_SHOWN] + ("..." if len(text) > BODY_SHOWN else ""))
+
+
+def _reason(reason: Any) -> str:
+    if isinstance(reason, BaseException):
+        return f"{type(reason).__name__}: {reason}" if str(reason) else type(reason).__name__
+    return str(reason)
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, list):
+        return f"a list of {len(value)}"
+    if isinstance(value, Mapping):
+        return "an object"
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= 40 else text[:40] + "..."
