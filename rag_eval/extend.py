@@ -14,6 +14,8 @@ types, the parameter checking of the built-ins, or the building blocks of the sc
 - :func:`chunker_function`: mark a function (not a class) as a chunker a config may name;
 - :func:`encode_on_ray`, :class:`EmbeddingStore`, :class:`ExecutionSpec`: encoding a corpus on a
   Ray cluster into rag_eval's per-passage embedding store, without a config (docs/scale.md);
+- :func:`config_corpus`: the passages a run config's dataset gives its retrievers, for a factory that
+  fills a store with exactly those (docs/integrations.md);
 - :class:`EmbeddingBridge`: rag_eval's encoder and embedding cache (the numbers of ``adapter: dense``)
   as a LangChain, LlamaIndex or Haystack embedder, to fill a team's store with the same vectors
   (docs/integrations.md).
@@ -35,6 +37,7 @@ from rag_eval._retrievers.base import Corpus, Queries, Ranking, Retriever
 from rag_eval._retrievers.external.embedding_bridge import EmbeddingBridge
 from rag_eval._retrievers.params import AdapterParams
 from rag_eval._retrievers.registry import retriever_factory
+from rag_eval._run.corpus_of import config_corpus
 
 __all__ = [  # sorted; tests/test_public_api.py pins it
     "AdapterParams",
@@ -48,6 +51,7 @@ __all__ = [  # sorted; tests/test_public_api.py pins it
     "Retriever",
     "build_chunker",
     "chunker_function",
+    "config_corpus",
     "encode_on_ray",
     "passage_text",
     "retriever_factory",

@@ -29,6 +29,7 @@ EXTENSION = [
     "Retriever",
     "build_chunker",
     "chunker_function",
+    "config_corpus",
     "encode_on_ray",
     "passage_text",
     "retriever_factory",

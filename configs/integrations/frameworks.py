@@ -24,16 +24,20 @@ from typing import Any
 
 import yaml
 
-from rag_eval.extend import EmbeddingBridge
+from rag_eval.extend import EmbeddingBridge, config_corpus
 
 HERE = Path(__file__).resolve().parent
 
 
 def read_passages(dataset: str) -> list[dict[str, str]]:
-    """The ``corpus:`` list of a query-set YAML file: ``[{"id", "title", "text"}, ...]``."""
+    """``[{"id", "title", "text"}, ...]``: the ``corpus:`` list of a query-set YAML file, or the passages of the
+    dataset a rag_eval run config names (a file with a ``dataset:`` section: Cranfield, BEIR, ...)."""
     path = Path(dataset).expanduser()
     path = path if path.is_absolute() else HERE / path
-    corpus = yaml.safe_load(path.read_text(encoding="utf-8")).get("corpus") or []
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    if isinstance(data, dict) and "dataset" in data and "corpus" not in data:
+        return [{"id": unit, **passage} for unit, passage in config_corpus(path).items()]
+    corpus = data.get("corpus") or []
     return [{"id": str(p["id"]), "title": str(p.get("title") or ""), "text": str(p.get("text") or "")} for p in corpus]
 
 
