@@ -13,8 +13,9 @@ metadata (``passage_id``) and as the framework's own document id:
 - LlamaIndex and Haystack embed the title from the metadata before the content, which holds the
   passage's text alone (so a hit maps by ``map: {text: true}`` as well).
 
-``dataset``: a rag_eval query-set YAML file (its ``corpus:`` list); a relative path is taken
-from this file's folder. ``cache_dir``: rag_eval's embedding cache (default: the one dense uses).
+``dataset``: a rag_eval query-set YAML file (its ``corpus:`` list) or a run config (its dataset); a
+relative path is taken from this file's folder. ``cache_dir``: rag_eval's embedding cache (default:
+the one dense uses; a relative path is taken from this file's folder too).
 """
 
 from __future__ import annotations
@@ -42,7 +43,10 @@ def read_passages(dataset: str) -> list[dict[str, str]]:
 
 
 def _bridge(model: str, cache_dir: str | None) -> EmbeddingBridge:
-    return EmbeddingBridge(model=model, **({"cache_dir": cache_dir} if cache_dir else {}))
+    if not cache_dir:
+        return EmbeddingBridge(model=model)
+    folder = Path(cache_dir).expanduser()
+    return EmbeddingBridge(model=model, cache_dir=str(folder if folder.is_absolute() else HERE / folder))
 
 
 def build_langchain_store(
