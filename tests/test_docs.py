@@ -380,7 +380,8 @@ def test_relative_links_resolve(path):
 
 
 EXTERNAL_CONFIGS = [
-    "chroma_chunking.yaml", "chroma_chunking_sweep.yaml", "cranfield.yaml", "dl19_subset.yaml", "nfcorpus.yaml",
+    "chroma_chunking.yaml", "chroma_chunking_sweep.yaml", "cranfield.yaml", "cranfield_integrations.yaml",
+    "cranfield_integrations_hnsw.yaml", "dl19_subset.yaml", "nfcorpus.yaml",
     "scifact.yaml", "scifact_bm25_sweep.yaml", "scifact_chunked.yaml",
 ]
 
