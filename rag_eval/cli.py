@@ -133,6 +133,7 @@ def _cmd_evaluate(command: ModuleType, args: argparse.Namespace) -> int:
         "aggregation": args.aggregation,
         "no_relevant": args.no_relevant,
         "relevance_threshold": args.relevance_threshold,
+        "judged_only": args.judged_only,
     }
     done = command.evaluate_files(
         args.qrels, args.run, args.metrics, semantics=semantics, output_format=args.format, per_query=args.per_query

@@ -174,6 +174,8 @@ def _set_fingerprint(document):
         (_set_option("no_relevant", "zero"), "ndcg@4", "different metric semantics: no_relevant is 'skip'"),
         (_set_option("relevance_threshold", 2.0), "ndcg@4",
          "different metric semantics: relevance_threshold is 1.0 in the baseline .* and 2.0 in the candidate"),
+        (_set_option("judged_only", True), "ndcg@4",
+         "different metric semantics: judged_only is False in the baseline .* and True in the candidate"),
         (_drop_metric("ndcg@4"), "ndcg@4", r"incomparable results: .*seed-ranking\.json has no ndcg@4 \(it has ndcg@1,"),
         (lambda document: None, "ndcg@7", r"incomparable results: .*bm25\.json has no ndcg@7"),
         (_drop_query("q-warmest-ocean"), "ndcg@4",
@@ -183,7 +185,7 @@ def _set_fingerprint(document):
          (r"different metric semantics: ndcg@10 looks at the top 10 but the baseline .* retrieved top_k=10 and the "
          r"candidate .* top_k=5")),
     ],
-    ids=["dataset", "gain", "aggregation", "no_relevant", "relevance_threshold", "metric-missing", "cutoff", "queries",
+    ids=["dataset", "gain", "aggregation", "no_relevant", "relevance_threshold", "judged_only", "metric-missing", "cutoff", "queries",
          "depth"],
 )
 def test_incomparable_results_exit_2_naming_the_difference(runs, tmp_path, capsys, edit, gate, message):

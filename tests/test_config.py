@@ -92,7 +92,7 @@ def test_defaults_are_the_documented_semantics(project):
     assert model.top_k == 100
     assert model.evaluation.model_dump() == {
         "gain": "linear", "aggregation": "macro", "no_relevant": "skip", "relevance_threshold": 1.0,
-        "min_evidence_fraction": 0.0, "tokenizer": "words",
+        "judged_only": False, "min_evidence_fraction": 0.0, "tokenizer": "words",
     }
     assert model.report.detailed_queries == 20
     assert model.primary_metric == "ndcg@10"
@@ -121,7 +121,7 @@ def test_unknown_nested_keys_name_their_field_path(project):
     assert problems(path) == [
         f"{path}: retrievers[0](bm25).parms: unknown key; did you mean 'params'? allowed: adapter, chunker, label, params",
         (f"{path}: evaluation.gian: unknown key; did you mean 'gain'? allowed: aggregation, gain, "
-         "min_evidence_fraction, no_relevant, relevance_threshold, tokenizer"),
+         "judged_only, min_evidence_fraction, no_relevant, relevance_threshold, tokenizer"),
     ]
 
 

@@ -90,6 +90,8 @@ def test_direction_orders_best_first(monkeypatch):
         ("recip_rank", "mrr", "recip_rank"),
         ("ndcg", "ndcg", "ndcg"),
         ("map", "map", "map"),
+        ("bpref", "bpref", "bpref"),
+        ("BPref", "bpref", "bpref"),
         ("judged@5", "judged@5", None),
         ("mrr@3", "mrr@3", None),
     ],
@@ -127,7 +129,8 @@ def test_bad_names_say_what_is_wrong(text, message):
     ("text", "message"),
     [
         # 'precision' alone would be refused in turn: a family that needs a cutoff is suggested with one.
-        ("bpref", "unknown metric 'bpref' (did you mean 'precision@k'?); valid: "),
+        ("precisoin", "unknown metric 'precisoin' (did you mean 'precision@k'?); valid: "),
+        ("bpre@5", "unknown metric 'bpre@5' (did you mean 'bpref'?); valid: "),  # bpref takes no cutoff
         ("precison@5", "unknown metric 'precison@5' (did you mean 'precision@5'?); valid: "),
         ("hitrate", "unknown metric 'hitrate' (did you mean 'hit_rate@k'?); valid: "),
         ("ndgc@10", "unknown metric 'ndgc@10' (did you mean 'ndcg'?); valid: "),
@@ -141,7 +144,7 @@ def test_a_suggestion_is_a_form_that_parses_or_there_is_none(text, message):
     assert str(raised.value).startswith(message)
 
 
-@pytest.mark.parametrize("typo", ["bpref", "precison", "recal", "sucess", "hitrate", "judge", "judgd@3", "recip_rnk", "mapp"])
+@pytest.mark.parametrize("typo", ["bprf", "precison", "recal", "sucess", "hitrate", "judge", "judgd@3", "recip_rnk", "mapp"])
 def test_every_suggested_name_parses(typo):
     with pytest.raises(MetricError) as raised:
         parse_metric(typo)
@@ -251,7 +254,7 @@ def test_bad_document_and_evidence_names_say_what_is_wrong(text, message):
 
 def test_unknown_names_mention_the_document_and_budget_forms():
     with pytest.raises(MetricError) as raised:
-        parse_metric("bpref")
+        parse_metric("infAP")  # a trec_eval measure rag_eval does not compute
     assert str(raised.value).endswith(
         "evidence_iou@k; prefix doc_ for document level (doc_ndcg@10); evidence metrics also take a budget "
         "(evidence_recall@2000chars, evidence_recall@512tokens)"

@@ -125,7 +125,7 @@ def test_results_file_is_self_describing(ocean_run):
     resolved = doc["config"]["resolved"]
     assert resolved == run.config.model.model_dump(mode="json")
     assert resolved["evaluation"] == {"gain": "linear", "aggregation": "macro", "no_relevant": "skip", "relevance_threshold": 1.0,
-                                       "min_evidence_fraction": 0.0, "tokenizer": "words"}
+                                       "judged_only": False, "min_evidence_fraction": 0.0, "tokenizer": "words"}
     assert resolved["report"]["detailed_queries"] == 20
     assert doc["config"]["path"] == str(run.config.path)
     # Dataset: counted from the YAML file itself, fingerprint from a fresh load.

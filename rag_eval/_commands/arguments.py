@@ -71,7 +71,7 @@ def _add_evaluate(sub: argparse._SubParsersAction) -> None:
         required=True,
         dest="metrics",
         help="metric, repeatable: ndcg@10, ndcg, dcg@k, idcg@k, precision@k, recall@k, mrr, mrr@k, map, map@k, "
-        "r_precision, hit_rate@k, judged@k (trec_eval names such as ndcg_cut_10 or P_5 work too)",
+        "r_precision, bpref, hit_rate@k, judged@k (trec_eval names such as ndcg_cut_10 or P_5 work too)",
     )
     p.add_argument("--per-query", "-q", action="store_true", help="also print each query's values")
     p.add_argument("--format", choices=("text", "json", "markdown"), default="text")
@@ -96,6 +96,12 @@ def _add_evaluate(sub: argparse._SubParsersAction) -> None:
         type=float,
         default=1.0,
         help="grade at or above which a document is relevant for binary metrics (trec_eval -l; default 1)",
+    )
+    p.add_argument(
+        "--judged-only",
+        action="store_true",
+        help="score the condensed list: remove the documents without a judgement (or with a negative grade) "
+        "from each ranking first (trec_eval -J)",
     )
 
 

@@ -43,7 +43,7 @@ def evaluate_files(
     """Score ``run`` against ``qrels`` on ``metrics``; the text to print, in ``output_format``.
 
     ``semantics``: the keyword arguments of :class:`EvaluationOptions` (gain, aggregation, no_relevant,
-    relevance_threshold), checked after the metrics.
+    relevance_threshold, judged_only), checked after the metrics.
     """
     # This process is ours and its work is numpy on large arrays: reuse freed memory instead of
     # taking a page fault on every fresh temporary (rag_eval._core.allocator). Only here: other

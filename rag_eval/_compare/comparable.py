@@ -1,7 +1,7 @@
 """Whether two results files measure the same thing, so that their difference means something.
 
 The same dataset fingerprint, the same metric semantics (gain, aggregation, no_relevant,
-relevance threshold, cutoffs, and for a gated metric the same effective depth: min(k, top_k)),
+relevance threshold, judged-only, cutoffs, and for a gated metric the same effective depth: min(k, top_k)),
 the same chunking for chunk-level metrics and the same judged queries. Otherwise the delta
 would mislead, and :class:`ComparisonError` says what differs.
 """
@@ -20,7 +20,9 @@ from rag_eval._scoring.metrics.measures import parse_metric
 if TYPE_CHECKING:
     from rag_eval._scoring.results import Results
 
-SEMANTIC_OPTIONS = ("gain", "aggregation", "no_relevant", "relevance_threshold")
+SEMANTIC_OPTIONS = ("gain", "aggregation", "no_relevant", "relevance_threshold", "judged_only")
+# An option a results file may leave out, and what its absence means (judged_only is written only when true).
+_ABSENT_MEANS = {"judged_only": False}
 # Options of document datasets that change only some metrics: compared only when a gated metric reads them.
 # min_evidence_fraction makes chunk grades (chunk-level metrics); budget_tokens counts token budgets.
 METRIC_OPTIONS = {
@@ -39,7 +41,8 @@ def check_comparable(baseline: ResultsFile, candidate: ResultsFile, metrics: Seq
             f"candidate {c.path}: {c_name} fingerprint {c.fingerprint}); rerun the baseline on the same dataset"
         )
     for option in SEMANTIC_OPTIONS:
-        bv, cv = b.results.options.get(option), c.results.options.get(option)
+        absent = _ABSENT_MEANS.get(option)
+        bv, cv = b.results.options.get(option, absent), c.results.options.get(option, absent)
         if bv != cv:
             raise ComparisonError(
                 f"incomparable results: different metric semantics: {option} is {bv!r} in the baseline {b.path} "

@@ -18,6 +18,7 @@ import numpy as np
 from rag_eval._core.errors import EvaluationError, InputFormatError, MetricError
 from rag_eval._scoring.engine import FlatTable, JoinedRun, from_dataframe, from_nested, prepare
 from rag_eval._scoring.metrics.aggregation import AGGREGATIONS, dataset_value
+from rag_eval._scoring.metrics.condensed import condense
 from rag_eval._scoring.metrics.kernels import GAINS, KernelContext, dcg, idcg
 from rag_eval._scoring.metrics.measures import Metric, parse_metrics
 from rag_eval._scoring.results import Results
@@ -33,6 +34,8 @@ class EvaluationOptions:
     aggregation: str = "macro"
     no_relevant: str = "skip"
     relevance_threshold: float = 1.0
+    # trec_eval -J: unjudged documents (and negative grades) removed from each ranking before scoring
+    judged_only: bool = False
 
     def __post_init__(self) -> None:
         _check_choice("gain", self.gain, GAINS)
@@ -46,9 +49,13 @@ class EvaluationOptions:
                 f"relevance_threshold must be > 0 (grades <= 0 are never relevant), got {threshold!r}"
             )
         object.__setattr__(self, "relevance_threshold", float(threshold))
+        if not isinstance(self.judged_only, (bool, np.bool_)):
+            raise InputFormatError(f"judged_only must be true or false, got {self.judged_only!r}")
+        object.__setattr__(self, "judged_only", bool(self.judged_only))
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain dict, as stored in results files."""
+        """Plain dict, as stored in results files (``judged_only`` only when set: absent means false)."""
+        condensed = {"judged_only": True} if self.judged_only else {}
         return {
             "gain": self.gain,
             "aggregation": self.aggregation,
@@ -57,6 +64,7 @@ class EvaluationOptions:
             "discount": "1/log2(rank+1)",
             "ties": "score descending, then doc id descending (trec_eval)",
             "ideal": "all judged documents with grade > 0, retrieved or not",
+            **condensed,
         }
 
 
@@ -69,6 +77,7 @@ def evaluate(
     aggregation: str = "macro",
     no_relevant: str = "skip",
     relevance_threshold: float = 1,
+    judged_only: bool = False,
 ) -> Results:
     """Score ``run`` against ``judgements`` on ``metrics``, per query and overall.
 
@@ -80,17 +89,27 @@ def evaluate(
     see rag_eval._scoring.engine.from_nested). Grades and scores are finite int or float values
     (a grade given as a str or a bool is refused); empty judgements are an error, and so
     are grades whose gains overflow float64 (:class:`~rag_eval._core.errors.EvaluationError`
-    naming the query). Inputs are never mutated. Options are those of docs/semantics.md.
+    naming the query). Inputs are never mutated. Options are those of docs/semantics.md;
+    ``judged_only`` scores the condensed list (trec_eval -J: unjudged documents removed first).
     """
-    options = EvaluationOptions(gain, aggregation, no_relevant, relevance_threshold)
+    options = EvaluationOptions(gain, aggregation, no_relevant, relevance_threshold, judged_only)
     parsed = passage_metrics(parse_metrics([metrics] if isinstance(metrics, str) else metrics))
-    joined = prepare(_table(judgements, "grade", "judgements"), _table(run, "score", "run"))
+    return score(join_inputs(judgements, run), parsed, options)
+
+
+def join_inputs(judgements: Any, run: Any, keep_unjudged: bool = False) -> JoinedRun:
+    """``judgements`` and ``run`` (the forms :func:`evaluate` takes) ranked and joined; empty judgements refused.
+
+    ``keep_unjudged``: keep the retrieved documents without a judgement too, as rows of grade NaN
+    (rag_eval._scoring.engine.prepare).
+    """
+    joined = prepare(as_table(judgements, "grade", "judgements"), as_table(run, "score", "run"), keep_unjudged)
     if not joined.query_ids:  # every mean would be NaN: say why instead
         raise InputFormatError(
             "judgements: no query has a judgement (empty), so there is nothing to score; "
             "give {query_id: {doc_id: grade}} with at least one grade"
         )
-    return score(joined, parsed, options)
+    return joined
 
 
 def passage_metrics(metrics: tuple[Metric, ...], fix: str = "") -> tuple[Metric, ...]:
@@ -110,9 +129,13 @@ def passage_metrics(metrics: tuple[Metric, ...], fix: str = "") -> tuple[Metric,
 
 
 def score(joined: JoinedRun, metrics: tuple[Metric, ...], options: EvaluationOptions) -> Results:
-    """Every metric of a :class:`JoinedRun`, per query and over the dataset."""
+    """Every metric of a :class:`JoinedRun`, per query and over the dataset.
+
+    Under ``judged_only`` the kernels read the condensed ranking (rag_eval._scoring.metrics.condensed).
+    """
     query_ids, unjudged, unanswered = joined.query_ids, joined.unjudged, joined.unanswered
-    ctx = KernelContext(joined.ranked, gain=options.gain, relevance_threshold=options.relevance_threshold)
+    ranked = condense(joined.ranked) if options.judged_only else joined.ranked
+    ctx = KernelContext(ranked, gain=options.gain, relevance_threshold=options.relevance_threshold)
     values: dict[str, np.ndarray] = {}
     aggregate: dict[str, float] = {}
     left_out: dict[str, tuple[str, ...]] = {}
@@ -210,7 +233,8 @@ def _kernel(ctx: KernelContext, metric: Metric) -> np.ndarray:
         return metric.family.kernel(ctx, metric.k)
 
 
-def _table(data: Any, value_column: str, what: str) -> FlatTable:
+def as_table(data: Any, value_column: str, what: str) -> FlatTable:
+    """``data`` (``{qid: {doc_id: value}}``, a DataFrame or a FlatTable) as a FlatTable; ``what`` names it in errors."""
     if isinstance(data, FlatTable):
         return data
     if isinstance(data, Mapping):

@@ -72,6 +72,12 @@ class EvaluationSpec(Strict):
     aggregation: Literal["macro", "micro"] = "macro"
     no_relevant: Literal["skip", "zero", "error"] = "skip"
     relevance_threshold: float = Field(default=1.0, gt=0)
+    judged_only: bool = Field(
+        default=False,
+        description="Score the condensed list (trec_eval -J, ir_measures' judged-only): each ranking loses its "
+        "documents without a judgement (and those with a negative grade) before the ranking metrics are computed; "
+        "the judgements are unchanged. Evidence metrics are not affected.",
+    )
     min_evidence_fraction: float = Field(
         default=0.0,
         ge=0,

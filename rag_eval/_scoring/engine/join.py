@@ -37,13 +37,15 @@ class JoinedRun:
     unanswered: list[str]  # judged queries the run did not answer
 
 
-def prepare(judgements: FlatTable, run: FlatTable) -> JoinedRun:
+def prepare(judgements: FlatTable, run: FlatTable, keep_unjudged: bool = False) -> JoinedRun:
     """Rank the run in trec_eval order and join it with the judgements.
 
     Keeps the judged documents the run retrieved (query, rank, grade), the judged
     query ids (sorted as trec_eval sorts topics), the run's queries without
     judgements, and the judged queries the run did not answer. Documents without
-    a judgement never change a metric, so they are ranked but not kept.
+    a judgement never change a metric, so they are ranked but not kept, unless
+    ``keep_unjudged``: then every document the run retrieved for a judged query is a
+    row, an unjudged one with grade NaN (what rag_eval._scoring.holes fills in).
     """
     # Judged queries, in trec_eval's order (byte order of the id).
     # (Built with C-level dict and set calls: there can be hundreds of thousands of queries.)
@@ -61,9 +63,10 @@ def prepare(judgements: FlatTable, run: FlatTable) -> JoinedRun:
         map(run_code.get, judgements.query_keys, repeat(-1)), dtype=np.int64, count=len(judgements.query_keys)
     )
     as_run_code = query_run_code[judgements.query_codes] if len(judgements) else np.empty(0, np.int64)
-    joined = _join_dicts(judgements, run, query_run_code, as_run_code)
+    joined = None if keep_unjudged else _join_dicts(judgements, run, query_run_code, as_run_code)
     if joined is not None:
         judged_rows, ranks = joined
+        query, grades = jq[judged_rows], judgements.values[judged_rows]
     else:
         ranker = RunRanker(run, background=True)  # a run out of order is sorted while the pairs are found
         kind = _doc_kind(judgements, run)
@@ -75,10 +78,13 @@ def prepare(judgements: FlatTable, run: FlatTable) -> JoinedRun:
             where, run_rows = find_pairs(index, run, as_run_code[candidates], judgements, candidates)
             judged_rows = candidates[where]
         del as_run_code  # before ranking: it adds to the peak memory
-        ranks = ranker.ranks(run_rows)
+        if keep_unjudged:
+            query, ranks, grades = _every_row(judgements, run, judged_index, ranker, judged_rows, run_rows)
+        else:
+            query, ranks, grades = jq[judged_rows], ranker.ranks(run_rows), judgements.values[judged_rows]
 
     n = len(judged_keys)
-    query, pos, grade = _sort_by_query_and_rank(jq[judged_rows], ranks, judgements.values[judged_rows])
+    query, pos, grade = _sort_by_query_and_rank(query, ranks, grades)
     prepared = RankedJudgedRun(
         n_queries=n,
         row_query=query,
@@ -88,6 +94,22 @@ def prepare(judgements: FlatTable, run: FlatTable) -> JoinedRun:
         judgement_grade=judgements.values,
     )
     return JoinedRun(prepared, judged_keys, unjudged, unanswered)
+
+
+def _every_row(
+    judgements: FlatTable,
+    run: FlatTable,
+    judged_index: Mapping[str, int],
+    ranker: RunRanker,
+    judged_rows: np.ndarray,
+    run_rows: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(judged query index, rank, grade; NaN when unjudged) of every run row of a judged query."""
+    run_query = _recode(run.query_codes, run.query_keys, judged_index)
+    rows = np.flatnonzero(run_query >= 0)
+    grade = np.full(len(run), np.nan)
+    grade[run_rows] = judgements.values[judged_rows]
+    return run_query[rows], ranker.ranks(rows), grade[rows]
 
 
 def _join_dicts(

@@ -44,6 +44,7 @@ def evaluate_evidence(
     aggregation: str = "macro",
     no_relevant: str = "skip",
     relevance_threshold: float = 1,
+    judged_only: bool = False,
 ) -> Results:
     """Score retrieved spans of documents against evidence, per query and overall.
 
@@ -62,7 +63,9 @@ def evaluate_evidence(
     chunk-level metrics (``ndcg@10``) when ``chunks`` (every chunk of the chunking, as
     ``(doc_id, start, end)`` or Chunk) is given, with chunk grades from evidence overlap of
     at least ``min_evidence_fraction`` of the evidence span's length. Evidence metrics use
-    the macro mean whatever ``aggregation`` says (micro is defined for nDCG only).
+    the macro mean whatever ``aggregation`` says (micro is defined for nDCG only). ``judged_only``
+    (trec_eval -J) removes the unjudged chunks or documents from each ranking before the chunk and
+    document metrics; evidence metrics, which read characters, not grades, are unchanged by it.
 
     A query without evidence has no evidence metric (``no_relevant`` decides: skip, zero,
     error); a judged query without spans scores 0 and is listed as unanswered; a query of
@@ -70,7 +73,7 @@ def evaluate_evidence(
     ``{doc_id: text}``, when given, bounds every offset. Every problem is one
     :class:`~rag_eval._core.errors.RagEvalError` line naming the input, query, item and document.
     """
-    options = EvaluationOptions(gain, aggregation, no_relevant, relevance_threshold)
+    options = EvaluationOptions(gain, aggregation, no_relevant, relevance_threshold, judged_only)
     parsed = parse_metrics([metrics] if isinstance(metrics, str) else metrics)
     fraction = _fraction(min_evidence_fraction)
     evidence_metrics = [m for m in parsed if m.is_evidence]

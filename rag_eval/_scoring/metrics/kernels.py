@@ -258,6 +258,32 @@ def judged(ctx: KernelContext, k: int | None) -> np.ndarray:
     return ctx.per_query_sum(_masked(is_judged, _within(ctx, k))) / k
 
 
+def bpref(ctx: KernelContext, k: int | None) -> np.ndarray:
+    """trec_eval's bpref (m_bpref.c): per relevant retrieved document, the share of preferences kept, / R.
+
+    R: judged documents with grade >= threshold; N: judged documents with 0 <= grade < threshold
+    (retrieved or not). Unjudged documents and negative grades are skipped, as if absent. A relevant
+    document below n judged non-relevant ones adds 1 - min(n, R) / min(N, R) (1 when n = 0); the sum
+    is divided by R (0 when R = 0).
+    """
+    data, threshold = ctx.data, ctx.relevance_threshold
+    grade = data.row_grade
+    nonrelevant = ((grade >= 0) & (grade < threshold)).astype(np.int64)  # NaN (unjudged) compares False
+    total = np.cumsum(nonrelevant)
+    starts = group_starts(data.row_query, data.n_queries)
+    before = np.concatenate(([0], total))[starts]
+    above = (total - nonrelevant - before[data.row_query]).astype(np.float64)  # judged non-relevant ranked above
+    judged_nonrelevant = ctx.per_query_sum(
+        ((data.judgement_grade >= 0) & (data.judgement_grade < threshold)).astype(np.float64), data.judgement_query
+    )
+    r = ctx.num_relevant
+    row_r = r[data.row_query]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        kept = 1.0 - np.minimum(above, row_r) / np.minimum(judged_nonrelevant[data.row_query], row_r)
+    weights = np.where(ctx.row_relevant, np.where(above > 0, kept, 1.0), 0.0)
+    return _safe_divide(ctx.per_query_sum(weights), r)
+
+
 def _safe_divide(top: np.ndarray, bottom: np.ndarray) -> np.ndarray:
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(bottom > 0, top / np.where(bottom > 0, bottom, 1.0), 0.0)

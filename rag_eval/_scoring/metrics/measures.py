@@ -12,7 +12,7 @@ metric names or dispatches on them.
 canonical ``"ndcg@10"``. That string keys results JSON, report columns and
 regression gates, so two spellings of one metric can never become two columns.
 trec_eval's own names (``ndcg_cut_10``, ``P_5``, ``recip_rank``, ``Rprec``,
-``success_1``, ``map_cut_100``) are accepted as aliases.
+``success_1``, ``map_cut_100``, ``bpref``) are accepted as aliases.
 
 Documents, chunks and evidence (docs/semantics.md) add two levels. Any ranking family
 takes the prefix ``doc_`` (``doc_ndcg@10``: the metric on the chunk ranking
@@ -101,6 +101,9 @@ FAMILIES: dict[str, Family] = {
                "average precision (trec_eval map / map_cut_k)", kernels.average_precision),
         Family("r_precision", "none", False, True, True, "Rprec", None, ("rprec",),
                "precision at rank R = number of relevant (trec_eval Rprec)", kernels.r_precision),
+        Family("bpref", "none", False, True, True, "bpref", None, (),
+               "binary preference: how rarely a relevant document is ranked below a judged non-relevant one; "
+               "unjudged documents are ignored (trec_eval bpref)", kernels.bpref),
         Family("hit_rate", "required", False, True, True, None, "success", ("success", "hits", "hit"),
                "1 if any relevant document is in the top k (trec_eval success_k)", kernels.hit_rate),
         Family("judged", "required", False, False, True, None, None, (),
