@@ -184,6 +184,12 @@ def _cmd_clean(command: ModuleType, args: argparse.Namespace) -> int:
     return EXIT_PASSED
 
 
+def _cmd_lines(command: ModuleType, args: argparse.Namespace) -> int:
+    """A command that prints lines and says its exit code itself (pool, judge, judgements)."""
+    code: int = command.main(args, print)
+    return code
+
+
 def _cmd_compare(command: ModuleType, args: argparse.Namespace) -> int:
     verdict = command.compare_results(
         args.baseline,
@@ -248,6 +254,9 @@ HANDLERS = {
     "compare": _cmd_compare,
     "schema": _cmd_schema,
     "clean": _cmd_clean,
+    "pool": _cmd_lines,
+    "judge": _cmd_lines,
+    "judgements": _cmd_lines,
 }
 
 

@@ -41,7 +41,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--debug", action="store_true", help=_DEBUG_HELP)
     sub = parser.add_subparsers(title="commands", metavar="COMMAND", dest="command")
-    for add in (_add_evaluate, _add_run, _add_validate, _add_compare, _add_schema, _add_clean):
+    for add in (
+        _add_evaluate, _add_run, _add_validate, _add_compare, _add_schema, _add_clean, _add_pool, _add_judge,
+        _add_judgements,
+    ):
         add(sub)
     for command in sub.choices.values():
         # Also accepted after the command; SUPPRESS keeps a --debug given before it.
@@ -203,3 +206,59 @@ def _add_schema(sub: argparse._SubParsersAction) -> None:
         "The output is docs/config.md; --format json prints the JSON Schema instead.",
     )
     p.add_argument("--format", choices=("markdown", "json"), default="markdown", help="default: markdown")
+
+
+def _add_pool(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "pool",
+        help="the unjudged passages and spans in the top K of a run's retrievers: a judgement sheet to fill",
+        description="Run CONFIG's retrievers (or read --results files) and write the units nobody judged in "
+        "their top K, deduplicated, the queries whose verdict could flip first, with their text (docs/judging.md).",
+    )
+    p.add_argument("config", help="run config (YAML)")
+    p.add_argument("--depth", type=_whole_number, default=10, help="pool the top K of each retriever (default 10)")
+    p.add_argument("--output", required=True, help="the judgement sheet to write: .csv or .jsonl")
+    p.add_argument("--results", nargs="+", metavar="FILE",
+                   help="pool these results files (written by rag-eval run on this config's dataset) instead of running")
+    p.add_argument("--label-studio", metavar="FILE", help="also write the pool as a Label Studio import (JSON)")
+    p.add_argument("--argilla", metavar="FILE", help="also write the pool as an Argilla import (JSON Lines)")
+    p.add_argument("--no-progress", action="store_true", help="hide progress bars")
+
+
+def _add_judge(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "judge",
+        help="grade the rows of a judgement sheet with a judge (an LLM endpoint, a cross-encoder, a plug-in)",
+        description="Fill the empty grades of SHEET with JUDGE's grades, each with its provenance "
+        "(llm:<model>), cached so that a rerun asks nothing again (docs/judging.md).",
+    )
+    p.add_argument("sheet", help="a judgement sheet (.csv or .jsonl, as rag-eval pool writes it)")
+    p.add_argument("--judge", required=True, metavar="YAML", help="the judge's config (YAML): adapter and params")
+    p.add_argument("--output", required=True, help="the graded sheet to write (.csv or .jsonl)")
+    p.add_argument("--no-progress", action="store_true", help="hide progress bars")
+
+
+def _add_judgements(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("judgements", help="merge graded sheets into a query set, check judgements against edited documents")
+    actions = p.add_subparsers(title="actions", metavar="ACTION", dest="action", required=True)
+    merge = actions.add_parser(
+        "merge", help="merge a graded sheet into a query set (atomically, keeping its comments and order)"
+    )
+    merge.add_argument("sheet", help="a graded judgement sheet (.csv or .jsonl)")
+    merge.add_argument("--into", required=True, metavar="QUERY_SET", help="the query set (YAML) to merge into")
+    merge.add_argument("--resolve", choices=("keep", "replace"),
+                       help="a grade that conflicts with the query set's: keep the query set's, or replace it "
+                       "(default: refuse, listing the conflicts)")
+    check = actions.add_parser(
+        "check", help="list each evidence judgement as valid, moved, changed or gone against the documents"
+    )
+    check.add_argument("query_set", help="the query set (YAML) whose evidence to check")
+    check.add_argument("--fix", action="store_true", help="write the re-anchored (moved) evidence back")
+    convert = actions.add_parser(
+        "convert", help="chunk-id judgements of another tool (with the chunks' texts) as evidence spans"
+    )
+    convert.add_argument("chunks", help="qrels of chunk ids (TREC or BEIR) with a chunk-text file beside (see docs)")
+    convert.add_argument("--texts", required=True, help="chunk id -> text (JSON Lines: {\"id\", \"text\"})")
+    convert.add_argument("--documents", required=True, metavar="QUERY_SET",
+                         help="the query set (YAML) holding the documents the chunks were cut from")
+    convert.add_argument("--output", required=True, help="the query set (YAML) to write, with evidence spans")

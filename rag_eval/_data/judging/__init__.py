@@ -1,0 +1,1 @@
+"""Judgements as people and judges work on them: the judgement sheet, and what reads and writes it."""
