@@ -41,6 +41,8 @@ LAZY_ALLOWED = frozenset(
         # database clients and frameworks of the integrations (optional extras)
         "psycopg", "pgvector", "pgserver", "qdrant_client", "chromadb", "lancedb", "langchain_core",
         "llama_index", "haystack",
+        # judging: YAML rewritten with its comments (judgements merge)
+        "ruamel",
     }
 )
 
