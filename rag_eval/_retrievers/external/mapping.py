@@ -167,6 +167,7 @@ class HitMapper:
         self._text_index: _TextIndex | None = None
         # passage_id tried first: its hits are mapped in rank()'s fast path (other ways: one call per hit)
         self._direct_field = spec.passage_id if self.ways[0] == "passage_id" else None
+        self._ids: frozenset[str] | None = None
         self.counts: Counter[str] = Counter()
         self.unmapped_by_query: Counter[str] = Counter()
         self.hits_by_query: Counter[str] = Counter()
@@ -188,7 +189,12 @@ class HitMapper:
         # The common case first, counted once per query: the passage id is the hit's own id or a metadata
         # field, and the dataset has that passage (a managed collection's every hit). Anything else takes
         # the ways in order, with the reason of a hit that maps to nothing.
-        field, corpus = self._direct_field, self.corpus
+        field = self._direct_field
+        if field is not None and self._ids is None:
+            # Membership through the run's read-only corpus view costs a Python call per hit: a set of the ids
+            # (references to the corpus's own strings) is built once, on the first query.
+            self._ids = frozenset(self.corpus)
+        ids = self._ids if self._ids is not None else frozenset()
         direct = duplicates = scoreless = 0
         for position, hit in enumerate(hits):
             unit: Any = None
@@ -196,7 +202,7 @@ class HitMapper:
                 unit = hit.id if field == OWN_ID else hit.metadata.get(field)
                 if unit is not None and not isinstance(unit, str):
                     unit = str(unit)
-                if unit is not None and unit in corpus:
+                if unit is not None and unit in ids:
                     direct += 1
                 else:
                     unit = None
