@@ -203,6 +203,7 @@ def _cmd_compare(command: ModuleType, args: argparse.Namespace) -> int:
         confidence=args.confidence,
         resamples=args.resamples,
         seed=args.seed,
+        on_holes=args.on_holes,
     )
     return EXIT_PASSED if verdict.passed else EXIT_REGRESSION
 

@@ -182,6 +182,13 @@ def _add_compare(sub: argparse._SubParsersAction) -> None:
         help=f"bootstrap / permutation resamples, from {MIN_RESAMPLES:,} to {MAX_RESAMPLES:,} (default 10,000)",
     )
     p.add_argument("--seed", type=_whole_number, default=0, help="random seed for the resampling, >= 0 (default 0)")
+    p.add_argument(
+        "--on-holes",
+        choices=("warn", "fail"),
+        default="warn",
+        help="a gate that could flip were the candidate's unjudged results judged (its pass/fail differs between "
+        "them as misses and at the highest grade): warn (default) says so, fail fails the gate (exit 1)",
+    )
 
 
 def _number(text: str) -> float:

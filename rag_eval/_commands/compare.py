@@ -15,6 +15,7 @@ from pathlib import Path
 from rag_eval._commands.output_paths import append_summary, check_output, write_report
 from rag_eval._commands.verdict_text import incomparable_markdown, verdict_lines
 from rag_eval._compare import regression
+from rag_eval._compare.hole_flips import ON_HOLES
 from rag_eval._compare.regression import Verdict, default_gates, parse_gates
 from rag_eval._core.errors import ComparisonError, ConfigError
 from rag_eval._core.messages import did_you_mean
@@ -43,14 +44,20 @@ def compare_results(
     confidence: float = 0.95,
     resamples: int = 10_000,
     seed: int = 0,
+    on_holes: str = "warn",
 ) -> Verdict:
     """Compare ``candidate`` with ``baseline`` on ``gates`` (``ndcg@10:max_drop=0.01``; default: ndcg@10).
+
+    ``on_holes``: ``fail`` fails a gate that could flip were the candidate's unjudged results judged
+    (rag_eval._compare.hole_flips); ``warn`` says so and keeps the verdict.
 
     The verdict's lines go to ``say``, then the report and the summary are written (and named).
     Every option and output path is checked before anything is read or written: an output must never
     replace an input. Incomparable results raise ComparisonError once the report and the summary say why.
     """
     check_resampling(confidence, resamples, seed, names=RESAMPLING_FLAGS)
+    if on_holes not in ON_HOLES:
+        raise ConfigError(f"--on-holes: expected one of {', '.join(ON_HOLES)}, got {on_holes!r}")
     baseline = results_path(baseline, baseline_variant, "baseline", "--baseline-variant")
     candidate = results_path(candidate, variant, "candidate", "--variant")
     inputs = [("baseline", baseline), ("candidate", candidate)]
@@ -61,7 +68,9 @@ def compare_results(
     base, cand = load_results_file(baseline), load_results_file(candidate)
     gated = parse_gates(gates) or default_gates(base)
     try:
-        verdict = regression.compare(base, cand, gated, confidence=confidence, n_resamples=resamples, seed=seed)
+        verdict = regression.compare(
+            base, cand, gated, confidence=confidence, n_resamples=resamples, seed=seed, on_holes=on_holes
+        )
     except ComparisonError as error:
         # The report and the CI job summary say why there is no verdict, instead of staying empty.
         if report:

@@ -1,11 +1,13 @@
 """A regression verdict as the lines a CI log shows, and as markdown where there is no verdict.
 
-One line per gate (tab-separated, for grep and cut), the queries behind a failed gate, what the
-query set can detect (its power), what an approximate index cost each side, then the verdict.
+One line per gate (tab-separated, for grep and cut), the queries behind a failed gate, a gate that
+could flip were the candidate's unjudged results judged, what the query set can detect (its power),
+what an approximate index cost each side, then the verdict.
 """
 
 from __future__ import annotations
 
+from rag_eval._compare.hole_flips import GateHoles
 from rag_eval._compare.power import Power
 from rag_eval._compare.regression import GateResult, Verdict
 from rag_eval._report.decision import POWER_TARGET
@@ -24,6 +26,14 @@ def verdict_lines(verdict: Verdict) -> list[str]:
         lines.append(_gate_line(result))
         if not result.passed:  # name the queries behind a failed gate, worst first, so a CI log says where to look
             lines.append(_regressed_line(verdict.regressed_queries(result.gate.metric)))
+        holes = verdict.gate_holes(result.gate.metric)
+        if holes is not None and holes.could_flip:
+            lines.append(holes_line(holes, verdict.on_holes))
+    if verdict.on_holes == "fail" and verdict.candidate.holes is None:
+        lines.append(
+            "holes\t-\tthe candidate's results file records no holes (written before rag_eval kept them), so no gate "
+            "can be checked against them; rerun `rag-eval run` to record them"
+        )
     lines += [line for result in verdict.gates if (line := power_line(verdict, result.gate.metric))]
     lines += _approximation_lines(verdict)
     lines.append(
@@ -41,6 +51,12 @@ def _gate_line(result: GateResult) -> str:
         f"{status}\t{result.gate.metric}\tbaseline {result.baseline:.4f}\tcandidate {result.candidate:.4f}\t"
         f"delta {result.mean_delta:+.4f} [{result.ci_low:+.4f}, {result.ci_high:+.4f}]\t{p_text}\t{result.reason}"
     )
+
+
+def holes_line(holes: GateHoles, on_holes: str) -> str:
+    """``holes<TAB>metric<TAB>could flip: 14% of the candidate's top 10 is unjudged; ...``: a gate in doubt."""
+    effect = "the gate fails" if on_holes == "fail" else "the verdict stands"
+    return f"holes\t{holes.metric}\t{holes.flip_text()}: {holes.flip_detail()} (on_holes: {on_holes}: {effect})"
 
 
 def _regressed_line(regressed: list[tuple[str, float]]) -> str:

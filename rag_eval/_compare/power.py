@@ -67,7 +67,8 @@ def minimum_detectable_difference(deltas: Sequence[float] | np.ndarray, alpha: f
     ``n`` their number; the answer is the ``d`` solving ``t_test_power(d, sd, n, alpha) = power``
     (root found by Brent's method; the power grows with ``d``). For large n it approaches the
     normal approximation ``(z_{1-alpha/2} + z_power) * sd / sqrt(n)``. Returns 0.0 when every
-    difference is equal (no observed noise), NaN for fewer than 2 differences.
+    difference is equal (no observed noise), NaN for fewer than 2 differences, and NaN when scipy's
+    noncentral t cannot reach ``power`` (it gives NaN far out, e.g. for 2 queries whose differences barely vary).
     """
     _check_levels(alpha, power)
     d = np.asarray(deltas, dtype=np.float64)
@@ -82,8 +83,10 @@ def minimum_detectable_difference(deltas: Sequence[float] | np.ndarray, alpha: f
     from scipy import optimize
 
     high = 3.0 * sd / math.sqrt(n)
-    while t_test_power(high, sd, n, alpha) < power:  # widen the bracket (only for very small n)
+    while (reached := t_test_power(high, sd, n, alpha)) < power:  # widen the bracket (only for very small n)
         high *= 2.0
+    if math.isnan(reached):  # scipy's noncentral t gives NaN far out (2 queries, tiny sd): no estimate, not a crash
+        return math.nan
     return float(optimize.brentq(lambda x: t_test_power(x, sd, n, alpha) - power, 0.0, high, xtol=1e-14 * high))
 
 

@@ -40,6 +40,7 @@ from rag_eval._compare.gates import (
     parse_gates,
     refuse_repeated_metrics,
 )
+from rag_eval._compare.hole_flips import ON_HOLES, GateHoles, apply_on_holes, gate_holes
 from rag_eval._compare.paired import PairedValues, pair_by_query
 from rag_eval._core.errors import ConfigError
 from rag_eval._data.config.regression import check_resampling
@@ -79,6 +80,20 @@ class Verdict:
     gates: list[GateResult]
     confidence: float
     deltas: dict[str, dict[str, float]] = field(default_factory=dict)  # metric -> {qid: delta}
+    # Per gate (aligned with ``gates``), the candidate's holes and the gate at its high bound; None: not recorded.
+    holes: list[GateHoles | None] = field(default_factory=list)
+    on_holes: str = "warn"
+
+    def gate_holes(self, metric: str) -> GateHoles | None:
+        """The holes of the gate on ``metric``, or None (not recorded, or no such gate)."""
+        for result, holes in zip(self.gates, self.holes):
+            if result.gate.metric == metric:
+                return holes
+        return None
+
+    def could_flip(self) -> list[tuple[GateResult, GateHoles]]:
+        """The gates whose pass/fail differs between the candidate's two bounds (rag_eval._compare.hole_flips)."""
+        return [(result, holes) for result, holes in zip(self.gates, self.holes) if holes is not None and holes.could_flip]
 
     @property
     def passed(self) -> bool:
@@ -117,21 +132,30 @@ def compare(
     confidence: float = 0.95,
     n_resamples: int = 10_000,
     seed: int = 0,
+    on_holes: str = "warn",
 ) -> Verdict:
     """Compare ``candidate`` with ``baseline`` on every gate's metric.
 
-    :func:`check_comparable`, then :func:`pair_by_query` per gate, then :func:`decide`.
+    :func:`check_comparable`, then :func:`pair_by_query` per gate, then :func:`decide`; then each gate
+    decided again at the candidate's high bound (:func:`rag_eval._compare.hole_flips.gate_holes`). With
+    ``on_holes`` ``fail`` a gate that could flip fails, its reason saying why; with ``warn`` it stands.
     """
     if not gates:
         raise ConfigError("no gates given; e.g. --gate ndcg@10:max_drop=0.01")
+    if on_holes not in ON_HOLES:
+        raise ConfigError(f"on_holes: expected one of {', '.join(ON_HOLES)}, got {on_holes!r}")
     # parse_gates and gates_from_config name the two spellings; here they are parsed, and named by their limits.
     refuse_repeated_metrics([(f"{g.metric} ({g.describe()})", g) for g in gates], "gates")
     check_resampling(confidence, n_resamples, seed, names=RESAMPLING_ARGUMENTS)
     check_comparable(baseline, candidate, [g.metric for g in gates])
     paired = [pair_by_query(gate.metric, baseline.results, candidate.results) for gate in gates]
     results = decide(gates, paired, confidence=confidence, n_resamples=n_resamples, seed=seed)
+    holes = gate_holes(
+        gates, paired, results, baseline, candidate, confidence=confidence, n_resamples=n_resamples, seed=seed
+    )
+    results = [apply_on_holes(result, hole, on_holes) for result, hole in zip(results, holes)]
     deltas = {p.metric: p.deltas() for p in paired}
-    return Verdict(baseline, candidate, results, confidence, deltas)
+    return Verdict(baseline, candidate, results, confidence, deltas, holes, on_holes)
 
 
 # ---- the regression section of a run config ----------------------------------------------------------
@@ -161,6 +185,7 @@ def verdict_for_run(run: RunOutcome, baseline: ResultsFile | None = None) -> Ver
         confidence=spec.confidence,
         n_resamples=spec.resamples,
         seed=spec.seed,
+        on_holes=spec.on_holes,
     )
 
 

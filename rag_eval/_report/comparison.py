@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from rag_eval._compare.hole_flips import GateHoles, percent
 from rag_eval._compare.regression import GateResult, Verdict
 from rag_eval._report.format import (
     code_span,
@@ -47,7 +48,15 @@ def render_verdict_summary(verdict: Verdict) -> str:
             f"candidate {escape_inline(chunking_text(verdict.candidate.chunking))}.",
             "",
         ]
-    lines += _verdict_table(verdict.gates, verdict.confidence)
+    lines += _verdict_table(verdict.gates, verdict.confidence, verdict.holes)
+    flips = verdict.could_flip()
+    if flips:
+        effect = "the gate fails" if verdict.on_holes == "fail" else "the verdict stands"
+        lines += ["", f"Gates that could flip (on_holes: {verdict.on_holes}: {effect}):", ""] + [
+            f"- {escape_inline(result.gate.metric)} {escape_inline(holes.flip_text())}: "
+            f"{escape_inline(holes.flip_detail())}."
+            for result, holes in flips
+        ]
     if verdict.failed:
         lines += ["", "Failed gates:", ""] + [f"- {escape_cell(line)}" for line in verdict.failure_lines()]
     return "\n".join(lines) + "\n"
@@ -71,25 +80,74 @@ def render_comparison(verdict: Verdict, passages: Mapping[str, Mapping[str, str]
     for result in verdict.gates:
         lines += _movers(verdict, result)
         lines += _side_by_side(verdict, result, passages or {})
+    lines += _holes_table(verdict)
     return "\n".join(lines).rstrip() + "\n"
 
 
-def _verdict_table(gates: Sequence[GateResult], confidence: float) -> list[str]:
+def _verdict_table(
+    gates: Sequence[GateResult], confidence: float, holes: Sequence[GateHoles | None] = ()
+) -> list[str]:
     level = f"{confidence * 100:g}% CI"
+    with_holes = any(h is not None for h in holes)  # a column only when the candidate's file records its holes
+    # Beside the candidate's value, so that Result stays the last column.
+    unjudged_header, unjudged_rule = (" Candidate unjudged |", "---|") if with_holes else ("", "")
     lines = [
-        f"| Metric | Baseline | Candidate | Δ (mean) | {level} | p (permutation) | p (t-test) | Gate | Result |",
-        "|---|---:|---:|---:|---|---:|---:|---|---|",
+        f"| Metric | Baseline | Candidate |{unjudged_header} Δ (mean) | {level} | p (permutation) | p (t-test) | Gate | "
+        "Result |",
+        f"|---|---:|---:|{unjudged_rule}---:|---|---:|---:|---|---|",
     ]
-    for g in gates:
+    for i, g in enumerate(gates):
         p_perm = fmt_p(g.p_permutation)
         if g.p_adjusted is not None:
             p_perm += f" (Holm {fmt_p(g.p_adjusted)})"
+        unjudged = f" {_unjudged_cell(holes[i] if i < len(holes) else None)} |" if with_holes else ""
         lines.append(
-            f"| {g.gate.metric} | {fmt(g.baseline)} | {fmt(g.candidate)} | {signed(g.mean_delta)} | "
+            f"| {g.gate.metric} | {fmt(g.baseline)} | {fmt(g.candidate)} |{unjudged} {signed(g.mean_delta)} | "
             f"[{signed(g.ci_low)}, {signed(g.ci_high)}] | {p_perm} | {fmt_p(g.p_t_test)} | "
             f"{escape_cell(g.gate.describe())} | {'✅ pass' if g.passed else '❌ fail'} |"
         )
     return lines
+
+
+def _unjudged_cell(holes: GateHoles | None) -> str:
+    if holes is None:
+        return "–"
+    text = f"{percent(holes.unjudged)} of top {holes.k}"
+    return text + (", ⚠️ could flip" if holes.could_flip else "")
+
+
+def _holes_table(verdict: Verdict) -> list[str]:
+    """Each gate's metric with the candidate's holes: shares, its value at both bounds and judged only."""
+    rows = [(result, holes) for result, holes in zip(verdict.gates, verdict.holes) if holes is not None]
+    if not rows:
+        return []
+    lines = [
+        "## Holes in the judgements",
+        "",
+        "| Metric | Candidate unjudged | Baseline unjudged | Candidate, holes as misses | at the highest grade | "
+        "judged only | Gate, holes as misses | at the highest grade |",
+        "|---|---:|---:|---:|---:|---:|---|---|",
+    ]
+    for result, holes in rows:
+        base = "–" if holes.baseline_unjudged is None else percent(holes.baseline_unjudged)
+        lines.append(
+            f"| {result.gate.metric} | {percent(holes.unjudged)} of top {holes.k} | {base} | {fmt(holes.low)} | "
+            f"{fmt(holes.high)} | {fmt(holes.condensed)} | {_verb(holes.passed_low)} | {_verb(holes.passed_high)} |"
+        )
+    return lines + [
+        "",
+        (
+            "A hole is a retrieved unit nobody judged for the query; it counts as not relevant. The candidate's "
+            "value with its holes at the highest grade of each query's judgements, the baseline as recorded, "
+            "decides each gate again: a gate whose result differs between the two could flip once the holes are "
+            "judged (`rag-eval pool` lists them)."
+        ),
+        "",
+    ]
+
+
+def _verb(passed: bool) -> str:
+    return "pass" if passed else "fail"
 
 
 def _stats_note(confidence: float) -> str:

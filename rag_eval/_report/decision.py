@@ -17,12 +17,14 @@ from typing import TYPE_CHECKING, Any
 
 from rag_eval._compare.context_size import ContextSize, mean_context_size
 from rag_eval._compare.decision import Decision, decide_run
+from rag_eval._compare.hole_flips import DecisionFlip, decision_flips, percent, unjudged_by_label
 from rag_eval._compare.segments import SegmentTable, segment_table
 from rag_eval._compare.variants import sweep_points
 from rag_eval._report.format import code_span, escape_cell, escape_inline, fmt, fmt_p, signed
 from rag_eval._scoring.metrics.measures import parse_metric
 
 if TYPE_CHECKING:
+    from rag_eval._run.holes_section import MetricHoles
     from rag_eval._run.outcome import RunOutcome
 
 __all__ = ["POWER_TARGET", "context_sizes", "decision_lines", "render_decision"]
@@ -57,8 +59,12 @@ def decision_lines(
     tags = {qid: query.tags for qid, query in run.dataset.queries.items()}
     segments = segment_table(results, main, tags)
     latencies = {o.label: o.description["latency"] for o in outcomes if isinstance(o.description.get("latency"), Mapping)}
+    holes = {o.label: getattr(o, "holes", None) for o in outcomes}  # outcomes built by hand may have none
     return (
-        render_decision(decision, timings, context_sizes(run, main), segments, latencies)
+        render_decision(
+            decision, timings, context_sizes(run, main), segments, latencies,
+            unjudged=unjudged_by_label(holes, decision.metric), flips=decision_flips(decision, holes),
+        )
         + sensitivity_lines(run, main)
     )
 
@@ -122,21 +128,33 @@ def render_decision(
     contexts: Mapping[str, ContextSize],
     segments: Sequence[SegmentTable] = (),
     latencies: Mapping[str, Mapping[str, Any]] | None = None,
+    *,
+    unjudged: Mapping[str, MetricHoles] | None = None,
+    flips: Sequence[DecisionFlip] = (),
 ) -> list[str]:
     """Markdown lines: verdict table, who ties with the best, power, segments.
 
     ``latencies``: per variant, the query latency its database or service answered with
     (rag_eval._retrievers.external.latency); the table gains p50 / p95 and QPS columns when any has one.
+    ``unjudged``: per variant, the holes of the decision's metric (rag_eval._run.holes_section); the table
+    gains an "Unjudged top k" column when any variant has them. ``flips``: the variants that could become
+    the best were their holes judged (rag_eval._compare.hole_flips.decision_flips), said under the table.
     """
     latencies = latencies or {}
+    unjudged = unjudged or {}
     metric = decision.metric
     reference = "baseline" if decision.baseline_declared else "best"
     pct = f"{decision.confidence * 100:g}%"
     with_context = bool(contexts)
     k = next(iter(contexts.values())).k if contexts else None
-    header = (f"| Rank | Variant | {metric} [{pct} CI] | Δ vs {reference} | p (Holm) | W/T/L | "
-              "Index (s) | Search (s) |")
-    rule = "|---:|---|---:|---:|---:|---|---:|---:|"
+    holes_k = next(iter(unjudged.values())).k if unjudged else None
+    header = f"| Rank | Variant | {metric} [{pct} CI] | Δ vs {reference} | p (Holm) | W/T/L |"
+    rule = "|---:|---|---:|---:|---:|---|"
+    if holes_k is not None:  # before the costs: the timing columns stay last (the example report's test reads them)
+        header += f" Unjudged top {holes_k} |"
+        rule += "---:|"
+    header += " Index (s) | Search (s) |"
+    rule += "---:|---:|"
     if with_context:
         header += f" Context top {k} (tokens / chars) |"
         rule += "---:|"
@@ -152,15 +170,21 @@ def render_decision(
         p = "–" if v.p_holm is None else fmt_p(v.p_holm)
         wtl = "–" if v.wins is None else f"{v.wins}/{v.ties}/{v.losses}"
         index_s, search_s = timings.get(v.label, (math.nan, math.nan))
-        row = (f"| {v.rank} | {label} | {fmt(v.mean)} [{fmt(v.ci_low)}, {fmt(v.ci_high)}] | {delta} | {p} | "
-               f"{wtl} | {_seconds(index_s)} | {_seconds(search_s)} |")
+        row = f"| {v.rank} | {label} | {fmt(v.mean)} [{fmt(v.ci_low)}, {fmt(v.ci_high)}] | {delta} | {p} | {wtl} |"
+        if holes_k is not None:
+            entry = unjudged.get(v.label)
+            row += " – |" if entry is None else f" {percent(entry.unjudged_share)} |"
+        row += f" {_seconds(index_s)} | {_seconds(search_s)} |"
         if with_context:
             size = contexts.get(v.label)
             row += " – |" if size is None else f" {size.tokens:.0f} / {size.chars:.0f} |"
         if latencies:
             row += _latency_cells(latencies.get(v.label))
         lines.append(row)
-    lines += ["", _explanation(decision, reference, pct, k), "", _tie_sentence(decision)]
+    lines += ["", _explanation(decision, reference, pct, k, holes_k), "", _tie_sentence(decision)]
+    if flips:
+        lines += ["", "**The decision could flip** were the holes judged (the best taken as measured):", ""]
+        lines += [f"- {escape_inline(flip.detail())}." for flip in flips]
     power = power_line(decision)
     if power:
         lines += ["", power]
@@ -182,13 +206,16 @@ def _latency_cells(latency: Mapping[str, Any] | None) -> str:
         f" {latency['p50_ms']:.2f} / {latency['p95_ms']:.2f} | – |"
 
 
-def _explanation(decision: Decision, reference: str, pct: str, k: int | None) -> str:
+def _explanation(decision: Decision, reference: str, pct: str, k: int | None, holes_k: int | None = None) -> str:
     reference_text = (f"the declared baseline {escape_inline(decision.baseline)}" if reference == "baseline"
                       else f"the best mean ({escape_inline(decision.best)})")
     text = (f"Ranked by the mean of {decision.metric} over the queries each variant scored, with a {pct} percentile "
             f"bootstrap interval. Δ: mean per-query difference to {reference_text}, over the queries both scored; "
             "p: paired permutation test, Holm-corrected over every variant compared; W/T/L: queries better / equal "
             f"/ worse than the {reference}.")
+    if holes_k is not None:
+        text += (f" Unjudged: mean share of the top {holes_k} nobody judged (counted as not relevant; the summary's "
+                 "Holes table gives the bounds).")
     if k is not None:
         text += f" Context: mean size of the top {k} chunks per query (word tokens / characters)."
     return text

@@ -31,6 +31,7 @@ from rag_eval._report.format import (
     semantics_phrases,
     shorten,
 )
+from rag_eval._report.holes import holes_lines
 from rag_eval._report.plots import plot_lines
 from rag_eval._scoring.metrics.measures import parse_metric
 
@@ -64,11 +65,13 @@ def render_run_report(run: RunOutcome, plots: PlotSet | None = None) -> str:
     if run.dataset.has_documents:
 
         out += documents.summary_lines(run)
+        out += holes_lines(run, main)
         out += external_lines(run)
         out += _per_query_table(run, main, documents.per_query_missing_note(main))
         out += retrieved_chunks.detailed_lines(run, main)
     else:
         out += _summary(run, main)
+        out += holes_lines(run, main)
         out += external_lines(run)
         out += _per_query_table(run, main)
         out += derivation_lines(run, main)

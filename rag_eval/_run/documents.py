@@ -39,6 +39,8 @@ from rag_eval._models import chunking
 from rag_eval._models.chunking.tokenizers import load_tokenizer
 from rag_eval._models.embeddings.truncation import truncation_warning
 from rag_eval._run.checks import RetrieverRunError, ScoredSpan, Span, check_ranking
+from rag_eval._run.holes_record import document_holes, evaluation_options
+from rag_eval._run.holes_section import HolesRecord
 from rag_eval._run.outcome import ChunkingRecord, RetrieverOutcome
 from rag_eval._run.own_spans import as_span_lists, checked_own_spans, returns_own_spans
 from rag_eval._run.read_only import read_only_corpus
@@ -127,6 +129,7 @@ class DocumentRun:
             )
         started = time.perf_counter()
         results = self.evaluate(spans, indexed, computed, own)
+        holes = self.holes(ranking, spans, None if own else indexed.chunks, results)
         timings["evaluate_s"] = time.perf_counter() - started
         record = own_spans_record(spans, documents) if own else indexed.record
         notes = []
@@ -144,9 +147,21 @@ class DocumentRun:
             corpus = {chunk_id(d, s, e): {"text": documents[d][s:e]} for items in spans.values() for d, s, e, _ in items}
         outcome = RetrieverOutcome(
             spec, description, ranking, results, timings, chunking=record, spans=spans, corpus=corpus,
-            notes=notes, warnings=[warning] if warning else [],
+            notes=notes, warnings=[warning] if warning else [], holes=holes,
         )
         return outcome, raw
+
+    def holes(
+        self, ranking: Mapping[str, Mapping[str, float]], spans: Mapping[str, Sequence[ScoredSpan]],
+        chunks: Sequence[Chunk] | None, results: Results,
+    ) -> HolesRecord:
+        """The holes of every metric computed (rag_eval._run.holes_record): chunks, documents or evidence."""
+        options = self.config.model.evaluation.document_options()
+        dataset = self.dataset
+        return document_holes(
+            dataset.judgements, dataset.evidence, dataset.document_judgements, ranking, spans, chunks, results,
+            self.config.model.top_k, evaluation_options(options), options["min_evidence_fraction"],
+        )
 
     def chunker(self, name: str) -> Any:
         """The built chunker ``name`` of the config's ``chunking`` section."""

@@ -17,6 +17,7 @@ if TYPE_CHECKING:  # annotations only: this module stays free of the config and 
     from rag_eval._data.config.schema import LoadedConfig
     from rag_eval._data.config.sections import RetrieverSpec
     from rag_eval._data.datasets import Dataset
+    from rag_eval._run.holes_section import HolesRecord
     from rag_eval._scoring.results import Results
 
 WHOLE_DOCUMENTS = "whole documents"
@@ -68,6 +69,8 @@ class RetrieverOutcome:
     corpus: Mapping[str, Mapping[str, str]] | None = None
     notes: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    # The holes in the judgements of its ranking, per metric (rag_eval._run.holes_record); None when not computed.
+    holes: HolesRecord | None = None
 
     @property
     def label(self) -> str:

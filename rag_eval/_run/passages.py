@@ -14,6 +14,7 @@ from rag_eval._data.config.schema import LoadedConfig
 from rag_eval._data.config.sections import RetrieverSpec
 from rag_eval._data.datasets import Dataset
 from rag_eval._run.checks import check_ranking
+from rag_eval._run.holes_record import evaluation_options, passage_holes
 from rag_eval._run.outcome import RetrieverOutcome
 from rag_eval._run.read_only import read_only_corpus
 from rag_eval._scoring.approximation import approximation_cost
@@ -54,13 +55,16 @@ class PassageRun:
         model = self.config.model
         ranking = check_ranking(spec.label, raw, self.queries, self.dataset.corpus, model.top_k)
         started = time.perf_counter()
-        results = evaluate(self.dataset.judgements, ranking, model.metrics, **model.evaluation.passage_options())
+        options = model.evaluation.passage_options()
+        results = evaluate(self.dataset.judgements, ranking, model.metrics, **options)
+        # The holes are part of the evaluation: what each number could be had the unjudged passages been judged.
+        holes = passage_holes(self.dataset.judgements, ranking, results, model.top_k, evaluation_options(options))
         timings["evaluate_s"] = time.perf_counter() - started
         if fresh:
             cost = approximation_of(spec.label, retriever, ranking, results, self.config, self.dataset)
             if cost is not None:
                 description["approximation"] = cost
-        return RetrieverOutcome(spec, description, ranking, results, timings), ranking
+        return RetrieverOutcome(spec, description, ranking, results, timings, holes=holes), ranking
 
 
 def approximation_of(

@@ -31,6 +31,7 @@ from rag_eval._core.files import MAX_DOCUMENT_BYTES, StrictJson, json_key, parse
 from rag_eval._core.messages import shown
 from rag_eval._core.ranking import TOP_K_MIN, ranked
 from rag_eval._core.versions import package_versions
+from rag_eval._run.holes_section import HolesRecord, HolesSection
 from rag_eval._scoring.consistency import FieldProblem, check_numbers
 from rag_eval._scoring.evidence import span_grades
 from rag_eval._scoring.metrics.measures import parse_metric
@@ -151,6 +152,8 @@ class ResultsDocument(_Section):
     # Document datasets: what the retriever indexed (its chunking; compared by fingerprint) and notes.
     chunking: dict[StrictStr, Any] | None = None
     notes: list[StrictStr] = Field(default_factory=list)
+    # The holes in the judgements per metric (rag_eval._run.holes_section); absent from files written before.
+    holes: HolesSection | None = None
 
 
 # ---- a loaded results file ------------------------------------------------------------------------
@@ -211,6 +214,15 @@ class ResultsFile:
     def rankings(self) -> dict[str, list[tuple[str, float, float | None]]]:
         """``{qid: [(doc_id, score, grade or None), ...]}`` in rank order."""
         return dict(self.document.rankings)
+
+    @property
+    def holes(self) -> HolesRecord | None:
+        """Each metric's holes (unjudged share of its top k, bounds), or None for a file written without them."""
+        section = self.document.holes
+        if section is None:
+            return None
+        results = self.document.results
+        return HolesRecord.from_section(section, self.results.query_ids, results.per_query, results.aggregate)
 
     @property
     def passages(self) -> dict[str, dict[str, str]]:
@@ -352,6 +364,7 @@ def results_document(run: RunOutcome, outcome: RetrieverOutcome) -> dict[str, An
         "packages": package_versions(),
         "query_texts": {q: run.dataset.queries[q].text for q in outcome.results.query_ids},
         "results": outcome.results.to_dict(),
+        **({} if outcome.holes is None else {"holes": jsonable(outcome.holes.to_dict())}),
         "rankings": rankings,
         "passages": passage_snippets(rankings, run.dataset.corpus if outcome.corpus is None else outcome.corpus),
     }

@@ -10,7 +10,7 @@ one gate per metric (:func:`repeated_gate`) and the limits of ``confidence``, ``
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, TypeAdapter, ValidationError, ValidatorFunctionWrapHandler, WrapValidator
 
@@ -108,3 +108,9 @@ class RegressionSpec(Strict):
     confidence: Confidence = 0.95
     resamples: Resamples = Field(default=10_000, description="bootstrap / permutation resamples")
     seed: Seed = Field(default=0, description="random seed of the resampling (numpy needs it >= 0)")
+    on_holes: Literal["warn", "fail"] = Field(
+        default="warn",
+        description="a gate that could flip (its pass/fail differs between the candidate's unjudged results "
+        "counted as misses and judged at the highest grade): warn says so and keeps the verdict; fail fails the "
+        "gate, saying why",
+    )
