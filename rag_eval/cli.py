@@ -60,6 +60,9 @@ COMMANDS = {
     "compare": "compare",
     "schema": "reference",
     "clean": "clean",
+    "pool": "pool",
+    "judge": "judge",
+    "judgements": "judgements",
 }
 # Commands whose process has nothing left to do once main() returns: no atexit work, no
 # files open for writing, output on stdout/stderr only.

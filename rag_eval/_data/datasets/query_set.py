@@ -14,7 +14,10 @@ With documents, a query's ``judgements`` are document judgements and its
 ``evidence`` lists spans ``{doc, start, end, grade?}`` or ``{doc, quote, match?, grade?}``
 (grade > 0, default 1; offsets and quotes as :mod:`rag_eval._data.datasets.evidence`
 says; ``match: whitespace`` lets runs of white space in a quote match any run). A
-``grade_map`` applies to judgements, not to evidence grades.
+``grade_map`` applies to judgements, not to evidence grades. A judgement may carry its provenance,
+``{grade: 2, source: llm:qwen, annotator?, time?}``, and so may an evidence item (``source``,
+``annotator``, ``time``): ``rag-eval judgements merge`` writes them (rag_eval._data.judging.grades says
+what a source may be); they change no number.
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ from rag_eval._core.errors import DatasetError
 from rag_eval._core.files import MAX_DOCUMENT_BYTES
 from rag_eval._core.spans import EvidenceSpan
 from rag_eval._core.validation import field_path, validation_problems
-from rag_eval._core.yaml_loader import load_yaml
+from rag_eval._core.yaml_loader import load_yaml, parse_yaml
 from rag_eval._data.datasets.corpus import load_corpus_file, resolve_path
 from rag_eval._data.datasets.documents import chunk_id_clash, chunk_id_clashes, load_documents
 from rag_eval._data.datasets.evidence import (
@@ -57,6 +60,7 @@ from rag_eval._data.datasets.values import (
     mapped_grade,
     text_problem,
 )
+from rag_eval._data.judging.grades import note_from_value, provenance_from_value
 
 
 def _text(value: str) -> str:
@@ -73,6 +77,31 @@ DocumentId = Annotated[str, BeforeValidator(document_id_from_value)]
 Text = Annotated[str, AfterValidator(_text)]
 Grade = Annotated[float, BeforeValidator(grade_from_value)]
 EvidenceGrade = Annotated[float, BeforeValidator(evidence_grade_from_value)]
+# Who gave a grade (rag_eval._data.judging.grades): `human`, `llm+verified`, `<kind>:<name>`; and by whom, when.
+Provenance = Annotated[str, BeforeValidator(provenance_from_value)]
+Annotator = Annotated[str, BeforeValidator(lambda value: note_from_value(value, "annotator"))]
+When = Annotated[str, BeforeValidator(lambda value: note_from_value(value, "time"))]
+_PROVENANCE_KEYS = ("grade", "source", "annotator", "time")
+
+
+def _judgement_grade(value: Any) -> float:
+    """A judgement: a grade (``2``), or a grade with its provenance (``{grade: 2, source: llm:qwen}``, as
+    ``rag-eval judgements merge`` writes it; ``annotator`` and ``time`` optional)."""
+    if isinstance(value, Mapping):
+        unknown = [key for key in value if key not in _PROVENANCE_KEYS]
+        if unknown:
+            raise ValueError(f"unknown key {unknown[0]!r}; a judgement is a grade, or {{grade, source, annotator?, time?}}")
+        if "grade" not in value or "source" not in value:
+            raise ValueError("a judgement written as a mapping needs grade and source ({grade: 2, source: human})")
+        provenance_from_value(value["source"])
+        for key in ("annotator", "time"):
+            if key in value:
+                note_from_value(value[key], key)
+        value = value["grade"]
+    return grade_from_value(value)
+
+
+JudgementGrade = Annotated[float, BeforeValidator(_judgement_grade)]
 
 # Ordering keys of problems, so that `rag-eval validate` lists them in the file's order.
 _TOP, _CORPUS, _QUERIES, _OVERALL = 0, 1, 2, 3
@@ -113,6 +142,10 @@ class EvidenceSpec(_Strict):
     # (rag_eval._data.datasets.evidence).
     match: Literal["exact", "whitespace"] | None = None
     grade: EvidenceGrade = 1.0
+    # Who gave the grade, by whom and when (rag-eval judgements merge writes them); no part of any number.
+    source: Provenance | None = None
+    annotator: Annotator | None = None
+    time: When | None = None
 
 
 class QuerySpec(_Strict):
@@ -123,7 +156,7 @@ class QuerySpec(_Strict):
     # A list of tags ([billing, numeric]) or named ones ({topic: billing, kind: [numeric, short]}): the report
     # shows each retriever's mean per tag value (rag_eval._compare.segments.segment_table).
     tags: list[str] | dict[str, str | list[str]] = Field(default_factory=list)
-    judgements: dict[Id, Grade] = Field(default_factory=dict)
+    judgements: dict[Id, JudgementGrade] = Field(default_factory=dict)
     evidence: list[EvidenceSpec] = Field(default_factory=list)
 
     @field_validator("text", mode="before")
@@ -178,10 +211,17 @@ class QuerySetFile(_Strict):
     queries: list[QuerySpec] = Field(min_length=1)
 
 
-def load_yaml_query_set(path: Path, grade_map: Mapping[float, float] | None = None) -> Dataset:
-    """A YAML query set: ``name``, ``description``, ``corpus`` (inline list or a file) or ``documents``, ``queries``."""
+def load_yaml_query_set(path: Path, grade_map: Mapping[float, float] | None = None, text: str | None = None) -> Dataset:
+    """A YAML query set: ``name``, ``description``, ``corpus`` (inline list or a file) or ``documents``, ``queries``.
 
-    raw = load_yaml(path, "YAML query set", MAX_DOCUMENT_BYTES, DatasetError)
+    ``text``: the file's text, when the caller holds it (a query set about to be written, checked first);
+    paths in it are still resolved against ``path``'s folder.
+    """
+
+    if text is None:
+        raw = load_yaml(path, "YAML query set", MAX_DOCUMENT_BYTES, DatasetError)
+    else:
+        raw = parse_yaml(text, path, DatasetError)
     if not isinstance(raw, dict):
         raise DatasetError(f"{path}: a query set is a mapping with keys name, description, corpus, queries")
     problems = Problems()
