@@ -26,7 +26,7 @@ names the steps' pieces too, so that a caller imports the comparison from one pl
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from rag_eval._compare.comparable import check_comparable
@@ -178,7 +178,7 @@ def verdict_for_run(run: RunOutcome, baseline: ResultsFile | None = None) -> Ver
     candidate = ResultsFile.from_document(
         run.config.output_dir / results_name(outcome.label), results_document(run, outcome), results=outcome.results
     )
-    return compare(
+    verdict = compare(
         baseline,
         candidate,
         gates_from_config(spec.gates),
@@ -187,6 +187,13 @@ def verdict_for_run(run: RunOutcome, baseline: ResultsFile | None = None) -> Ver
         seed=spec.seed,
         on_holes=spec.on_holes,
     )
+    stale = run.dataset.stale_evidence
+    if stale and spec.on_stale_evidence == "fail":
+        why = (f"{len(stale):,} evidence span(s) of the dataset are stale (their documents changed under them): the "
+               "metrics score text that is not what was judged; rag-eval judgements check --fix re-anchors the moved "
+               "ones, or set regression.on_stale_evidence: allow")
+        verdict.gates = [replace(result, passed=False, reason=f"{result.reason}; {why}") for result in verdict.gates]
+    return verdict
 
 
 def _pick(run: RunOutcome, label: str | None, baseline_label: str) -> RetrieverOutcome:

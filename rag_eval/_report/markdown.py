@@ -105,6 +105,7 @@ def _header(run: RunOutcome, options: Mapping[str, Any]) -> list[str]:
     ]
     for note in dataset.notes:
         lines.append(f"- **Note:** {escape_inline(note)}")
+    lines += _stale_lines(dataset.stale_evidence)
     unjudged = dataset.unjudged_query_ids
     if unjudged:
         lines.append(f"- **Queries without judgements (not scored):** {escape_inline(', '.join(unjudged))}")
@@ -152,6 +153,28 @@ def _header(run: RunOutcome, options: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+
+
+# Stale evidence spans the report lists one by one at the most (the rest are counted; the check lists all).
+_STALE_LISTED = 20
+
+
+def _stale_lines(stale: Sequence[tuple[str, Any]]) -> list[str]:
+    """``- **Stale evidence:** ...`` and one line per stale span: query, document, old span, status, new span."""
+    if not stale:
+        return []
+    spans = f"{len(stale):,} span{'s' if len(stale) != 1 else ''}"
+    lines = [f"- **Stale evidence ({spans}):** the documents changed under these judgements, so the metrics score text "
+             "that is not what was judged; regression gates fail on them unless `regression.on_stale_evidence: allow` "
+             "(`rag-eval judgements check --fix` re-anchors the moved ones)"]
+    for qid, finding in stale[:_STALE_LISTED]:
+        item = finding.item
+        moved = f" to [{finding.new[0]}, {finding.new[1]})" if finding.status == "moved" and finding.new else ""
+        lines.append(f"  - {escape_inline(qid)}: {escape_inline(item.doc)} [{item.start}, {item.end}) "
+                     f"{finding.status}{moved}")
+    if len(stale) > _STALE_LISTED:
+        lines.append(f"  - ... and {len(stale) - _STALE_LISTED:,} more")
+    return lines
 
 
 def _description_notes(description: Mapping[str, Any]) -> str:

@@ -31,6 +31,7 @@ from rag_eval._core.files import MAX_DOCUMENT_BYTES, StrictJson, json_key, parse
 from rag_eval._core.messages import shown
 from rag_eval._core.ranking import TOP_K_MIN, ranked
 from rag_eval._core.versions import package_versions
+from rag_eval._data.judging.anchor import finding_record
 from rag_eval._run.holes_section import HolesRecord, HolesSection
 from rag_eval._scoring.consistency import FieldProblem, check_numbers
 from rag_eval._scoring.evidence import span_grades
@@ -154,6 +155,8 @@ class ResultsDocument(_Section):
     notes: list[StrictStr] = Field(default_factory=list)
     # The holes in the judgements per metric (rag_eval._run.holes_section); absent from files written before.
     holes: HolesSection | None = None
+    # Evidence whose document changed under it (rag_eval._data.judging.anchor.finding_record); absent: none.
+    stale_evidence: list[dict[StrictStr, Any]] = Field(default_factory=list)
 
 
 # ---- a loaded results file ------------------------------------------------------------------------
@@ -371,6 +374,8 @@ def results_document(run: RunOutcome, outcome: RetrieverOutcome) -> dict[str, An
     if outcome.chunking is not None:
         document["chunking"] = jsonable(outcome.chunking.to_dict())
         document["notes"] = list(outcome.notes)
+    if run.dataset.stale_evidence:
+        document["stale_evidence"] = [finding_record(qid, finding) for qid, finding in run.dataset.stale_evidence]
     run.documents[outcome.label] = document
     return document
 

@@ -114,3 +114,8 @@ class RegressionSpec(Strict):
         "counted as misses and judged at the highest grade): warn says so and keeps the verdict; fail fails the "
         "gate, saying why",
     )
+    on_stale_evidence: Literal["fail", "allow"] = Field(
+        default="fail",
+        description="evidence whose document changed under it (moved, changed or gone; rag-eval judgements check "
+        "lists it): fail fails every gate, saying why; allow gates on it anyway",
+    )

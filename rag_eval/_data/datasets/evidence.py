@@ -24,6 +24,13 @@ last character matched. Everything else is matched exactly.
 
 A quote found nowhere is reported with the nearest passage of the document: the one
 that shares the longest start or end with the quote, and where the two part.
+
+Evidence given by offsets may record what they held when it was judged, so that an edit of
+the document can be noticed: ``text`` (the span's text) or ``sha256`` (the SHA-256 of its
+UTF-8). Only their form is checked here (:func:`stored_check_problem`); whether the document
+still holds them is staleness, not a problem of the file: the evidence loads at its offsets,
+and rag_eval._data.judging.anchor says which spans are stale (``rag-eval judgements check``
+lists and re-anchors them).
 """
 
 from __future__ import annotations
@@ -33,6 +40,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 
 from rag_eval._core.messages import close_match, shown
 from rag_eval._core.spans import EvidenceSpan, span_problem
+from rag_eval._data.judging.anchor import span_sha256
 
 QUOTE_MATCHES = ("exact", "whitespace")
 # Occurrences a whitespace-tolerant quote's message counts at the most (each one a step of Python).
@@ -232,13 +240,17 @@ def evidence_span(
     quote: str | None = None,
     grade: float = 1.0,
     match: str = "exact",
+    stored_text: str | None = None,
+    sha256: str | None = None,
 ) -> tuple[EvidenceSpan | None, list[str]]:
     """One evidence item checked: the span (None when it has a problem) and its problems, without a place.
 
     ``where`` names the documents in a message (``(folder docs/)``). ``match``: how a quote
-    is matched (:func:`resolve_quote`). The problems: grade <= 0, both a quote and offsets,
-    neither, one offset only, an unknown document, offsets that are not a span of the
-    document, a quote found 0 or several times.
+    is matched (:func:`resolve_quote`). ``stored_text`` and ``sha256``: what offsets held when
+    judged (the item's ``text`` and ``sha256`` keys; only their form is checked, see the
+    module's docstring). The problems: grade <= 0, both a quote and offsets, neither, one
+    offset only, an unknown document, offsets that are not a span of the document, a quote
+    found 0 or several times, a stored text or hash that is malformed or given with a quote.
     """
     problems = []
     if grade <= 0:
@@ -256,6 +268,10 @@ def evidence_span(
     if quote is None and (start is None or end is None):
         missing = "end" if end is None else "start"
         problems.append(f"{missing} is missing; a span needs both start and end (end exclusive)")
+        return None, problems
+    stored = stored_check_problem(stored_text, sha256, by_quote=quote is not None)
+    if stored is not None:
+        problems.append(stored)
         return None, problems
     text = documents.get(doc)
     if text is None:
@@ -275,6 +291,29 @@ def evidence_span(
         return None, problems
     assert isinstance(start, int) and isinstance(end, int)  # span_problem checked both
     return EvidenceSpan(doc, start, end, float(grade)), problems
+
+
+_HEX64 = re.compile(r"[0-9a-fA-F]{64}")
+
+
+def stored_check_problem(stored_text: object, sha256: object, *, by_quote: bool) -> str | None:
+    """Why an evidence item's ``text`` / ``sha256`` (what its offsets held) is malformed, or None.
+
+    ``by_quote``: the item gives a quote, which is checked by finding it and records nothing.
+    """
+    if stored_text is None and sha256 is None:
+        return None
+    if by_quote:
+        return ("text and sha256 record what start and end held; a quote is found in the document each time it is "
+                "read: remove them, or give start and end instead of the quote")
+    if stored_text is not None and (not isinstance(stored_text, str) or not stored_text):
+        return f"text {shown(stored_text)} is not the span's text; give the text of [start, end), or remove it"
+    if sha256 is not None and (not isinstance(sha256, str) or _HEX64.fullmatch(sha256) is None):
+        return (f"sha256 {shown(sha256)} is not 64 hexadecimal digits; give the SHA-256 of the span's text as UTF-8 "
+                "(hashlib.sha256(text.encode()).hexdigest()), or remove it")
+    if isinstance(stored_text, str) and isinstance(sha256, str) and span_sha256(stored_text) != sha256.lower():
+        return "sha256 is not the SHA-256 of text; keep one of the two, or correct the other"
+    return None
 
 
 def _span_fix(problem: str) -> str:

@@ -11,6 +11,7 @@ from typing import Any
 from rag_eval._core.errors import DatasetError
 from rag_eval._core.messages import VALIDATE_LISTS_ALL, first_and_more
 from rag_eval._core.spans import EvidenceSpan
+from rag_eval._data.judging.anchor import Finding
 
 # A loader keeps this many problems to list; past it, it counts the rest (a corpus of a
 # million malformed lines must not print a million lines, nor hold them in memory).
@@ -50,6 +51,9 @@ class Dataset:
     documents: dict[str, str] = field(default_factory=dict)
     evidence: dict[str, tuple[EvidenceSpan, ...]] = field(default_factory=dict)
     document_judgements: dict[str, dict[str, float]] = field(default_factory=dict)
+    # (query id, finding) of each evidence span whose recorded text or hash its document no longer holds at
+    # its offsets (rag_eval._data.judging.anchor): a run reports them and does not gate on them unless told.
+    stale_evidence: tuple[tuple[str, Finding], ...] = ()
 
     @property
     def has_documents(self) -> bool:

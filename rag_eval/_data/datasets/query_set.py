@@ -60,6 +60,7 @@ from rag_eval._data.datasets.values import (
     mapped_grade,
     text_problem,
 )
+from rag_eval._data.judging.anchor import EvidenceItem, Finding, stale_evidence
 from rag_eval._data.judging.grades import note_from_value, provenance_from_value
 
 
@@ -141,6 +142,10 @@ class EvidenceSpec(_Strict):
     # How the quote is matched: exactly (the default), or with runs of white space matching any run
     # (rag_eval._data.datasets.evidence).
     match: Literal["exact", "whitespace"] | None = None
+    # What start and end held when judged: an edit of the document is then noticed (and a moved span found
+    # again) by rag_eval._data.judging.anchor; only their form is checked on loading (evidence.stored_check_problem).
+    text: str | None = None
+    sha256: str | None = None
     grade: EvidenceGrade = 1.0
     # Who gave the grade, by whom and when (rag-eval judgements merge writes them); no part of any number.
     source: Provenance | None = None
@@ -282,6 +287,7 @@ def _document_dataset(
     explicit = _collect(path, raw, queries, documents, label, grade_map, problems, kind="document")
     evidence: dict[str, tuple[EvidenceSpan, ...]] = {}
     positions: dict[tuple[str, str], list[int]] = {}  # (qid, doc) -> its evidence items, for messages
+    recorded: list[tuple[str, EvidenceItem]] = []  # items whose offsets record their text or hash
     repeated = _duplicates(path, raw, "queries", "query", Problems())  # reported by _collect already
     for n, query in queries:
         if n in repeated:
@@ -295,11 +301,14 @@ def _document_dataset(
                 continue
             span, found = evidence_span(
                 item.doc, texts, label, start=item.start, end=item.end, quote=item.quote, grade=item.grade,
-                match=item.match or "exact",
+                match=item.match or "exact", stored_text=item.text, sha256=item.sha256,
             )
             problems.extend([f"{path}: {where}: {message}" for message in found], (_QUERIES, n))
             if span is not None:
                 spans.append(span)
+                if item.text is not None or item.sha256 is not None:
+                    recorded.append((query.id, EvidenceItem(item.doc, item.start, item.end, text=item.text,
+                                                            sha256=item.sha256)))
                 positions.setdefault((query.id, span.doc), []).append(i)
         if spans:
             evidence[query.id] = tuple(spans)
@@ -309,10 +318,20 @@ def _document_dataset(
         where = field_path(raw, ["queries", index[qid], "judgements", doc])
         problems.add(f"{path}: {where}: {conflict_message(doc, grade, positions[(qid, doc)])}", (_QUERIES, index[qid]))
     problems.raise_if_any()
+    # Stale spans load at their offsets (a run scores them, says so and does not gate on them unless told).
+    stale = _stale(texts, recorded)
     return Dataset(
         *_names(path, model, queries), judgements, dict(documents), str(path), tuple(notes),
         description=_description(model), documents=texts, evidence=evidence, document_judgements=explicit,
+        stale_evidence=stale,
     )
+
+
+def _stale(texts: Mapping[str, str], recorded: list[tuple[str, EvidenceItem]]) -> tuple[tuple[str, Finding], ...]:
+    """``(query id, finding)`` of each recorded span that is stale (rag_eval._data.judging.anchor)."""
+    found = stale_evidence(texts, [item for _, item in recorded])
+    by_item = {id(finding.item): finding for finding in found}
+    return tuple((qid, by_item[id(item)]) for qid, item in recorded if id(item) in by_item)
 
 
 def _documents(

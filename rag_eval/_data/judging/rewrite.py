@@ -1,0 +1,190 @@
+"""A YAML query set rewritten with a few values changed, keeping its comments, order and layout.
+
+ruamel.yaml's round trip keeps comments, key order, quoting and block scalars; its indentation
+is guessed from the file (mapping indent, sequence indent, dash offset), so that an unchanged
+line is written back as it was. A line is never re-wrapped (an unbounded width). A leading
+byte-order mark and CRLF line endings are kept.
+
+Two guards. The result is parsed again and compared with the original parsed the same way and
+changed by the same edit: a round trip that changed anything else (a document's text) is a bug,
+and nothing is written. And the file must still hold what the caller read: one edited in the
+meantime (by a person, or another rag-eval) is refused rather than overwritten. The write itself
+is atomic (rag_eval._core.atomic): a reader sees the old file or the new one, never half.
+"""
+
+from __future__ import annotations
+
+import copy
+import io
+import re
+from collections.abc import Callable
+from itertools import pairwise
+from pathlib import Path
+from typing import Any
+
+from rag_eval._core.atomic import atomic_write_bytes
+from rag_eval._core.errors import DatasetError
+from rag_eval._core.files import BOM
+from rag_eval._core.yaml_loader import parse_yaml
+
+# A key with nothing after it (a nested block follows), and a line's indentation.
+_KEY_ONLY = re.compile(r"^( *)(?:- +)*[^\s#-][^#]*:\s*(?:#.*)?$")
+_INDENT = re.compile(r"^( *)(- +)?")
+
+
+class EditedMeanwhile(DatasetError):
+    """The file changed between reading it and writing it back."""
+
+
+def rewrite_yaml(
+    source: Path, original: bytes, edit: Callable[[Any], None], target: Path | None = None
+) -> None:
+    """Write ``original`` (the bytes read from ``source``, a BOM removed) changed by ``edit`` to ``target``.
+
+    ``edit`` receives the parsed document (mappings and lists) and changes it in place; it is
+    called twice, on the round-trip tree and on a plain parse (the check described in the
+    module's docstring). ``target`` defaults to ``source``. Raises :class:`EditedMeanwhile`
+    when ``source`` no longer holds ``original``.
+    """
+    from ruamel.yaml.util import load_yaml_guess_indent  # heavy, for this rewrite only (docs/architecture.md)
+
+    text = original.decode("utf-8")
+    crlf = "\r\n" in text and "\n" not in text.replace("\r\n", "")
+    text = text.replace("\r\n", "\n") if crlf else text
+    _, sequence, offset = load_yaml_guess_indent(text)
+    guessed = (_mapping_indent(text), sequence or 2, offset or 0)
+    tree = _yaml(guessed).load(text)
+    # The layout whose dump of the untouched tree is the file itself, if one is: then only edited lines change.
+    layout = next((one for one in (guessed, *_LAYOUTS) if _dump(tree, one) == text), guessed)
+    edit(tree)
+    written = _dump(tree, layout)
+    expected = parse_yaml(text, source, DatasetError)
+    edit(expected)
+    if parse_yaml(written, source, DatasetError) != expected:
+        raise RuntimeError(f"{source}: the YAML round trip changed more than the edit; nothing written")
+    data = (written.replace("\n", "\r\n") if crlf else written).encode("utf-8")
+    try:
+        current = source.read_bytes()
+    except OSError as failure:
+        raise EditedMeanwhile(f"{source}: cannot be read again before writing ({failure.strerror}); nothing "
+                              "written") from None
+    if current.removeprefix(BOM) != original:
+        raise EditedMeanwhile(f"{source}: the file changed while rag-eval worked on it; nothing written: run the "
+                              "command again")
+    if target is None or target == source:
+        data = (BOM if current.startswith(BOM) else b"") + data
+    atomic_write_bytes(target or source, data)
+
+
+def append(container: Any, value: Any, key: Any = None) -> None:
+    """Append ``value`` to a mapping (under ``key``) or a list, keeping what followed the last item after it.
+
+    ruamel keeps the comment lines and blank lines after a block on its last item's deepest scalar:
+    an item appended after it would come after those lines (a comment about the next query would
+    sit inside this one). They are moved to the new item. A plain ``dict`` or ``list`` (the plain
+    parse of :func:`rewrite_yaml`'s check) is appended to as is.
+    """
+    from ruamel.yaml.comments import CommentedBase
+
+    commented = isinstance(container, CommentedBase)
+    trailing = _take_trailing(container) if commented and len(container) else None
+    value = _commented(value) if commented else value
+    if isinstance(container, dict):
+        container[key] = value
+    else:
+        container.append(value)
+    if trailing is not None:
+        _give_trailing(container, trailing)
+
+
+def _commented(value: Any) -> Any:
+    """``value`` with its mappings and lists as ruamel's nodes, which can carry a comment."""
+    from ruamel.yaml.comments import CommentedMap, CommentedSeq
+
+    if isinstance(value, dict):
+        return CommentedMap((key, _commented(item)) for key, item in value.items())
+    if isinstance(value, list):
+        return CommentedSeq(_commented(item) for item in value)
+    return value
+
+
+def _take_trailing(node: Any) -> Any:
+    """Remove and return the comment token after ``node``'s last item (the deepest first), or None.
+
+    A comment at the end of the last item's own line stays there; only the lines after it move.
+    """
+    from ruamel.yaml.comments import CommentedMap, CommentedSeq
+
+    if not isinstance(node, (CommentedMap, CommentedSeq)) or not len(node) or node.fa.flow_style():
+        return None
+    last = next(reversed(node)) if isinstance(node, CommentedMap) else len(node) - 1
+    inner = _take_trailing(node[last])
+    if inner is not None:
+        return inner
+    tokens = node.ca.items.get(last)
+    slot = 2 if isinstance(node, CommentedMap) else 0
+    if not tokens or len(tokens) <= slot or tokens[slot] is None:
+        return None
+    token = tokens[slot]
+    if token.value.startswith("#"):  # the last item's own end-of-line comment: it stays, the lines after it move
+        own, _, rest = token.value.partition("\n")
+        if not rest:
+            return None
+        moved = copy.copy(token)
+        token.value, moved.value = own + "\n", "\n" + rest
+        return moved
+    tokens[slot] = None
+    return token
+
+
+def _give_trailing(node: Any, token: Any) -> None:
+    """Put ``token`` after ``node``'s last item, on its deepest block item."""
+    from ruamel.yaml.comments import CommentedMap, CommentedSeq
+
+    last = next(reversed(node)) if isinstance(node, CommentedMap) else len(node) - 1
+    child = node[last]
+    if isinstance(child, (CommentedMap, CommentedSeq)) and len(child) and not child.fa.flow_style():
+        _give_trailing(child, token)
+    elif isinstance(node, CommentedMap):
+        node.ca.items[last] = [None, None, token, None]
+    else:
+        node.ca.items[last] = [token, None]
+
+
+# Layouts tried after the guessed one, (mapping indent, sequence indent, dash offset): the usual ones.
+_LAYOUTS = ((2, 4, 2), (2, 2, 0), (4, 4, 2), (4, 6, 4), (4, 4, 0), (3, 3, 0))
+
+
+def _yaml(layout: tuple[int, int, int]) -> Any:
+    from ruamel.yaml import YAML
+
+    yaml = YAML(typ="rt")
+    yaml.preserve_quotes = True
+    yaml.width = 1 << 30  # never re-wrap a line
+    mapping, sequence, offset = layout
+    yaml.indent(mapping=mapping, sequence=sequence, offset=offset)
+    return yaml
+
+
+def _dump(tree: Any, layout: tuple[int, int, int]) -> str:
+    out = io.StringIO()
+    _yaml(layout).dump(tree, out)
+    return out.getvalue()
+
+
+def _mapping_indent(text: str) -> int:
+    """The indentation of a nested mapping: the first key with nothing after it, whose next line is a key."""
+    lines = [line for line in text.split("\n") if line.strip() and not line.lstrip().startswith("#")]
+    for above, below in pairwise(lines):
+        key = _KEY_ONLY.match(above)
+        if key is None:
+            continue
+        head = _INDENT.match(above)
+        nested = _INDENT.match(below)
+        assert head is not None and nested is not None  # both patterns match any line
+        if nested.group(2):  # a sequence follows: its indentation is the sequence's, not a mapping's
+            continue
+        width = len(nested.group(1)) - len(head.group(1)) - len(head.group(2) or "")
+        if width > 0:
+            return width
+    return 2
