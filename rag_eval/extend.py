@@ -14,6 +14,8 @@ types, the parameter checking of the built-ins, or the building blocks of the sc
 - :func:`chunker_function`: mark a function (not a class) as a chunker a config may name;
 - :func:`encode_on_ray`, :class:`EmbeddingStore`, :class:`ExecutionSpec`: encoding a corpus on a
   Ray cluster into rag_eval's per-passage embedding store, without a config (docs/scale.md);
+- :class:`JudgeGrade` and :func:`judge_factory`: what a judge returns for each passage, and the mark a
+  judge factory function needs before a judge config may name it (docs/judging.md);
 - :func:`config_corpus`: the passages a run config's dataset gives its retrievers, for a factory that
   fills a store with exactly those (docs/integrations.md);
 - :class:`EmbeddingBridge`: rag_eval's encoder and embedding cache (the numbers of ``adapter: dense``)
@@ -33,6 +35,7 @@ from rag_eval._execution.ray_engine import encode_on_ray
 from rag_eval._models.chunking import build_chunker
 from rag_eval._models.chunking.custom import chunker_function
 from rag_eval._models.embeddings.store import EmbeddingStore
+from rag_eval._models.judges.base import JudgeGrade, judge_factory
 from rag_eval._retrievers.base import Corpus, Queries, Ranking, Retriever
 from rag_eval._retrievers.external.embedding_bridge import EmbeddingBridge
 from rag_eval._retrievers.params import AdapterParams
@@ -46,6 +49,7 @@ __all__ = [  # sorted; tests/test_public_api.py pins it
     "EmbeddingBridge",
     "EmbeddingStore",
     "ExecutionSpec",
+    "JudgeGrade",
     "Queries",
     "Ranking",
     "Retriever",
@@ -53,6 +57,7 @@ __all__ = [  # sorted; tests/test_public_api.py pins it
     "chunker_function",
     "config_corpus",
     "encode_on_ray",
+    "judge_factory",
     "passage_text",
     "retriever_factory",
 ]

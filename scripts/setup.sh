@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Set up rag_eval in ./.venv on a fresh machine: CPU torch first, then the package (the
 # distribution rag-eval-trec, editable) with its dense-retrieval, scale (FAISS, Ray, ONNX,
-# OpenVINO), integrations (vector databases, LangChain, LlamaIndex, Haystack), test and benchmark extras. Safe to run again.
+# OpenVINO), integrations (vector databases, LangChain, LlamaIndex, Haystack), test (with a local LLM server
+# for the judge's tests, compiled once) and benchmark extras. Safe to run again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON="${PYTHON:-python3}"
@@ -19,5 +20,5 @@ fi
 if .venv/bin/python -m pip --disable-pip-version-check show -q rag-eval >/dev/null 2>&1; then
   "${PIP[@]}" uninstall -y rag-eval
 fi
-"${PIP[@]}" install -e ".[dense,ann,ray,onnx,openvino,integrations,test,bench]" "torch==2.13.0"
+"${PIP[@]}" install -e ".[dense,ann,ray,onnx,openvino,integrations,test,judge-test,bench]" "torch==2.13.0"
 .venv/bin/python -c "import rag_eval, torch; print('rag_eval', rag_eval.__version__, '| torch', torch.__version__)"

@@ -24,6 +24,7 @@ EXTENSION = [
     "EmbeddingBridge",
     "EmbeddingStore",
     "ExecutionSpec",
+    "JudgeGrade",
     "Queries",
     "Ranking",
     "Retriever",
@@ -31,6 +32,7 @@ EXTENSION = [
     "chunker_function",
     "config_corpus",
     "encode_on_ray",
+    "judge_factory",
     "passage_text",
     "retriever_factory",
 ]

@@ -23,7 +23,6 @@ body, decoding JSON and mapping the hits are the harness's overhead.
 from __future__ import annotations
 
 import base64
-import http.client
 import json
 import math
 import os
@@ -39,18 +38,16 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from rag_eval._core.errors import RetrieverError
+from rag_eval._core.http_requests import RequestFailed, send, shown_url, snippet
 from rag_eval._core.ranking import check_top_k
 from rag_eval._retrievers.base import Queries, Ranking
 from rag_eval._retrievers.external.by_text import TextHitsParams, TextHitsRetriever
 from rag_eval._retrievers.external.hits import Hit
-from rag_eval._retrievers.external.http_params import MAX_WAIT_S, QUERIES, QUERY, TOP_K, HttpParams, shown_url
+from rag_eval._retrievers.external.http_params import QUERIES, QUERY, TOP_K, HttpParams
 from rag_eval._retrievers.external.json_path import MISSING, compile_path
 
 _PLACEHOLDER = re.compile(r"\{(query|top_k)\}")
 _ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
-#: Characters of a response body quoted in an error.
-BODY_SHOWN = 200
-_RETRIED_STATUS = 429
 
 
 @dataclass(frozen=True)
@@ -234,48 +231,41 @@ class HttpRetriever(TextHitsRetriever):
         own_s = time.perf_counter() - own_started
         opener = self._opener
         assert opener is not None
-        tries = 0
-        while True:
-            tries += 1
-            started = time.perf_counter()
-            try:
-                with opener.open(request, timeout=settings.timeout) as response:
-                    raw = response.read()
-                    status = response.status
-                seconds = time.perf_counter() - started
-                break
-            except urllib.error.HTTPError as error:
-                status, body, retry_after = error.code, _body_of(error), error.headers.get("Retry-After")
-                if (status == _RETRIED_STATUS or status >= 500) and tries <= settings.retries and not self._failed.is_set():
-                    time.sleep(_wait(settings.backoff, tries, retry_after))
-                    continue
-                after = f" after {tries} tries" if tries > 1 else ""
-                fix = "check the service" if status == _RETRIED_STATUS or status >= 500 else _fix_for(status)
-                raise RetrieverError(f"http: {who}: {where} answered {status}{after}: {body}; {fix}") from None
-            except (OSError, http.client.HTTPException) as error:  # refused, reset, timed out, cut short
-                reason = error.reason if isinstance(error, urllib.error.URLError) else error
-                if isinstance(reason, TimeoutError) or isinstance(error, TimeoutError):
-                    raise RetrieverError(
-                        f"http: {who}: {where} did not answer within {settings.timeout:g} s (params.timeout); "
-                        "raise params.timeout, or check the service"
-                    ) from None
-                if tries <= settings.retries and not self._failed.is_set():
-                    time.sleep(_wait(settings.backoff, tries, None))
-                    continue
-                raise RetrieverError(
-                    f"http: {who}: {where} could not be reached after {tries} tries ({_reason(reason)}); "
-                    "check params.url and that the service runs"
-                ) from None
+        try:
+            reply = send(opener, request, timeout=settings.timeout, retries=settings.retries, backoff=settings.backoff,
+                         stop=self._failed)
+        except RequestFailed as failure:
+            raise self._failure(failure, who, where) from None
+        raw, status, seconds, tries = reply.body, reply.status, reply.seconds, reply.tries
         decode_started = time.perf_counter()
         try:
             payload = json.loads(raw)
         except ValueError:
             raise RetrieverError(
-                f"http: {who}: {where} answered {status} with no JSON ({_snippet(raw)}); point params.url at the "
+                f"http: {who}: {where} answered {status} with no JSON ({snippet(raw)}); point params.url at the "
                 "search endpoint, which must answer JSON"
             ) from None
         own_s += time.perf_counter() - decode_started
         return _Answer(payload, seconds, tries, own_s)
+
+    def _failure(self, failure: RequestFailed, who: str, where: str) -> RetrieverError:
+        """A request that failed for good, worded as one line naming the parameter to fix."""
+        settings: HttpParams = self.settings
+        if failure.kind == "stopped":
+            return RetrieverError(f"http: {who}: not asked, an earlier request failed")
+        if failure.kind == "timeout":
+            return RetrieverError(
+                f"http: {who}: {where} did not answer within {settings.timeout:g} s (params.timeout); "
+                "raise params.timeout, or check the service"
+            )
+        if failure.kind == "unreachable":
+            return RetrieverError(
+                f"http: {who}: {where} could not be reached after {failure.tries} tries ({failure.reason}); "
+                "check params.url and that the service runs"
+            )
+        after = f" after {failure.tries} tries" if failure.tries > 1 else ""
+        fix = "check the service" if failure.retried else _fix_for(failure.status or 0)
+        return RetrieverError(f"http: {who}: {where} answered {failure.status}{after}: {failure.body}; {fix}")
 
     # ------------------------------------------------------------------ reading hits
 
@@ -386,40 +376,12 @@ def _who(batch: Sequence[str]) -> str:
     return f"queries {batch[0]!r} to {batch[-1]!r} (a batch of {len(batch)})"
 
 
-def _wait(backoff: float, tries: int, retry_after: str | None) -> float:
-    """Exponential back-off (``backoff``, doubled per try), at least what Retry-After asks, at most a minute."""
-    wait = backoff * 2 ** (tries - 1)
-    if retry_after is not None and retry_after.strip().isdigit():
-        wait = max(wait, float(retry_after.strip()))
-    return min(wait, MAX_WAIT_S)
-
-
 def _fix_for(status: int) -> str:
     if status in (401, 403):
         return "check params.headers (the service refused the credentials)"
     if status in (404, 405):
         return "check params.url and params.method"
     return "check params.body, params.headers and params.url against the service's API"
-
-
-def _body_of(error: urllib.error.HTTPError) -> str:
-    try:
-        return _snippet(error.read())
-    except (OSError, http.client.HTTPException):
-        return "(no body)"
-
-
-def _snippet(raw: bytes) -> str:
-    text = " ".join(raw[: BODY_SHOWN * 4].decode("utf-8", "replace").split())
-    if not text:
-        return "an empty body"
-    return repr(text[:BODY_SHOWN] + ("..." if len(text) > BODY_SHOWN else ""))
-
-
-def _reason(reason: Any) -> str:
-    if isinstance(reason, BaseException):
-        return f"{type(reason).__name__}: {reason}" if str(reason) else type(reason).__name__
-    return str(reason)
 
 
 def _describe(value: Any) -> str:

@@ -13,13 +13,12 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from rag_eval._core.http_requests import MAX_WAIT_S, shown_url
 from rag_eval._retrievers.external.by_text import TextHitsParams
 from rag_eval._retrievers.external.json_path import compile_path
 from rag_eval._retrievers.params import AdapterParams
 
 QUERY, QUERIES, TOP_K = "{query}", "{queries}", "{top_k}"
-#: The longest wait between two tries, whatever Retry-After asks (seconds).
-MAX_WAIT_S = 60.0
 
 
 class HitFields(AdapterParams):
@@ -123,14 +122,3 @@ def strings(value: Any) -> list[str]:
     if isinstance(value, list):
         return [text for item in value for text in strings(item)]
     return []
-
-
-def shown_url(url: str) -> str:
-    """``url`` for messages and results: no user or password, no query-string values."""
-    try:
-        parts = urllib.parse.urlsplit(url)
-        netloc = parts.netloc.rpartition("@")[2]
-        query = "&".join(f"{item.partition('=')[0]}=..." for item in parts.query.split("&") if item) if parts.query else ""
-        return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, query, ""))
-    except ValueError:
-        return "<an unreadable URL>"

@@ -1,0 +1,90 @@
+"""``rag-eval judge SHEET --judge JUDGE.yaml --output OUT``: fill a judgement sheet's empty grades with a judge.
+
+Reads the sheet (``rag-eval pool`` writes it), builds the judge JUDGE.yaml names
+(:mod:`rag_eval._models.judges.spec`), grades the rows whose grade is empty, grouped by query
+(:mod:`rag_eval._models.judges.grading`), and writes the graded sheet to OUT atomically. Prints one
+summary line, then the rows that could not be graded, one per line.
+
+Exit codes: 0 every row graded; 1 some rows could not be graded (they stay empty, never 0, and are
+listed; OUT is written with the rest, so a CI job notices); 2 bad input (the sheet, the judge's
+config, the endpoint down or answering what is not a chat completion): one line, nothing written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import warnings
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from rag_eval._commands.exit_codes import EXIT_PASSED, EXIT_REGRESSION
+from rag_eval._core.messages import shown
+from rag_eval._data.judging.sheet import read_sheet, sheet_format, write_sheet
+from rag_eval._models.judges.cache import JudgeCacheWarning
+from rag_eval._models.judges.grading import Graded, grade_rows
+from rag_eval._models.judges.spec import load_judge
+from rag_eval._models.progress import showing_progress, tqdm_disable
+from rag_eval._retrievers.embedding_cache import default_cache_dir
+
+#: Rows that failed listed one per line; the rest are counted.
+FAILED_SHOWN = 20
+
+
+def main(args: argparse.Namespace, say: Callable[[str], None]) -> int:
+    """Judge ``args.sheet`` with ``args.judge`` into ``args.output`` (see the module docstring)."""
+    sheet_format(args.output)  # a wrong extension is found before any judging
+    rows = read_sheet(args.sheet)
+    with showing_progress(False if args.no_progress else None), _warnings_as_lines():
+        judge = load_judge(args.judge, cache_dir=default_cache_dir())
+        todo = sum(row.grade is None for row in rows)
+        with _bar(todo) as progress:
+            graded = grade_rows(rows, judge, where=str(args.sheet), judge_where=str(args.judge), progress=progress)
+    write_sheet(args.output, graded.rows)
+    say(summary(graded, args.output))
+    for row, reason in graded.failed[:FAILED_SHOWN]:
+        say(f"not graded: query {shown(row.query_id)}, unit {shown(row.unit)}: {' '.join(reason.split())}")
+    if len(graded.failed) > FAILED_SHOWN:
+        say(f"... and {len(graded.failed) - FAILED_SHOWN} more rows not graded (their grade is left empty in {args.output})")
+    return EXIT_REGRESSION if graded.failed else EXIT_PASSED
+
+
+def summary(graded: Graded, output: str) -> str:
+    """The one line ``rag-eval judge`` ends with."""
+    asked = graded.graded + len(graded.failed)
+    tokens = f"{graded.prompt_tokens:,} prompt + {graded.completion_tokens:,} completion tokens"
+    return (
+        f"judged {asked} rows with {graded.source}: graded {graded.graded}, cache hits {graded.cache_hits}, "
+        f"failed {len(graded.failed)} (left empty); {graded.kept} rows already graded kept; {graded.requests} "
+        f"requests, {tokens}; {graded.seconds:.1f} s; wrote {output}"
+    )
+
+
+@contextmanager
+def _warnings_as_lines() -> Iterator[None]:
+    """A judge's warnings (a damaged cache file) as one ``rag-eval: warning:`` line each on stderr."""
+
+    def show(message: Any, category: Any, filename: Any, lineno: Any, file: Any = None, line: Any = None) -> None:
+        print(f"rag-eval: warning: {' '.join(str(message).split())}", file=sys.stderr)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", JudgeCacheWarning)  # each file's problem is said, even twice in one process
+        warnings.showwarning = show
+        yield
+
+
+@contextmanager
+def _bar(total: int) -> Iterator[Callable[[int], None] | None]:
+    """A progress bar over the rows to judge (tqdm, on stderr), or None when tqdm is missing or bars are off."""
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:
+        yield None
+        return
+    bar = tqdm(total=total, desc="judging", unit="row", disable=True if total == 0 else tqdm_disable(), leave=False)
+    try:
+        yield bar.update
+    finally:
+        bar.close()
+

