@@ -63,6 +63,7 @@ COMMANDS = {
     "pool": "pool",
     "judge": "judge",
     "judgements": "judgements",
+    "generate": "generate",
 }
 # Commands whose process has nothing left to do once main() returns: no atexit work, no
 # files open for writing, output on stdout/stderr only.
@@ -261,6 +262,7 @@ HANDLERS = {
     "pool": _cmd_lines,
     "judge": _cmd_lines,
     "judgements": _cmd_lines,
+    "generate": _cmd_lines,
 }
 
 

@@ -43,7 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(title="commands", metavar="COMMAND", dest="command")
     for add in (
         _add_evaluate, _add_run, _add_validate, _add_compare, _add_schema, _add_clean, _add_pool, _add_judge,
-        _add_judgements,
+        _add_judgements, _add_generate,
     ):
         add(sub)
     for command in sub.choices.values():
@@ -269,3 +269,20 @@ def _add_judgements(sub: argparse._SubParsersAction) -> None:
     convert.add_argument("--documents", required=True, metavar="QUERY_SET",
                          help="the query set (YAML) holding the documents the chunks were cut from")
     convert.add_argument("--output", required=True, help="the query set (YAML) to write, with evidence spans")
+
+
+def _add_generate(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "generate",
+        help="synthetic questions from a query set's documents through a judge endpoint, each with a checked quote",
+        description="Ask an OpenAI-compatible endpoint for questions about the documents of QUERY_SET, each with a "
+        "quoted evidence span that must occur exactly once, keep those a retriever finds again (round trip), and "
+        "write them as queries tagged origin: synthetic (docs/judging.md).",
+    )
+    p.add_argument("query_set", help="the query set (YAML) whose documents to ask about")
+    p.add_argument("--judge", required=True, metavar="YAML", help="the endpoint's config (YAML), as for rag-eval judge")
+    p.add_argument("--output", required=True, help="the query set (YAML) to write, with the synthetic queries")
+    p.add_argument("--per-document", type=_whole_number, default=2, help="questions asked per document (default 2)")
+    p.add_argument("--round-trip", metavar="CONFIG",
+                   help="keep a question only if this config's first retriever finds its evidence in its top k")
+    p.add_argument("--no-progress", action="store_true", help="hide progress bars")
