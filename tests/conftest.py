@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,6 +13,10 @@ import pytest
 from rag_eval._scoring.results import Results
 
 REPO = Path(__file__).resolve().parents[1]
+# `python -m pytest` puts the working folder first on sys.path, where the repository's data folder `datasets/`
+# becomes an importable namespace package named `datasets`: sentence-transformers then imports it as Hugging
+# Face's datasets, and lancedb, seeing it loaded, fails on it. Tests import nothing from the repository's root.
+sys.path[:] = [entry for entry in sys.path if entry not in ("", ".") and Path(entry or ".").resolve() != REPO]
 SHARED_DATASETS = Path(os.environ.get("RAG_EVAL_SHARED_DATASETS", REPO.parent / "shared" / "datasets"))
 
 

@@ -22,6 +22,7 @@ the table's own index is bypassed; with its kind it is used with the search para
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -159,7 +160,7 @@ class LanceDBRetriever(VectorDBRetriever):
         """Open the database folder (once); read-only mode needs it to exist and writes nothing to it."""
         if self.db is not None:
             return
-        import lancedb
+        lancedb = _import_lancedb()
 
         uri = self.uri
         if uri.exists() and not uri.is_dir():
@@ -393,7 +394,7 @@ class LanceDBRetriever(VectorDBRetriever):
 
     def database_info(self) -> dict[str, Any]:
         """Version, the folder, the table's rows and vector column, the distance, the index asked and the one built."""
-        import lancedb
+        lancedb = _import_lancedb()
 
         info: dict[str, Any] = {
             "engine": "lancedb",
@@ -415,3 +416,24 @@ class LanceDBRetriever(VectorDBRetriever):
                     for index in self._call("listing indexes", table.list_indices)
                 ]
         return info
+
+
+def _import_lancedb() -> Any:
+    """lancedb, imported with a stray module named ``datasets`` out of its way.
+
+    lancedb registers Hugging Face datasets as a source when a module named ``datasets`` is loaded, and
+    fails when that module is not Hugging Face's: a folder named ``datasets`` in the working folder of
+    ``python -m rag_eval`` (this repository has one) is imported as a namespace package by
+    sentence-transformers' own probe. Such a module is hidden while lancedb is imported, then put back.
+    """
+    stray = sys.modules.get("datasets")
+    if stray is None or getattr(stray, "__file__", None) is not None or hasattr(stray, "Dataset"):
+        import lancedb
+
+        return lancedb
+    del sys.modules["datasets"]
+    try:
+        import lancedb
+    finally:
+        sys.modules.setdefault("datasets", stray)
+    return lancedb
