@@ -269,6 +269,13 @@ def _add_judgements(sub: argparse._SubParsersAction) -> None:
     convert.add_argument("--documents", required=True, metavar="QUERY_SET",
                          help="the query set (YAML) holding the documents the chunks were cut from")
     convert.add_argument("--output", required=True, help="the query set (YAML) to write, with evidence spans")
+    calibrate = actions.add_parser(
+        "calibrate", help="a model's grades against people's on the rows both graded: kappa, confusion, Kendall's tau"
+    )
+    calibrate.add_argument("human", metavar="HUMAN_SHEET", help="a sheet graded by people (.csv or .jsonl)")
+    calibrate.add_argument("model", metavar="MODEL_SHEET", help="the same rows graded by a judge (.csv or .jsonl)")
+    calibrate.add_argument("--config", help="also rank this config's retrievers under each set of grades "
+                           "(Kendall's tau) and warn about one that ranks with the judge's model")
 
 
 def _add_generate(sub: argparse._SubParsersAction) -> None:

@@ -9,9 +9,12 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
-from rag_eval._commands import judgements_check, judgements_convert, judgements_merge
+from rag_eval._commands import calibrate, judgements_check, judgements_convert, judgements_merge
 
-ACTIONS = {"merge": judgements_merge.main, "check": judgements_check.main, "convert": judgements_convert.main}
+ACTIONS = {
+    "merge": judgements_merge.main, "check": judgements_check.main, "convert": judgements_convert.main,
+    "calibrate": calibrate.main,
+}
 
 
 def main(args: argparse.Namespace, say: Callable[[str], None]) -> int:

@@ -32,6 +32,7 @@ from rag_eval._report.format import (
     shorten,
 )
 from rag_eval._report.holes import holes_lines
+from rag_eval._report.label_sources import label_sources_lines
 from rag_eval._report.plots import plot_lines
 from rag_eval._scoring.metrics.measures import parse_metric
 
@@ -58,6 +59,7 @@ def render_run_report(run: RunOutcome, plots: PlotSet | None = None) -> str:
             run, main, getattr(run.config, "baseline_label", None),
             n_resamples=regression.resamples if regression else 10_000, seed=regression.seed if regression else 0,
         )
+    out += label_sources_lines(run, main, getattr(run.config, "baseline_label", None))  # empty without model grades
     if plots is not None and plots.files:
 
         out += ["**Plots** (SVG beside this report; each line gives the same numbers in text)", ""]

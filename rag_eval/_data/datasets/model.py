@@ -12,6 +12,7 @@ from rag_eval._core.errors import DatasetError
 from rag_eval._core.messages import VALIDATE_LISTS_ALL, first_and_more
 from rag_eval._core.spans import EvidenceSpan
 from rag_eval._data.judging.anchor import Finding
+from rag_eval._data.judging.sheet import HUMAN, VERIFIED
 
 # A loader keeps this many problems to list; past it, it counts the rest (a corpus of a
 # million malformed lines must not print a million lines, nor hold them in memory).
@@ -39,6 +40,15 @@ class Dataset:
     its ``corpus`` is ``{doc: {"text", "title"}}``, so that every path that reads
     whole passages (a retriever without a chunker, judged_query_ids) works on it.
     Passage datasets leave the three fields empty.
+
+    Provenance (who gave each grade: ``human``, ``llm+verified``, a judge's ``<kind>:<name>``,
+    rag_eval._data.judging.grades) is kept beside the grades, never in them, and no part of the
+    fingerprint: ``judgement_sources`` ``{qid: {unit: source}}`` for the judgements that record one
+    (passage judgements, or a dataset of documents' explicit ``document_judgements``), and
+    ``evidence_sources`` ``{qid: (source, ...)}`` aligned with ``evidence[qid]`` (``""`` for a span
+    without one). Both are empty when the file records no provenance (every format but rag_eval's
+    YAML query set, and query sets written by hand); a grade without a recorded source is the query
+    set's own.
     """
 
     name: str
@@ -54,6 +64,20 @@ class Dataset:
     # (query id, finding) of each evidence span whose recorded text or hash its document no longer holds at
     # its offsets (rag_eval._data.judging.anchor): a run reports them and does not gate on them unless told.
     stale_evidence: tuple[tuple[str, Finding], ...] = ()
+    judgement_sources: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    evidence_sources: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+    @property
+    def has_model_labels(self) -> bool:
+        """Whether some grade of the dataset was given by a model (a judge's ``<kind>:<name>`` source)."""
+        return any(is_model_source(source) for source in self.recorded_sources())
+
+    def recorded_sources(self) -> Iterator[str]:
+        """Every recorded source, one per judgement or evidence span that records one."""
+        for sources in self.judgement_sources.values():
+            yield from sources.values()
+        for spans in self.evidence_sources.values():
+            yield from (source for source in spans if source)
 
     @property
     def has_documents(self) -> bool:
@@ -105,6 +129,15 @@ class Dataset:
             counts["queries_with_evidence"] = sum(1 for spans in self.evidence.values() if spans)
         counts["notes"] = list(self.notes)
         return counts
+
+
+def is_model_source(source: str) -> bool:
+    """Whether a grade's ``source`` names a model (a judge's ``<kind>:<name>``, e.g. ``llm:qwen2.5``).
+
+    ``human`` and ``llm+verified`` (a model's grade a person confirmed) are a person's; ``""`` (no
+    recorded source) is the query set's own grade, counted with the people's.
+    """
+    return bool(source) and source not in (HUMAN, VERIFIED) and ":" in source
 
 
 def _canonical_chunks(dataset: Dataset) -> Iterator[bytes]:

@@ -17,7 +17,8 @@ says; ``match: whitespace`` lets runs of white space in a quote match any run). 
 ``grade_map`` applies to judgements, not to evidence grades. A judgement may carry its provenance,
 ``{grade: 2, source: llm:qwen, annotator?, time?}``, and so may an evidence item (``source``,
 ``annotator``, ``time``): ``rag-eval judgements merge`` writes them (rag_eval._data.judging.grades says
-what a source may be); they change no number.
+what a source may be); they change no number and no fingerprint. The sources are kept in the Dataset's
+``judgement_sources`` and ``evidence_sources`` (rag_eval._data.datasets.provenance).
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ from rag_eval._data.datasets.evidence import (
     unknown_document,
 )
 from rag_eval._data.datasets.model import Dataset, Problems, Query
+from rag_eval._data.datasets.provenance import judgement_sources
 from rag_eval._data.datasets.values import (
     document_id_from_value,
     evidence_grade_from_value,
@@ -250,7 +252,15 @@ def load_yaml_query_set(path: Path, grade_map: Mapping[float, float] | None = No
             problems.add(f"{path}: {where}: evidence spans need documents; give the query set 'documents' instead of "
                          "'corpus' (passages have no offsets to point into)", (_QUERIES, n))
     problems.raise_if_any()
-    return Dataset(*_names(path, model, queries), judgements, corpus, str(path), description=_description(model))
+    return Dataset(
+        *_names(path, model, queries), judgements, corpus, str(path), description=_description(model),
+        judgement_sources=judgement_sources(raw, _positions(queries), judgements),
+    )
+
+
+def _positions(queries: list[tuple[int, QuerySpec]]) -> dict[str, int]:
+    """Each query's index in the file (ids are unique once the loader's checks passed)."""
+    return {query.id: n for n, query in queries}
 
 
 def _names(path: Path, model: QuerySetFile | None, queries: list[tuple[int, QuerySpec]]) -> tuple[str, dict[str, Query]]:
@@ -286,6 +296,7 @@ def _document_dataset(
     texts = {doc: entry["text"] for doc, entry in documents.items()}
     explicit = _collect(path, raw, queries, documents, label, grade_map, problems, kind="document")
     evidence: dict[str, tuple[EvidenceSpan, ...]] = {}
+    evidence_sources: dict[str, tuple[str, ...]] = {}  # aligned with evidence[qid]; "" where none is recorded
     positions: dict[tuple[str, str], list[int]] = {}  # (qid, doc) -> its evidence items, for messages
     recorded: list[tuple[str, EvidenceItem]] = []  # items whose offsets record their text or hash
     repeated = _duplicates(path, raw, "queries", "query", Problems())  # reported by _collect already
@@ -293,6 +304,7 @@ def _document_dataset(
         if n in repeated:
             continue
         spans = []
+        sources: list[str] = []
         for i, item in enumerate(query.evidence):
             where = field_path(raw, ["queries", n, "evidence", i])
             if item.match is not None and item.quote is None:
@@ -306,12 +318,15 @@ def _document_dataset(
             problems.extend([f"{path}: {where}: {message}" for message in found], (_QUERIES, n))
             if span is not None:
                 spans.append(span)
+                sources.append(item.source or "")
                 if item.text is not None or item.sha256 is not None:
                     recorded.append((query.id, EvidenceItem(item.doc, item.start, item.end, text=item.text,
                                                             sha256=item.sha256)))
                 positions.setdefault((query.id, span.doc), []).append(i)
         if spans:
             evidence[query.id] = tuple(spans)
+            if any(sources):
+                evidence_sources[query.id] = tuple(sources)
     judgements, conflicts = document_grades(evidence, explicit)
     index = {query.id: n for n, query in queries if n not in repeated}
     for qid, doc, grade in conflicts:
@@ -323,7 +338,8 @@ def _document_dataset(
     return Dataset(
         *_names(path, model, queries), judgements, dict(documents), str(path), tuple(notes),
         description=_description(model), documents=texts, evidence=evidence, document_judgements=explicit,
-        stale_evidence=stale,
+        stale_evidence=stale, judgement_sources=judgement_sources(raw, _positions(queries), explicit),
+        evidence_sources=evidence_sources,
     )
 
 
