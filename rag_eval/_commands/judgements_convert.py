@@ -26,7 +26,7 @@ from rag_eval._data.datasets.values import id_from_value
 from rag_eval._data.judging.convert import BY_ID, EXACT, TOLERANT, Conversion, convert, read_chunk_texts
 from rag_eval._data.judging.evidence_file import read_documents, read_query_set
 from rag_eval._data.judging.rewrite import append, rewrite_yaml
-from rag_eval._scoring.engine.reader import read_judgements
+from rag_eval._scoring.engine import read_judgements
 
 _UNKNOWN_LISTED = 5
 

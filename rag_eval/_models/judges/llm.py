@@ -182,7 +182,7 @@ class LlmJudge:
         pool = ThreadPoolExecutor(max_workers=self.settings.concurrency, thread_name_prefix="rag-eval-judge")
         try:
             futures: dict[Future[_Asked], str] = {
-                pool.submit(self._ask, query, passage, key): key for key, (query, passage) in questions.items()
+                pool.submit(self._ask_or_stop, query, passage, key): key for key, (query, passage) in questions.items()
             }
             wait(futures, return_when=FIRST_EXCEPTION)
             failed = [future for future in futures if future.done() and future.exception() is not None]
@@ -199,6 +199,14 @@ class LlmJudge:
             # Questions not started are dropped; one in flight ends within its timeout, and is not retried.
             pool.shutdown(wait=False, cancel_futures=True)
         return results
+
+    def _ask_or_stop(self, query: str, passage: str, key: str) -> _Asked:
+        """:meth:`_ask`; a failure stops the other questions at once, in this worker, before it takes the next one."""
+        try:
+            return self._ask(query, passage, key)
+        except BaseException:
+            self._stop.set()
+            raise
 
     def _ask(self, query: str, passage: str, key: str) -> _Asked:
         """Ask one question (and once more with the reminder when the answer cannot be read); keep the answer."""
