@@ -50,6 +50,7 @@ from rag_eval._retrievers.external.pgvector_params import (
     one_line_error,
     redact,
 )
+from rag_eval._retrievers.external.pgvector_tables import read_team_table
 from rag_eval._retrievers.external.vector_db import (
     MANAGED_PREFIX,
     PASSAGE_FIELD,
@@ -345,76 +346,12 @@ class PgvectorRetriever(VectorDBRetriever):
         """Columns, vector dimension, rows and vector indexes of the team's table (read once), checked."""
         if self._table_info is not None:
             return self._table_info
-        from psycopg import sql
-
         oid = self._relation(name)
         if oid is None:
             return None
-        settings: PgvectorParams = self.settings
-        where = f"table {self.schema}.{name}"
-        columns = {
-            str(row[0]): (str(row[1]), int(row[2]), int(row[3]))
-            for row in self._execute(
-                "SELECT a.attname, t.typname, a.atttypmod, a.attnum FROM pg_attribute a "
-                "JOIN pg_type t ON t.oid = a.atttypid WHERE a.attrelid = %s AND a.attnum > 0 AND NOT a.attisdropped "
-                "ORDER BY a.attnum",
-                (oid,),
-            ).fetchall()
-        }
-        listed = ", ".join(columns)
-        column = settings.vector_column
-        if column not in columns:
-            raise RetrieverError(
-                f"{ADAPTER}: params.vector_column: {where} has no column {column!r} (its columns: {listed}); "
-                "set vector_column to its vector column"
-            )
-        if columns[column][0] != "vector":
-            raise RetrieverError(
-                f"{ADAPTER}: params.vector_column: column {column!r} of {where} is of type {columns[column][0]}, "
-                "not vector; set vector_column to a vector(d) column"
-            )
-        if settings.id_column not in columns:
-            raise RetrieverError(
-                f"{ADAPTER}: params.id_column: {where} has no column {settings.id_column!r} (its columns: {listed}); "
-                "set id_column to its id column"
-            )
-        for field, value in (("text_field", settings.text_field), ("metadata_column", settings.metadata_column)):
-            if value is not None and value not in columns and field in settings.model_fields_set:
-                raise RetrieverError(
-                    f"{ADAPTER}: params.{field}: {where} has no column {value!r} (its columns: {listed}); "
-                    f"set {field} to one of them, or null"
-                )
-        self._has_text = settings.text_field is not None and settings.text_field in columns
-        self._has_metadata = settings.metadata_column is not None and settings.metadata_column in columns
-        if self._has_metadata and columns[str(settings.metadata_column)][0] not in ("jsonb", "json"):
-            raise RetrieverError(
-                f"{ADAPTER}: params.metadata_column: column {settings.metadata_column!r} of {where} is of type "
-                f"{columns[str(settings.metadata_column)][0]}, not jsonb; set metadata_column to a jsonb column, or null"
-            )
-        taken = {column, settings.id_column, settings.text_field, settings.metadata_column}
-        spec = settings.map
-        named = [] if spec is None else [spec.doc_id, spec.start, spec.end, spec.passage_id]
-        self._extra_columns = [field for field in dict.fromkeys(named) if field in columns and field not in taken]
-        dimension = max(columns[column][1], 0)
-        if not dimension:  # vector without a dimension in its type: read one row's
-            row = self._execute(
-                sql.SQL("SELECT vector_dims({c}) FROM {t} WHERE {c} IS NOT NULL LIMIT 1").format(
-                    c=sql.Identifier(column), t=self._table(name)
-                )
-            ).fetchone()
-            dimension = int(row[0]) if row else 0
-        points = int(self._execute(sql.SQL("SELECT count(*) FROM {}").format(self._table(name))).fetchone()[0])
-        indexes = [
-            {"name": str(row[0]), "kind": str(row[1]), "opclass": str(row[2]), "definition": str(row[3])}
-            for row in self._execute(
-                "SELECT i.relname, am.amname, opc.opcname, pg_get_indexdef(i.oid) FROM pg_index x "
-                "JOIN pg_class i ON i.oid = x.indexrelid JOIN pg_am am ON am.oid = i.relam "
-                "JOIN pg_opclass opc ON opc.oid = x.indclass[0] "
-                "WHERE x.indrelid = %s AND x.indkey[0] = %s ORDER BY i.relname",
-                (oid, columns[column][2]),
-            ).fetchall()
-        ]
-        self._table_info = {"dimension": dimension, "points": points, "indexes": indexes}
+        table = read_team_table(self._execute, self._table(name), oid, self.settings, f"table {self.schema}.{name}")
+        self._has_text, self._has_metadata, self._extra_columns = table.has_text, table.has_metadata, table.extra_columns
+        self._table_info = {"dimension": table.dimension, "points": table.points, "indexes": table.indexes}
         return self._table_info
 
     def _read_only_operator(self) -> tuple[str, dict[str, Any] | None]:
