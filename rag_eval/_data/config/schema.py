@@ -18,12 +18,13 @@ from typing import Any
 
 from pydantic import (
     Field,
+    ModelWrapValidatorHandler,
     ValidationError,
     ValidationInfo,
-    ValidatorFunctionWrapHandler,
     field_validator,
     model_validator,
 )
+from typing_extensions import Self
 
 from rag_eval._core.errors import ConfigError, MetricError, RetrieverError
 from rag_eval._core.files import MAX_CONFIG_BYTES
@@ -157,7 +158,7 @@ class RunConfig(Strict):
 
     @model_validator(mode="wrap")
     @classmethod
-    def _consistent(cls, data: Any, handler: ValidatorFunctionWrapHandler, info: ValidationInfo) -> RunConfig:
+    def _consistent(cls, data: Any, handler: ModelWrapValidatorHandler[Self], info: ValidationInfo) -> Self:
         # A wrap validator, to read the config as written: the checks across sections take it
         # (consistency.py says why), and raise every problem they find at once.
         model = handler(data)
