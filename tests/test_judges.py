@@ -12,18 +12,12 @@ loopback endpoint.
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import json
 import os
-import socket
 import sys
-import threading
 import time
-import urllib.error
-import urllib.request
-from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -44,100 +38,10 @@ MODEL_NAME = llm_server.MODEL_NAME
 llama = llm_server.llama
 
 
-# --------------------------------------------------------------------------- loopback HTTP helpers
-
-
-class Endpoint:
-    """A loopback HTTP server whose answers ``respond(body) -> (status, bytes)`` decides; counts and keeps requests."""
-
-    def __init__(self, respond: Callable[[dict[str, Any], int], tuple[int, bytes]]) -> None:
-        self.respond = respond
-        self.bodies: list[dict[str, Any]] = []
-        self.headers: list[dict[str, str]] = []
-        self.lock = threading.Lock()
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 - the http.server name
-                raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                try:
-                    body = json.loads(raw)
-                except ValueError:
-                    body = {"raw": raw.decode("utf-8", "replace")}
-                with outer.lock:
-                    outer.bodies.append(body)
-                    outer.headers.append(dict(self.headers))
-                    number = len(outer.bodies)
-                status, data = outer.respond(body, number)
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-
-    @property
-    def count(self) -> int:
-        return len(self.bodies)
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-
-@contextlib.contextmanager
-def endpoint(respond: Callable[[dict[str, Any], int], tuple[int, bytes]]) -> Iterator[Endpoint]:
-    server = Endpoint(respond)
-    try:
-        yield server
-    finally:
-        server.close()
-
-
-def completion(content: str | None, prompt_tokens: int = 11, completion_tokens: int = 3) -> bytes:
-    return json.dumps({
-        "id": "x", "object": "chat.completion", "model": "fake",
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
-        "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-                  "total_tokens": prompt_tokens + completion_tokens},
-    }).encode()
-
-
-def forward_to(upstream: str, *, fail_first: int = 0) -> Callable[[dict[str, Any], int], tuple[int, bytes]]:
-    """A proxy: the first ``fail_first`` requests get 503, the rest go to ``upstream`` (the llama.cpp server)."""
-
-    def respond(body: dict[str, Any], number: int) -> tuple[int, bytes]:
-        if number <= fail_first:
-            return 503, b'{"error": "busy"}'
-        request = urllib.request.Request(upstream + "/chat/completions", data=json.dumps(body).encode(),
-                                         headers={"Content-Type": "application/json"}, method="POST")
-        try:
-            with urllib.request.urlopen(request, timeout=120) as response:
-                return response.status, response.read()
-        except urllib.error.HTTPError as error:
-            return error.code, error.read()
-
-    return respond
-
-
-# --------------------------------------------------------------------------- the llama.cpp server
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
+# The loopback endpoint, a chat completion's bytes, the proxy to llama.cpp: tests/llm_server.py (shared with test_generate).
+Endpoint, endpoint, completion, forward_to = (
+    llm_server.Endpoint, llm_server.endpoint, llm_server.completion, llm_server.forward_to,
+)
 
 
 # --------------------------------------------------------------------------- a sheet and a judge file
@@ -247,7 +151,7 @@ def test_503_twice_is_retried_with_back_off_and_then_graded(llama, tmp_path, cap
 
 
 def test_an_endpoint_that_is_down_is_one_line_naming_the_url_and_nothing_is_written(tmp_path, capsys):
-    port = _free_port()  # nothing listens there
+    port = llm_server.free_port()  # nothing listens there
     sheet, config = write_inputs(tmp_path, ocean_rows(2), llm_config(f"http://127.0.0.1:{port}/v1", retries=1))
     output = tmp_path / "out.csv"
     code, out, err = judge_cli(sheet, config, output, capsys)
