@@ -6,7 +6,8 @@ module needs pydantic only.
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Mapping
+from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -33,6 +34,21 @@ _APPLIES: dict[str, tuple[str, ...]] = {
 }
 
 
+def check_parameters_fit_kind(index: AdapterParams, kind: str, applies: Mapping[str, tuple[str, ...]]) -> None:
+    """Refuse a parameter set for a kind it does not apply to (FAISS's and every database's ``index:``)."""
+    for name in sorted(index.model_fields_set):
+        kinds = applies.get(name)
+        if kinds is not None and kind not in kinds:
+            raise ValueError(f"index parameter {name!r} applies to kind {' | '.join(kinds)}, not {kind}; remove it")
+
+
+def parameters_of_kind(index: AdapterParams, kind: str, applies: Mapping[str, tuple[str, ...]]) -> dict[str, Any]:
+    """The kind and the parameters that apply to it (None: the engine's own default, left out), as reports show it."""
+    applying = {name: value for name, value in index.model_dump().items()
+                if kind in applies.get(name, ()) and value is not None}
+    return {"kind": kind, **applying}
+
+
 class IndexSpec(AdapterParams):
     """How the dense retriever searches (see the module docstring); unknown keys are errors."""
 
@@ -55,12 +71,7 @@ class IndexSpec(AdapterParams):
 
     @model_validator(mode="after")
     def _parameters_fit_kind(self) -> IndexSpec:
-        for name in sorted(self.model_fields_set):
-            kinds = _APPLIES.get(name)
-            if kinds is not None and self.kind not in kinds:
-                raise ValueError(
-                    f"index parameter {name!r} applies to kind {' | '.join(kinds)}, not {self.kind}; remove it"
-                )
+        check_parameters_fit_kind(self, self.kind, _APPLIES)
         if self.nlist is not None and self.nprobe is not None and self.nprobe > self.nlist:
             raise ValueError(f"nprobe {self.nprobe} exceeds nlist {self.nlist}; use nprobe <= nlist")
         return self

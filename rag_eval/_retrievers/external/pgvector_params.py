@@ -16,6 +16,7 @@ from pydantic import Field, model_validator
 from rag_eval._core.errors import RetrieverError
 from rag_eval._core.messages import shown
 from rag_eval._retrievers.external.vector_db import VectorDBParams
+from rag_eval._retrievers.index_spec import check_parameters_fit_kind
 from rag_eval._retrievers.params import AdapterParams
 
 ADAPTER = "pgvector"
@@ -56,12 +57,7 @@ class PgvectorIndex(AdapterParams):
 
     @model_validator(mode="after")
     def _parameters_fit_kind(self) -> PgvectorIndex:
-        for name in sorted(self.model_fields_set):
-            kinds = _APPLIES.get(name)
-            if kinds is not None and self.kind not in kinds:
-                raise ValueError(
-                    f"index parameter {name!r} applies to kind {' | '.join(kinds)}, not {self.kind}; remove it"
-                )
+        check_parameters_fit_kind(self, self.kind, _APPLIES)
         if self.ef_construction < 2 * self.m:
             raise ValueError(
                 f"ef_construction {self.ef_construction} is below 2 x m ({2 * self.m}), which pgvector refuses; "

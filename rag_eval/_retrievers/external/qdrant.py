@@ -48,6 +48,7 @@ from rag_eval._retrievers.external.vector_db import (
     VectorDBParams,
     VectorDBRetriever,
 )
+from rag_eval._retrievers.index_spec import check_parameters_fit_kind, parameters_of_kind
 from rag_eval._retrievers.params import AdapterParams, Folder
 
 ADAPTER = "qdrant"
@@ -81,17 +82,11 @@ class QdrantIndex(AdapterParams):
 
     def described(self) -> dict[str, Any]:
         """The kind and the parameters that apply to it (what the report shows)."""
-        applying = {  # None: the engine's own default, left out
-            name: value for name, value in self.model_dump().items() if self.kind in _APPLIES.get(name, ()) and value is not None
-        }
-        return {"kind": self.kind, **applying}
+        return parameters_of_kind(self, self.kind, _APPLIES)
 
     @model_validator(mode="after")
     def _parameters_fit_kind(self) -> QdrantIndex:
-        for name in sorted(self.model_fields_set):
-            kinds = _APPLIES.get(name)
-            if kinds is not None and self.kind not in kinds:
-                raise ValueError(f"index parameter {name!r} applies to kind {' | '.join(kinds)}, not {self.kind}; remove it")
+        check_parameters_fit_kind(self, self.kind, _APPLIES)
         return self
 
 
