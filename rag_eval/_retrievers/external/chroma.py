@@ -159,7 +159,7 @@ class ChromaRetriever(VectorDBRetriever):
                 ) from None
             return
         assert self.path is not None
-        self._check_folder(self.path)
+        self.check_local_folder(self.path, "Chroma folder", CHROMA_FILE, "chromadb.PersistentClient(path=...)")
         try:
             self.client = chromadb.PersistentClient(
                 path=str(self.path), settings=chroma_settings, tenant=settings.tenant, database=settings.database
@@ -169,29 +169,6 @@ class ChromaRetriever(VectorDBRetriever):
                 f"{ADAPTER}: params.path {str(self.path)!r} cannot be opened as a Chroma folder ({error_line(error)}); "
                 "give a folder chromadb.PersistentClient wrote, or (managed) an empty one"
             ) from None
-
-    def _check_folder(self, path: Path) -> None:
-        if path.exists() and not path.is_dir():
-            raise RetrieverError(f"{ADAPTER}: params.path {str(path)!r} is a file; give a folder (a Chroma folder)")
-        if self.mode != "read_only":
-            try:
-                path.mkdir(parents=True, exist_ok=True)
-            except OSError as error:
-                raise RetrieverError(
-                    f"{ADAPTER}: params.path {str(path)!r} cannot be created ({error.strerror or error}); give a writable folder"
-                ) from None
-            return
-        # read_only writes nothing: PersistentClient would create a missing folder and its database file
-        if not path.is_dir():
-            raise RetrieverError(
-                f"{ADAPTER}: params.path {str(path)!r} does not exist; mode read_only needs the folder of an existing "
-                "Chroma database (what chromadb.PersistentClient(path=...) was given)"
-            )
-        if not (path / CHROMA_FILE).is_file():
-            raise RetrieverError(
-                f"{ADAPTER}: params.path {str(path)!r} is not a Chroma folder (no {CHROMA_FILE}); give the folder the "
-                "team's chromadb.PersistentClient(path=...) wrote"
-            )
 
     def close(self) -> None:
         """Close the client (a folder's database is released once no other client of this process holds it)."""

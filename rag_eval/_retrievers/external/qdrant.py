@@ -191,7 +191,7 @@ class QdrantRetriever(VectorDBRetriever):
             self.client = QdrantClient(location=":memory:")
             return
         assert self.path is not None
-        self._check_folder(self.path)
+        self.check_local_folder(self.path, "Qdrant local storage", "meta.json", "QdrantClient(path=...)")
         try:
             self.client = QdrantClient(path=str(self.path))
         except RuntimeError as error:  # the folder's lock: another client (run, process) has it open
@@ -204,29 +204,6 @@ class QdrantRetriever(VectorDBRetriever):
                 f"{ADAPTER}: params.path {str(self.path)!r} cannot be opened as a Qdrant local storage "
                 f"({error_line(error)}); give a folder Qdrant's local mode wrote, or an empty one"
             ) from None
-
-    def _check_folder(self, path: Path) -> None:
-        if path.exists() and not path.is_dir():
-            raise RetrieverError(f"{ADAPTER}: params.path {str(path)!r} is a file; give a folder (Qdrant's local storage)")
-        if self.mode != "read_only":
-            try:
-                path.mkdir(parents=True, exist_ok=True)
-            except OSError as error:
-                raise RetrieverError(
-                    f"{ADAPTER}: params.path {str(path)!r} cannot be created ({error.strerror or error}); give a writable folder"
-                ) from None
-            return
-        # read_only writes nothing: qdrant-client would create a missing folder and its meta.json
-        if not path.is_dir():
-            raise RetrieverError(
-                f"{ADAPTER}: params.path {str(path)!r} does not exist; mode read_only needs the folder of an existing "
-                "Qdrant local storage"
-            )
-        if not (path / "meta.json").is_file():
-            raise RetrieverError(
-                f"{ADAPTER}: params.path {str(path)!r} is not a Qdrant local storage (no meta.json); give the folder "
-                "the team's QdrantClient(path=...) wrote"
-            )
 
     def close(self) -> None:
         """Close the client (a local folder's lock is released); safe to call twice."""

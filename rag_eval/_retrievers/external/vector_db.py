@@ -163,6 +163,30 @@ class VectorDBRetriever(DenseRetriever, ABC):
     def database_info(self) -> dict[str, Any]:
         """Server and client versions, the collection, its point count and index parameters (JSON-ready)."""
 
+    def check_local_folder(self, path: Path, what: str, marker: str, writer: str) -> None:
+        """A database kept in a local folder: managed mode creates it; read-only needs it, ``marker`` inside, as is.
+
+        Read-only writes nothing: a client would create a missing folder and its files, so it is checked first.
+        ``what`` names such a folder in messages, ``writer`` the call that made one.
+        """
+        where = f"{self.ADAPTER}: params.path {str(path)!r}"
+        if path.exists() and not path.is_dir():
+            raise RetrieverError(f"{where} is a file; give a folder (a {what})")
+        if self.mode != "read_only":
+            try:
+                path.mkdir(parents=True, exist_ok=True)
+            except OSError as error:
+                raise RetrieverError(
+                    f"{where} cannot be created ({error.strerror or error}); give a writable folder"
+                ) from None
+            return
+        if not path.is_dir():
+            raise RetrieverError(
+                f"{where} does not exist; mode read_only needs the folder of an existing {what} (what {writer} was given)"
+            )
+        if not (path / marker).is_file():
+            raise RetrieverError(f"{where} is not a {what} (no {marker}); give the folder the team's {writer} wrote")
+
     def location(self) -> str:
         """Where the database is, for messages: a folder, a URL without credentials, "embedded" (default: the adapter)."""
         return self.ADAPTER
