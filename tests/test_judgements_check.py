@@ -253,8 +253,8 @@ def test_a_file_edited_during_the_fix_is_refused(edited, capsys, monkeypatch):
 def test_a_round_trip_that_changes_more_than_the_edit_writes_nothing(edited, capsys, monkeypatch):
     from rag_eval._data.judging import rewrite
 
-    dump = rewrite._dump
-    monkeypatch.setattr(rewrite, "_dump", lambda tree, layout: dump(tree, layout).replace("cat sit?", "dog sit?"))
+    dump = rewrite.dump
+    monkeypatch.setattr(rewrite, "dump", lambda tree, layout: dump(tree, layout).replace("cat sit?", "dog sit?"))
     code, _, err = run(["judgements", "check", "--fix", str(edited)], capsys)
     assert code == 3  # a bug of the round trip, not bad input
     assert "the YAML round trip changed more than the edit; nothing written" in err[0]

@@ -15,7 +15,6 @@ is atomic (rag_eval._core.atomic): a reader sees the old file or the new one, ne
 from __future__ import annotations
 
 import copy
-import io
 import re
 from collections.abc import Callable
 from itertools import pairwise
@@ -26,6 +25,7 @@ from rag_eval._core.atomic import atomic_write_bytes
 from rag_eval._core.errors import DatasetError
 from rag_eval._core.files import BOM
 from rag_eval._core.yaml_loader import parse_yaml
+from rag_eval._data.judging.yaml_edit import LAYOUTS, dump, round_trip_yaml
 
 # A key with nothing after it (a nested block follows), and a line's indentation.
 _KEY_ONLY = re.compile(r"^( *)(?:- +)*[^\s#-][^#]*:\s*(?:#.*)?$")
@@ -53,11 +53,11 @@ def rewrite_yaml(
     text = text.replace("\r\n", "\n") if crlf else text
     _, sequence, offset = load_yaml_guess_indent(text)
     guessed = (_mapping_indent(text), sequence or 2, offset or 0)
-    tree = _yaml(guessed).load(text)
+    tree = round_trip_yaml(guessed).load(text)
     # The layout whose dump of the untouched tree is the file itself, if one is: then only edited lines change.
-    layout = next((one for one in (guessed, *_LAYOUTS) if _dump(tree, one) == text), guessed)
+    layout = next((one for one in (guessed, *LAYOUTS) if dump(tree, one) == text), guessed)
     edit(tree)
-    written = _dump(tree, layout)
+    written = dump(tree, layout)
     expected = parse_yaml(text, source, DatasetError)
     edit(expected)
     if parse_yaml(written, source, DatasetError) != expected:
@@ -152,26 +152,6 @@ def _give_trailing(node: Any, token: Any) -> None:
 
 
 # Layouts tried after the guessed one, (mapping indent, sequence indent, dash offset): the usual ones.
-_LAYOUTS = ((2, 4, 2), (2, 2, 0), (4, 4, 2), (4, 6, 4), (4, 4, 0), (3, 3, 0))
-
-
-def _yaml(layout: tuple[int, int, int]) -> Any:
-    from ruamel.yaml import YAML
-
-    yaml = YAML(typ="rt")
-    yaml.preserve_quotes = True
-    yaml.width = 1 << 30  # never re-wrap a line
-    mapping, sequence, offset = layout
-    yaml.indent(mapping=mapping, sequence=sequence, offset=offset)
-    return yaml
-
-
-def _dump(tree: Any, layout: tuple[int, int, int]) -> str:
-    out = io.StringIO()
-    _yaml(layout).dump(tree, out)
-    return out.getvalue()
-
-
 def _mapping_indent(text: str) -> int:
     """The indentation of a nested mapping: the first key with nothing after it, whose next line is a key."""
     lines = [line for line in text.split("\n") if line.strip() and not line.lstrip().startswith("#")]

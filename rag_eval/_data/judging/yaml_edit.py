@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 # (mapping indent, sequence indent, dash offset): "  - id:" under a key, then the other usual layouts.
-_LAYOUTS = ((2, 4, 2), (2, 2, 0), (4, 4, 2), (4, 6, 4), (4, 4, 0), (3, 3, 0))
+LAYOUTS = ((2, 4, 2), (2, 2, 0), (4, 4, 2), (4, 6, 4), (4, 4, 0), (3, 3, 0))
 
 
 @dataclass
@@ -36,7 +36,7 @@ class Document:
 
     def dump(self) -> str:
         """The tree as YAML text, with the file's layout, byte-order mark and line endings."""
-        text = _dump(self.tree, self.layout)
+        text = dump(self.tree, self.layout)
         if self.crlf:
             text = text.replace("\n", "\r\n")
         return ("\ufeff" if self.bom else "") + text
@@ -49,15 +49,15 @@ def load(text: str) -> Document:
     crlf = "\r\n" in body and body.count("\r\n") == body.count("\n")
     if crlf:
         body = body.replace("\r\n", "\n")
-    tree = _yaml(_LAYOUTS[0]).load(body)
+    tree = round_trip_yaml(LAYOUTS[0]).load(body)
     changed: dict[tuple[int, int, int], int] = {}
-    for layout in _LAYOUTS:
-        dumped = _dump(tree, layout)
+    for layout in LAYOUTS:
+        dumped = dump(tree, layout)
         if dumped == body:
             return Document(tree, layout, True, bom, crlf)
         changed[layout] = changed_lines(body, dumped)
     # None gives the file back (a plain scalar over several lines is joined, say): the one that changes least.
-    return Document(tree, min(_LAYOUTS, key=lambda layout: changed[layout]), False, bom, crlf)
+    return Document(tree, min(LAYOUTS, key=lambda layout: changed[layout]), False, bom, crlf)
 
 
 def changed_lines(before: str, after: str) -> int:
@@ -161,7 +161,8 @@ def _last_key(node: Any) -> Any:
     return next(reversed(node)) if isinstance(node, Mapping) else len(node) - 1
 
 
-def _yaml(layout: tuple[int, int, int]) -> Any:
+def round_trip_yaml(layout: tuple[int, int, int]) -> Any:
+    """ruamel's round-trip YAML with ``layout``'s (mapping, sequence, offset) indentation, never re-wrapping a line."""
     from ruamel.yaml import YAML
 
     yaml = YAML()  # round trip
@@ -172,7 +173,8 @@ def _yaml(layout: tuple[int, int, int]) -> Any:
     return yaml
 
 
-def _dump(tree: Any, layout: tuple[int, int, int]) -> str:
+def dump(tree: Any, layout: tuple[int, int, int]) -> str:
+    """``tree`` written as YAML with ``layout``'s indentation."""
     out = io.StringIO()
-    _yaml(layout).dump(tree, out)
+    round_trip_yaml(layout).dump(tree, out)
     return out.getvalue()
