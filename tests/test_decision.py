@@ -19,6 +19,7 @@ from scipy import stats as sps
 
 from rag_eval._compare.context_size import mean_context_size
 from rag_eval._compare.decision import decide_run
+from rag_eval._compare.power import minimum_detectable_difference
 from rag_eval._compare.segments import query_tags, segment_table
 from rag_eval._data.datasets.model import Query
 from rag_eval._report.decision import decision_lines
@@ -255,19 +256,35 @@ def test_decision_lines_render_the_verdict_power_and_segments():
     decision = decide_run(RUN, M, "a", n_resamples=2000)
     d, b = decision.variant("d"), decision.variant("b")
     assert lines[0] == "## 🏁 Decision"
-    assert lines[2] == "| Rank | Variant | ndcg@10 [95% CI] | Δ vs baseline | p (Holm) | W/T/L | Index (s) | Search (s) |"
-    assert lines[4] == (f"| 1 | **d** | {D.mean():.4f} [{d.ci_low:.4f}, {d.ci_high:.4f}] | {(D - A).mean():+.4f} | "
-                        f"{3 * 2 / 256:.4f} | 8/0/0 | 1.500 | 0.250 |")
-    assert lines[5].startswith(f"| 2 | b | {B.mean():.4f} [{b.ci_low:.4f}, {b.ci_high:.4f}] | {(B - A).mean():+.4f} |")
-    assert lines[7] == f"| 4 | a (baseline) | {A.mean():.4f} [{decision.variant('a').ci_low:.4f}, " \
-                       f"{decision.variant('a').ci_high:.4f}] | – | – | – | 1.500 | 0.250 |"
-    assert "Statistically indistinguishable from the best (d): b (paired permutation test" in text
-    mde, sd = decision.power.mde, decision.power.sd
-    from rag_eval._compare.power import queries_needed
+    # first: what to ship. d is best and b cannot be told from it; no contexts, so the cheaper by time (equal
+    # here: 1.5 + 0.25 each) keeps the rank order, d; d beats the declared baseline a on every query
+    assert lines[2] == (f"**Ship d**: the highest mean `ndcg@10` ({D.mean():.4f}); 1 other variant cannot be told "
+                        f"from it, none of them clearly cheaper (by 10% or more). Against the baseline a: {(D - A).mean():+.4f} (better than it, "
+                        f"p {3 * 2 / 256:.4f} Holm).")
+    lines = lines[2:]  # the table and what follows, as before the verdict paragraph
+    from rag_eval._compare.power import minimum_detectable_difference, queries_needed
 
-    assert (f"Power: with 8 queries, differences below {mde:.4f} in ndcg@10 cannot be told from noise "
-            f"(paired t-test, alpha 0.05, power 0.8; sd of the per-query differences d vs a: {sd:.4f}); "
-            f"detecting 0.01 would need {queries_needed(sd, 0.01):,} queries.") in text
+    mde = {label: minimum_detectable_difference(RUN[label].values[M] - A) for label in ("b", "c", "d")}
+    assert lines[2] == ("| Rank | Variant | ndcg@10 [95% CI] | Δ vs baseline | p (Holm) | W/T/L | MDE vs baseline | "
+                        "Index (s) | Search (s) |")
+    assert lines[4] == (f"| 1 | **d** | {D.mean():.4f} [{d.ci_low:.4f}, {d.ci_high:.4f}] | {(D - A).mean():+.4f} | "
+                        f"{3 * 2 / 256:.4f} | 8/0/0 | {mde['d']:.4f} | 1.500 | 0.250 |")
+    assert lines[5].startswith(f"| 2 | b | {B.mean():.4f} [{b.ci_low:.4f}, {b.ci_high:.4f}] | {(B - A).mean():+.4f} |")
+    assert f"| {mde['b']:.4f} | 1.500 |" in lines[5]
+    assert lines[7] == f"| 4 | a (baseline) | {A.mean():.4f} [{decision.variant('a').ci_low:.4f}, " \
+                       f"{decision.variant('a').ci_high:.4f}] | – | – | – | – | 1.500 | 0.250 |"
+    # b's gap to the best and what the b-d pair itself can detect (not another pair's figure)
+    mde_b_vs_d = minimum_detectable_difference(B - D)
+    assert (f"Statistically indistinguishable from the best (d): b ({abs((B - D).mean()):.4f} behind; this pair "
+            f"detects differences above {mde_b_vs_d:.4f} only)") in text
+    # three pairs with the baseline, three sds: the line gives the range, each end named with its pair
+    low, high = min(mde, key=mde.__getitem__), max(mde, key=mde.__getitem__)
+    sd = {label: np.std(RUN[label].values[M] - A, ddof=1) for label in mde}
+    assert (f"Power (paired t-test, alpha 0.05, power 0.8): with 8 paired queries, the smallest difference in ndcg@10 "
+            f"a comparison with the baseline can detect ranges from {mde[low]:.4f} ({low}, sd of its per-query "
+            f"differences {sd[low]:.4f}) to {mde[high]:.4f} ({high}, sd {sd[high]:.4f}); the MDE column gives each "
+            f"pair. Detecting 0.01 would need from {queries_needed(sd[low], 0.01):,} to "
+            f"{queries_needed(sd[high], 0.01):,} queries.") in text
     segment = text.split("**ndcg@10 by tag `topic`**")[1]
     assert "| Value | Queries | d | b | c | a |" in segment
     assert f"| billing | 2 | {D[:2].mean():.4f} | {B[:2].mean():.4f} | {C[:2].mean():.4f} | {A[:2].mean():.4f} |" \
@@ -279,6 +296,9 @@ def test_only_one_best_sentence_and_context_column():
     run = _run([_outcome("a", res(A), spans), _outcome("b", res(B), spans)], documents=DOCS, top_k=10)
     lines = decision_lines(run, M, None, n_resamples=2000)
     text = "\n".join(lines)
+    assert lines[2].startswith("**Ship b**: the highest mean `ndcg@10`")
+    assert "better than every other variant beyond doubt" in lines[2]
+    lines = lines[2:]
     assert lines[2].endswith("| Context top 10 (tokens / chars) |")
     # every query: "one two" (7 chars, 2 tokens) + "three four" (10 chars, 2 tokens)
     assert lines[4].endswith("| 0.250 | 4 / 17 |")
@@ -329,3 +349,109 @@ def test_named_tags_in_a_query_set_give_one_segment_table_per_key(tmp_path):
         "kind": [("numeric", 1, {"A": 1.0, "B": 0.0}), ("short", 1, {"A": 1.0, "B": 0.0})],
         "topic": [("billing", 2, {"A": 0.5, "B": 0.5}), ("login", 1, {"A": 1.0, "B": 0.0})],
     }
+
+
+def test_power_statements_follow_each_pair_when_spreads_differ_tenfold():
+    """Two challengers of one baseline whose per-query differences vary 10x apart: each sentence about power or
+    ties takes its own pair's figure. The MDE scales with the sd (normal approximation, by hand), so the
+    noisy pair's detectable difference is about 10x the quiet one's, and a variant far behind the best is
+    only called indistinguishable with the (large) detectable difference of its own pair beside it."""
+    n = 40
+    qids = tuple(f"q{i}" for i in range(n))
+    rng = np.random.default_rng(7)
+    base = rng.uniform(0.3, 0.6, n)
+    unit = rng.standard_normal(n)
+    unit = (unit - unit.mean()) / unit.std(ddof=1)  # mean 0, sd exactly 1
+    quiet = base + 0.004 + 0.01 * unit  # sd of differences 0.01
+    noisy = base + 0.02 + 0.1 * unit[::-1]  # sd 0.1: ten times the spread
+    results = {"base": res(base, qids), "quiet": res(quiet, qids), "noisy": res(noisy, qids)}
+    decision = decide_run(results, M, "base", n_resamples=2000)
+    q, z = decision.variant("quiet").power_vs_baseline, decision.variant("noisy").power_vs_baseline
+    assert q.sd == pytest.approx(0.01, rel=1e-9) and z.sd == pytest.approx(0.1, rel=1e-9)
+    # normal approximation by hand: (z_0.975 + z_0.8) * sd / sqrt(n) = 2.8016 * sd / sqrt(40); the t-test's
+    # exact figure is a little larger at 40 queries
+    approx = (1.959964 + 0.841621) / math.sqrt(n)
+    assert approx * 0.01 < q.mde < approx * 0.01 * 1.05
+    assert approx * 0.1 < z.mde < approx * 0.1 * 1.05
+    assert z.mde / q.mde == pytest.approx(10.0, rel=1e-6)  # same n: the MDE is proportional to the sd
+
+    run = _run([_outcome(label, results[label]) for label in results])
+    run.dataset.queries = {qid: Query(qid, "text", ()) for qid in qids}
+    text = "\n".join(decision_lines(run, M, "base", n_resamples=2000))
+    rows = {line.split(" | ")[1].strip("* "): line for line in text.splitlines() if line.startswith("| ") and
+            line.split(" | ")[0].strip("| ").isdigit()}
+    assert f"| {q.mde:.4f} |" in rows["quiet"] and f"| {z.mde:.4f} |" in rows["noisy"]
+    assert (f"ranges from {q.mde:.4f} (quiet, sd of its per-query differences 0.0100) to {z.mde:.4f} "
+            "(noisy, sd 0.1000)") in text
+    # no sentence claims the quiet pair's figure for the noisy pair
+    assert f"differences below {q.mde:.4f}" not in text
+    tie = next(line for line in text.splitlines() if line.startswith("Statistically indistinguishable"))
+    best = decision.best
+    tied = [v for v in decision.variants if v.label != best and v.indistinguishable_from_best]
+    assert tied  # the noisy pair cannot separate its variants
+    for v in tied:
+        own = minimum_detectable_difference(results[v.label].values[M] - results[best].values[M])
+        assert f"{v.label} ({abs(v.power_vs_best.mean_difference):.4f} behind; this pair detects differences " \
+               f"above {own:.4f} only)" in tie
+
+
+def test_a_cut_off_metric_over_units_of_different_sizes_is_flagged_first_with_the_context_it_reads():
+    # "small" retrieves 7-character chunks, "whole" the whole 27-character document d1 (one two ... six)
+    small = {q: [("d1", 0, 7, 0.9)] for q in QIDS}
+    whole = {q: [("d1", 0, 27, 0.9)] for q in QIDS}
+    metric = "evidence_recall@1"
+    run = _run([_outcome("small", res(A, metric=metric), small), _outcome("whole", res(B, metric=metric), whole)],
+               documents=DOCS)
+    lines = decision_lines(run, metric, n_resamples=2000)
+    assert lines[0] == "## 🏁 Decision" and lines[2].startswith("**Ship ")
+    assert lines[4] == ("> ⚠️ **`evidence_recall@1` favours larger units.** It counts the top 1 chunks whatever their "
+                        "size, and the variants read from 7 characters (small) to 27 (whole, 3.9x) per query; a "
+                        "budget metric compares them at equal context: add one such as "
+                        "`evidence_recall@1000tokens` to `metrics` and set it as `main_metric`.")
+    # with a budget metric in the run, the warning names it
+    run.config.model.metrics = ["evidence_recall@1", "evidence_recall@20chars"]
+    text = "\n".join(decision_lines(run, metric, n_resamples=2000))
+    assert ("`evidence_recall@20chars`, a budget metric of this run, compares them at equal context: set "
+            "`main_metric: evidence_recall@20chars` to decide on it.") in text
+    # under a budget the context column follows the budget: "whole" (27 chars) does not fit 20 characters
+    budget = "evidence_recall@20chars"
+    run = _run([_outcome("small", res(A, metric=budget), small), _outcome("whole", res(B, metric=budget), whole)],
+               documents=DOCS)
+    lines = decision_lines(run, budget, n_resamples=2000)
+    assert not any("favours larger units" in line for line in lines)
+    lines = lines[2:]
+    assert lines[2].endswith("| Context within 20 chars (tokens / chars) |")
+    rows = {line.split(" | ")[1].strip("* ").split(" ")[0]: line for line in lines[4:6]}
+    assert rows["small"].endswith("| 2 / 7 |") and rows["whole"].endswith("| 0 / 0 |")
+
+
+def test_the_default_main_metric_is_a_budget_when_retrievers_read_differently_cut_units():
+    from rag_eval._data.config.schema import RunConfig
+
+    base = {"dataset": {"format": "chroma", "path": "x"}, "top_k": 10,
+            "metrics": ["evidence_recall@5", "evidence_recall@1000tokens", "doc_ndcg@10"],
+            "chunking": {"small": {"method": "fixed", "size": 100}, "large": {"method": "fixed", "size": 400}}}
+    two = RunConfig.model_validate({**base, "retrievers": [{"label": "a", "adapter": "bm25", "chunker": "small"},
+                                                           {"label": "b", "adapter": "bm25", "chunker": "large"}]})
+    assert two.compares_unit_sizes and two.primary_metric == "evidence_recall@1000tokens"
+    one = RunConfig.model_validate({**base, "retrievers": [{"label": "a", "adapter": "bm25", "chunker": "small"},
+                                                           {"label": "b", "adapter": "dense", "chunker": "small"}]})
+    assert not one.compares_unit_sizes and one.primary_metric == "doc_ndcg@10"
+    chosen = RunConfig.model_validate({**base, "main_metric": "evidence_recall@5",
+                                       "retrievers": [{"label": "a", "adapter": "bm25", "chunker": "small"},
+                                                      {"label": "b", "adapter": "bm25", "chunker": "large"}]})
+    assert chosen.primary_metric == "evidence_recall@5"
+
+
+def test_the_verdict_ships_the_cheapest_variant_the_queries_cannot_tell_from_the_best():
+    # d is best by a hair over b (mean +0.00125, not significant); b reads 7 characters (2 word tokens) per
+    # query, d the 27-character document (6 tokens): b is shipped, and the line says why
+    metric = "evidence_recall@30chars"
+    small = {q: [("d1", 0, 7, 0.9)] for q in QIDS}
+    whole = {q: [("d1", 0, 27, 0.9)] for q in QIDS}
+    run = _run([_outcome("b", res(B, metric=metric), small), _outcome("d", res(D, metric=metric), whole)],
+               documents=DOCS)
+    line = decision_lines(run, metric, n_resamples=2000)[2]
+    assert line == (f"**Ship b**: the best mean `evidence_recall@30chars` is d's ({D.mean():.4f}), but the queries "
+                    f"cannot tell 1 variant from it, and **b** is the cheapest of them (2 tokens of context per query "
+                    f"against 6) at {B.mean():.4f}.")

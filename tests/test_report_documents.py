@@ -474,3 +474,42 @@ def test_the_bold_runs_render_exactly_as_the_evidence(text, cuts):
     assert shown == spaced
     expected = [" ".join(text[a:b].split()) for a, b in marks]
     assert runs == [run for run in expected if run]
+
+
+def test_a_budget_main_metric_shows_the_chunks_that_fit_and_its_numbers_equal_the_metric():
+    """With a budget as the main metric the detailed queries list the chunks the budget reads (not top_k), and
+    the worked recall is the budget metric's own value for that query, so one rule decides both."""
+    run = document_run(main_metric="evidence_recall@30chars")
+    text = render_run_report(run)
+    assert "## 🧩 Retrieved chunks and their evidence (within 30 chars)" in text
+    detail = text.split("## 🧩 Retrieved chunks")[1]
+    cafe = detail.split("### q-cafe")[1].split("\n### ")[0]
+    fixed = cafe.split("#### fixed")[1].split("#### own")[0]
+    # fixed's ranking for q-cafe: two chunks scored 2.0 (20 and 13 characters) then one of 20; 20 + 13 > 30, so
+    # only the first is read
+    rows = [line for line in fixed.splitlines() if line.startswith("| 1 ") or line.startswith("| 2 ")]
+    assert len(rows) == 1
+    outcome = next(o for o in run.outcomes if o.label == "fixed")
+    index = list(outcome.results.query_ids).index("q-cafe")
+    value = outcome.results.values["evidence_recall@30chars"][index]
+    assert "evidence recall = " in fixed and f"= **{value:.4f}**" in fixed
+    assert "At the 1 chunk shown" in fixed
+
+
+def test_with_many_retrievers_the_detail_shows_the_reference_and_the_best():
+    from types import SimpleNamespace
+
+    from rag_eval._report.retrieved_chunks import detailed_outcomes
+
+    def outcome(label, values):
+        return SimpleNamespace(label=label, results=SimpleNamespace(values={"evidence_recall@5": values}))
+
+    outcomes = [outcome("a", [0.1, 0.3]), outcome("b", [0.9, float("nan")]), outcome("c", [0.5, 0.5]),
+                outcome("d", [0.9, 0.8])]
+    run = SimpleNamespace(outcomes=outcomes, config=SimpleNamespace(baseline_label="c"))
+    # means over defined values: a 0.2, b 0.9 (one query), c 0.5, d 0.85: b is the best, c the declared baseline
+    assert [o.label for o in detailed_outcomes(run, "evidence_recall@5")] == ["c", "b"]
+    run.config.baseline_label = None  # no baseline: the first retriever is the reference
+    assert [o.label for o in detailed_outcomes(run, "evidence_recall@5")] == ["a", "b"]
+    run.outcomes = outcomes[:3]  # three or fewer: all of them
+    assert [o.label for o in detailed_outcomes(run, "evidence_recall@5")] == ["a", "b", "c"]

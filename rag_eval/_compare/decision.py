@@ -126,6 +126,11 @@ class VariantDecision:
     losses: int | None = None
     p_vs_best_holm: float | None = None
     indistinguishable_from_best: bool = False
+    # What this variant's own comparisons can detect: from its per-query differences to the baseline
+    # and to the best (None for the variant itself or without paired queries). Each sentence about
+    # power or indistinguishability speaks of a pair, so it takes that pair's figure, never another's.
+    power_vs_baseline: Power | None = None
+    power_vs_best: Power | None = None
 
 
 @dataclass(frozen=True)
@@ -221,9 +226,13 @@ def decide_run(
         if pair is not None:
             wins, ties, losses = wins_ties_losses(pair.deltas, name)
             line = replace(line, delta=float(pair.deltas.mean()), n_paired=int(pair.deltas.size), p_raw=pair.p,
-                            p_holm=holm_base[lab], wins=wins, ties=ties, losses=losses)
+                            p_holm=holm_base[lab], wins=wins, ties=ties, losses=losses,
+                            power_vs_baseline=Power.of(base, lab, pair.deltas, alpha))
         if lab in holm_best:
-            line = replace(line, p_vs_best_holm=holm_best[lab], indistinguishable_from_best=holm_best[lab] >= alpha)
+            best_pair = vs_best[lab]
+            line = replace(line, p_vs_best_holm=holm_best[lab], indistinguishable_from_best=holm_best[lab] >= alpha,
+                           power_vs_best=line.power_vs_baseline if base == best
+                           else None if best_pair is None else Power.of(best, lab, best_pair.deltas, alpha))
         variants.append(line)
 
     return Decision(name, base, baseline is not None, best, variants, _power(base, order, vs_base, alpha), alpha,

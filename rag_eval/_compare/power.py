@@ -126,6 +126,7 @@ class Power:
     mde: float  # minimum detectable difference (NaN: fewer than 2 paired queries)
     alpha: float = ALPHA
     power: float = POWER
+    mean_difference: float = math.nan  # the observed mean of ``other - baseline``
 
     @classmethod
     def of(cls, baseline: str, other: str, deltas: Sequence[float] | np.ndarray, alpha: float = ALPHA) -> Power:
@@ -135,10 +136,12 @@ class Power:
         The one constructor: a sweep's decision and a regression verdict's power line both state it.
         """
         d = np.asarray(deltas, dtype=np.float64)
+        mean = float(d.mean()) if d.size else math.nan
         if d.size < 2:
-            return cls(baseline, other, int(d.size), math.nan, math.nan, alpha)
+            return cls(baseline, other, int(d.size), math.nan, math.nan, alpha, mean_difference=mean)
         sd = float(np.std(d, ddof=1))
-        return cls(baseline, other, int(d.size), sd, minimum_detectable_difference(d, alpha, POWER), alpha)
+        return cls(baseline, other, int(d.size), sd, minimum_detectable_difference(d, alpha, POWER), alpha,
+                   mean_difference=mean)
 
     def queries_for(self, difference: float) -> int | None:
         """Queries needed to detect ``difference`` with this sd (None when sd is 0 or undefined)."""

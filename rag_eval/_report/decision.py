@@ -16,8 +16,9 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from rag_eval._compare.context_size import ContextSize, mean_context_size
-from rag_eval._compare.decision import Decision, decide_run
+from rag_eval._compare.decision import Decision, VariantDecision, decide_run
 from rag_eval._compare.hole_flips import DecisionFlip, decision_flips, percent, unjudged_by_label
+from rag_eval._compare.power import Power
 from rag_eval._compare.segments import SegmentTable, segment_table
 from rag_eval._compare.variants import sweep_points
 from rag_eval._report.format import code_span, escape_cell, escape_inline, fmt, fmt_p, signed
@@ -60,13 +61,101 @@ def decision_lines(
     segments = segment_table(results, main, tags)
     latencies = {o.label: o.description["latency"] for o in outcomes if isinstance(o.description.get("latency"), Mapping)}
     holes = {o.label: getattr(o, "holes", None) for o in outcomes}  # outcomes built by hand may have none
-    return (
-        render_decision(
-            decision, timings, context_sizes(run, main), segments, latencies,
-            unjudged=unjudged_by_label(holes, decision.metric), flips=decision_flips(decision, holes),
-        )
-        + sensitivity_lines(run, main)
+    contexts = context_sizes(run, main)
+    lines = render_decision(
+        decision, timings, contexts, segments, latencies,
+        unjudged=unjudged_by_label(holes, decision.metric), flips=decision_flips(decision, holes),
     )
+    budgets = [m for m in getattr(run.config.model, "metrics", ()) if parse_metric(m).budget_unit is not None]
+    warning = unit_size_warning(decision.metric, contexts, budgets)
+    # The decision's first lines: what to ship and why, then any warning about the metric, before the table.
+    lines[1:1] = ["", verdict_line(decision, timings, contexts)] + (["", warning] if warning else [])
+    return lines + sensitivity_lines(run, main)
+
+
+# A variant tied with the best is shipped instead of it when it costs at most this share of the best's cost.
+CLEAR_SAVING = 0.9
+
+
+def verdict_line(decision: Decision, timings: Mapping[str, tuple[float, float]],
+                 contexts: Mapping[str, ContextSize]) -> str:
+    """What to ship and why, in one paragraph: the best, or the cheapest variant the data cannot separate from it.
+
+    The rule: the variants statistically indistinguishable from the best (paired permutation test against
+    it, Holm-corrected) are equally good as far as the queries can tell, so the cheapest of them is shipped:
+    the smallest mean context when the variants' contexts are known (what the generator reads), else the
+    least index + search time; ties keep the rank order. Its difference to the reference follows.
+    """
+    metric = code_span(decision.metric)
+    best = decision.variant(decision.best)
+    tied = [best] + [decision.variant(label) for label in decision.indistinguishable]
+
+    def cost(v: VariantDecision) -> tuple[float, int]:
+        size = contexts.get(v.label)
+        if size is not None and math.isfinite(size.tokens):
+            return size.tokens, v.rank
+        index_s, search_s = timings.get(v.label, (math.nan, math.nan))
+        total = index_s + search_s
+        return (total if math.isfinite(total) else math.inf), v.rank
+
+    cheapest = min(tied, key=cost)
+    # A saving too small to matter does not outweigh the best mean: switch only for a clear saving.
+    choice = cheapest if cost(cheapest)[0] <= CLEAR_SAVING * cost(best)[0] else best
+    name = f"**{escape_inline(choice.label)}**"
+    if len(tied) == 1:
+        why = (f"the highest mean {metric} ({fmt(best.mean)} [{fmt(best.ci_low)}, {fmt(best.ci_high)}]), better "
+               "than every other variant beyond doubt")
+    elif choice is best:
+        why = (f"the highest mean {metric} ({fmt(best.mean)}); {len(tied) - 1} other variant"
+               f"{'s' if len(tied) > 2 else ''} cannot be told from it, none of them clearly cheaper "
+               f"(by {1 - CLEAR_SAVING:.0%} or more)")
+    else:
+        size = contexts.get(choice.label)
+        what = (f"{size.tokens:,.0f} tokens of context per query against {contexts[best.label].tokens:,.0f}"
+                if size is not None and best.label in contexts else "the least index and search time")
+        why = (f"the best mean {metric} is {escape_inline(best.label)}'s ({fmt(best.mean)}), but the queries cannot "
+               f"tell {len(tied) - 1} variant{'s' if len(tied) > 2 else ''} from it, and {name} is the cheapest of "
+               f"them ({what}) at {fmt(choice.mean)}")
+    text = f"**Ship {escape_inline(choice.label)}**: {why}."
+    if choice.label != decision.baseline and decision.baseline_declared and choice.delta is not None:
+        significant = choice.p_holm is not None and choice.p_holm < decision.alpha
+        better = parse_metric(decision.metric).best_first_key(choice.delta) < parse_metric(decision.metric).best_first_key(0.0)
+        verdict = ("better than" if better else "worse than") if significant else "not shown different from"
+        text += (f" Against the baseline {escape_inline(decision.baseline)}: {signed(choice.delta)} "
+                 f"({verdict} it, p {fmt_p(choice.p_holm) if choice.p_holm is not None else 'n/a'} Holm).")
+    return text
+
+
+# A cut-off metric is said to favour larger units when the compared variants' contexts differ by this factor.
+UNEVEN_CONTEXT = 1.5
+
+
+def unit_size_warning(metric: str, contexts: Mapping[str, ContextSize], budgets: Sequence[str]) -> str:
+    """The warning that a cut-off metric over units of different sizes favours the larger ones ("" when not).
+
+    Said when ``metric`` counts chunks (no budget) and the compared variants' mean contexts (characters of
+    the chunks the metric reads) differ by :data:`UNEVEN_CONTEXT` or more; names a budget metric of the run
+    (``budgets``) to decide on instead, or how to add one.
+    """
+    if parse_metric(metric).budget_unit is not None or len(contexts) < 2:
+        return ""
+    sizes = {label: size for label, size in contexts.items() if math.isfinite(size.chars)}
+    if len(sizes) < 2:
+        return ""
+    small = min(sizes, key=lambda label: sizes[label].chars)
+    large = max(sizes, key=lambda label: sizes[label].chars)
+    low, high = sizes[small].chars, sizes[large].chars
+    if high < UNEVEN_CONTEXT * max(low, 1.0):
+        return ""
+    ratio = "" if low <= 0 else f", {high / low:.1f}x"
+    what = next(iter(sizes.values())).chunks
+    fix = (f"{code_span(budgets[0])}, a budget metric of this run, compares them at equal context: set "
+           f"`main_metric: {budgets[0]}` to decide on it" if budgets else
+           "a budget metric compares them at equal context: add one such as `evidence_recall@1000tokens` to "
+           "`metrics` and set it as `main_metric`")
+    return (f"> ⚠️ **{code_span(metric)} favours larger units.** It counts {what} whatever their size, and "
+            f"the variants read from {low:,.0f} characters ({escape_inline(small)}) to {high:,.0f} "
+            f"({escape_inline(large)}{ratio}) per query; {fix}.")
 
 
 def sensitivity_lines(run: RunOutcome, main: str) -> list[str]:
@@ -113,10 +202,12 @@ def context_sizes(run: RunOutcome, main: str) -> dict[str, ContextSize]:
     k is the main metric's cutoff when it counts chunks, else the run's top_k (a budget
     metric such as ``evidence_recall@512tokens`` has no chunk count): :meth:`Metric.ranks_shown`.
     """
-    k = parse_metric(main).ranks_shown(run.config.model.top_k)
+    metric = parse_metric(main)
+    unit = metric.budget_unit
+    k = metric.k if unit is not None and metric.k is not None else metric.ranks_shown(run.config.model.top_k)
     cache: dict[tuple[str, int, int], int] = {}  # chunks shared by variants of one chunking are counted once
     return {
-        o.label: mean_context_size(o.spans, run.dataset.documents, o.results.query_ids, k, cache)
+        o.label: mean_context_size(o.spans, run.dataset.documents, o.results.query_ids, k, cache, unit)
         for o in run.outcomes
         if o.spans is not None
     }
@@ -146,17 +237,18 @@ def render_decision(
     reference = "baseline" if decision.baseline_declared else "best"
     pct = f"{decision.confidence * 100:g}%"
     with_context = bool(contexts)
-    k = next(iter(contexts.values())).k if contexts else None
+    size = next(iter(contexts.values())) if contexts else None
+    what = size.what if size else None
     holes_k = next(iter(unjudged.values())).k if unjudged else None
-    header = f"| Rank | Variant | {metric} [{pct} CI] | Δ vs {reference} | p (Holm) | W/T/L |"
-    rule = "|---:|---|---:|---:|---:|---|"
+    header = f"| Rank | Variant | {metric} [{pct} CI] | Δ vs {reference} | p (Holm) | W/T/L | MDE vs {reference} |"
+    rule = "|---:|---|---:|---:|---:|---|---:|"
     if holes_k is not None:  # before the costs: the timing columns stay last (the example report's test reads them)
         header += f" Unjudged top {holes_k} |"
         rule += "---:|"
     header += " Index (s) | Search (s) |"
     rule += "---:|---:|"
     if with_context:
-        header += f" Context top {k} (tokens / chars) |"
+        header += f" Context {what} (tokens / chars) |"
         rule += "---:|"
     if latencies:
         header += " Latency p50 / p95 (ms) | QPS |"
@@ -170,7 +262,8 @@ def render_decision(
         p = "–" if v.p_holm is None else fmt_p(v.p_holm)
         wtl = "–" if v.wins is None else f"{v.wins}/{v.ties}/{v.losses}"
         index_s, search_s = timings.get(v.label, (math.nan, math.nan))
-        row = f"| {v.rank} | {label} | {fmt(v.mean)} [{fmt(v.ci_low)}, {fmt(v.ci_high)}] | {delta} | {p} | {wtl} |"
+        row = (f"| {v.rank} | {label} | {fmt(v.mean)} [{fmt(v.ci_low)}, {fmt(v.ci_high)}] | {delta} | {p} | {wtl} | "
+               f"{_mde_cell(v.power_vs_baseline)} |")
         if holes_k is not None:
             entry = unjudged.get(v.label)
             row += " – |" if entry is None else f" {percent(entry.unjudged_share)} |"
@@ -181,7 +274,7 @@ def render_decision(
         if latencies:
             row += _latency_cells(latencies.get(v.label))
         lines.append(row)
-    lines += ["", _explanation(decision, reference, pct, k, holes_k), "", _tie_sentence(decision)]
+    lines += ["", _explanation(decision, reference, pct, size.chunks if size else None, holes_k), "", _tie_sentence(decision)]
     if flips:
         lines += ["", "**The decision could flip** were the holes judged (the best taken as measured):", ""]
         lines += [f"- {escape_inline(flip.detail())}." for flip in flips]
@@ -206,18 +299,20 @@ def _latency_cells(latency: Mapping[str, Any] | None) -> str:
         f" {latency['p50_ms']:.2f} / {latency['p95_ms']:.2f} | – |"
 
 
-def _explanation(decision: Decision, reference: str, pct: str, k: int | None, holes_k: int | None = None) -> str:
+def _explanation(decision: Decision, reference: str, pct: str, what: str | None, holes_k: int | None = None) -> str:
     reference_text = (f"the declared baseline {escape_inline(decision.baseline)}" if reference == "baseline"
                       else f"the best mean ({escape_inline(decision.best)})")
     text = (f"Ranked by the mean of {decision.metric} over the queries each variant scored, with a {pct} percentile "
             f"bootstrap interval. Δ: mean per-query difference to {reference_text}, over the queries both scored; "
             "p: paired permutation test, Holm-corrected over every variant compared; W/T/L: queries better / equal "
-            f"/ worse than the {reference}.")
+            f"/ worse than the {reference}; MDE: the smallest difference that variant's comparison with the "
+            f"{reference} can detect (paired t-test, alpha {decision.alpha:g}, power 0.8, from that pair's own "
+            "per-query differences).")
     if holes_k is not None:
         text += (f" Unjudged: mean share of the top {holes_k} nobody judged (counted as not relevant; the summary's "
                  "Holes table gives the bounds).")
-    if k is not None:
-        text += f" Context: mean size of the top {k} chunks per query (word tokens / characters)."
+    if what is not None:
+        text += f" Context: mean size of {what} per query (word tokens / characters)."
     return text
 
 
@@ -228,13 +323,54 @@ def _tie_sentence(decision: Decision) -> str:
     if not others:
         return (f"Only {best} is best beyond doubt: every other variant is worse by a paired permutation test "
                 f"against it (Holm-corrected, p < {alpha}).")
-    names = ", ".join(escape_inline(label) for label in others)
+    names = "; ".join(_tie_detail(decision.variant(label)) for label in others)
     return (f"Statistically indistinguishable from the best ({best}): {names} (paired permutation test against "
-            f"{best}, Holm-corrected, p ≥ {alpha}).")
+            f"{best}, Holm-corrected, p ≥ {alpha}; each pair's detectable difference from its own per-query "
+            "differences).")
+
+
+def _tie_detail(variant: VariantDecision) -> str:
+    """``b (−0.0123 behind; this pair detects differences above 0.0456)``: the gap and the pair's own power."""
+    name = escape_inline(variant.label)
+    power = variant.power_vs_best
+    if power is None or power.n < 2 or math.isnan(power.mde):
+        return f"{name} (too few paired queries to say what the pair can detect)"
+    gap = f"{fmt(abs(power.mean_difference))} {'behind' if power.mean_difference else 'apart'}"
+    if power.mde == 0.0:
+        return f"{name} ({gap}; equal to the best on every query)"
+    return f"{name} ({gap}; this pair detects differences above {fmt(power.mde)} only)"
 
 
 def power_line(decision: Decision) -> str:
-    """"With N queries, differences below X ... cannot be told from noise; detecting 0.01 would need M queries"."""
+    """What the comparisons with the reference can detect: one pair's figure, or the range over the pairs.
+
+    Each variant's comparison has its own noise (the sd of its per-query differences), so one pair's
+    minimum detectable difference is never stated for all: with several pairs the line gives the range,
+    the table's MDE column each pair's figure.
+    """
+    pairs = [v.power_vs_baseline for v in decision.variants
+             if v.power_vs_baseline is not None and v.power_vs_baseline.n >= 2
+             and v.power_vs_baseline.mde > 0 and not math.isnan(v.power_vs_baseline.mde)]
+    if len(pairs) >= 2 and len({round(p.mde, 12) for p in pairs}) > 1:
+        return _power_range_line(decision, pairs)
+    return _one_pair_power_line(decision)
+
+
+def _power_range_line(decision: Decision, pairs: Sequence[Power]) -> str:
+    low = min(pairs, key=lambda p: p.mde)
+    high = max(pairs, key=lambda p: p.mde)
+    n_low, n_high = low.queries_for(POWER_TARGET), high.queries_for(POWER_TARGET)
+    reference = "baseline" if decision.baseline_declared else "best"
+    queries = sorted({p.n for p in pairs})
+    n_text = f"{queries[0]}" if len(queries) == 1 else f"{queries[0]} to {queries[-1]}"
+    return (f"Power (paired t-test, alpha {low.alpha:g}, power {low.power:g}): with {n_text} paired queries, the "
+            f"smallest difference in {decision.metric} a comparison with the {reference} can detect ranges from "
+            f"{fmt(low.mde)} ({escape_inline(low.other)}, sd of its per-query differences {fmt(low.sd)}) to "
+            f"{fmt(high.mde)} ({escape_inline(high.other)}, sd {fmt(high.sd)}); the MDE column gives each pair. "
+            f"Detecting {POWER_TARGET:g} would need from {n_low:,} to {n_high:,} queries.")
+
+
+def _one_pair_power_line(decision: Decision) -> str:
     power = decision.power
     if power is None:
         return ""
@@ -250,6 +386,14 @@ def power_line(decision: Decision) -> str:
     return (f"Power: with {power.n} queries, differences below {fmt(power.mde)} in {metric} cannot be told from "
             f"noise ({settings}; sd of the per-query differences {pair}: {fmt(power.sd)}); detecting "
             f"{POWER_TARGET:g} would need {needed:,} queries.")
+
+
+def _mde_cell(power: Power | None) -> str:
+    if power is None:
+        return "–"
+    if power.n < 2 or math.isnan(power.mde):
+        return "n/a"
+    return fmt(power.mde)
 
 
 def _segment_lines(table: SegmentTable, decision: Decision) -> list[str]:

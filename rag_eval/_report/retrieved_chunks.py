@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from rag_eval._core.ranking import ranked
-from rag_eval._core.spans import chunk_id, parse_chunk_id
+from rag_eval._compare.context_size import chunks_read
+from rag_eval._compare.context_size import ranked_spans as ranked_chunk_spans
+from rag_eval._core.spans import parse_chunk_id
 from rag_eval._report.emphasis import Interval, clip, cut_window, evidence_by_doc, marked_text, total_length, union
 from rag_eval._report.format import (
     code_span,
@@ -34,12 +36,43 @@ from rag_eval._scoring.metrics.measures import FAMILIES, parse_metric
 if TYPE_CHECKING:  # annotations only
     from rag_eval._run.outcome import RetrieverOutcome, RunOutcome
 
-__all__ = ["detailed_lines", "query_chunks", "ranked_spans", "shown_cutoff"]
+__all__ = ["MAX_LISTED", "Reading", "detailed_lines", "query_chunks", "ranked_spans", "reading", "shown_cutoff"]
+
+
+# At most this many chunks of one retriever for one query are listed (a budget of 100,000 tokens could
+# read hundreds); the numbers line still counts every chunk read, and report.html lists them all.
+MAX_LISTED = 20
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What the detailed queries show of each ranking: the top ``k`` chunks, or those that fit a budget of ``k``."""
+
+    k: int
+    unit: str | None = None
+
+    @property
+    def chunks(self) -> str:
+        """"the top 5 chunks" or "the chunks that fit 1,000 tokens"."""
+        return f"the top {self.k} chunks" if self.unit is None else f"the chunks that fit {self.k:,} {self.unit}"
+
+    @property
+    def heading(self) -> str:
+        """"top 5" or "within 1,000 tokens"."""
+        return f"top {self.k}" if self.unit is None else f"within {self.k:,} {self.unit}"
 
 
 def shown_cutoff(main: str, top_k: int) -> int:
     """How many chunks the detailed queries show: the main metric's k when it counts chunks, else top_k."""
     return parse_metric(main).ranks_shown(top_k)
+
+
+def reading(main: str, top_k: int) -> Reading:
+    """The chunks the main metric reads, which the detailed queries show: its budget, or its cutoff."""
+    metric = parse_metric(main)
+    if metric.budget_unit is not None and metric.k is not None:
+        return Reading(metric.k, metric.budget_unit)
+    return Reading(shown_cutoff(main, top_k))
 
 
 def detailed_lines(run: RunOutcome, main: str) -> list[str]:
@@ -48,10 +81,10 @@ def detailed_lines(run: RunOutcome, main: str) -> list[str]:
     chosen, worst = select_detailed_queries(run, main, config.report.detailed_queries)
     if not chosen:
         return []
-    k = shown_cutoff(main, config.top_k)
+    read = reading(main, config.top_k)
     limit = config.report.passage_chars
     lines = [
-        f"## 🧩 Retrieved chunks and their evidence (top {k})",
+        f"## 🧩 Retrieved chunks and their evidence ({read.heading})",
         "",
         detail_intro(run, main, chosen, worst),
         "",
@@ -63,16 +96,44 @@ def detailed_lines(run: RunOutcome, main: str) -> list[str]:
         "",
     ]
     no_relevant = run.outcomes[0].results.options.get("no_relevant", "skip")
+    outcomes = detailed_outcomes(run, main)
+    if len(outcomes) < len(run.outcomes):
+        names = " and ".join(escape_inline(o.label) for o in outcomes)
+        lines += [f"With {len(run.outcomes)} retrievers, the chunks of {names} are shown (the reference and the best "
+                  f"by mean {escape_inline(main)}); report.html shows every retriever, two side by side.", ""]
     for qid in chosen:
         query = run.dataset.queries.get(qid)
         evidence = run.dataset.evidence.get(qid, ())
         lines += [f"### {escape_inline(qid)}: “{escape_inline(query.text if query else '')}”", ""]
         lines += [_evidence_line(evidence), ""]
-        for outcome in run.outcomes:
+        for outcome in outcomes:
             lines += query_chunks(
-                outcome, qid, run.dataset.documents, evidence, k, limit, len(run.outcomes) > 1, no_relevant
+                outcome, qid, run.dataset.documents, evidence, read, limit, len(run.outcomes) > 1, no_relevant
             )
     return lines
+
+
+# More retrievers than this: the detailed queries show two of them (report.md stays a summary; report.html has all).
+DETAILED_RETRIEVERS = 3
+
+
+def detailed_outcomes(run: RunOutcome, main: str) -> list[RetrieverOutcome]:
+    """The retrievers whose chunks the detailed queries show: all up to :data:`DETAILED_RETRIEVERS`; beyond that
+    the reference (the declared baseline, else the first retriever) and the best by mean ``main``."""
+    outcomes = list(run.outcomes)
+    if len(outcomes) <= DETAILED_RETRIEVERS:
+        return outcomes
+    baseline = getattr(run.config, "baseline_label", None)
+    reference = next((o for o in outcomes if o.label == baseline), outcomes[0])
+    metric = parse_metric(main)
+
+    def key(outcome: RetrieverOutcome) -> tuple[bool, float]:
+        values = outcome.results.values.get(main)
+        defined = [] if values is None else [v for v in values if not math.isnan(v)]
+        return (True, 0.0) if not defined else (False, metric.best_first_key(sum(defined) / len(defined)))
+
+    best = min(outcomes, key=key)  # min keeps config order among equals
+    return [reference] if best is reference else [reference, best]
 
 
 def _evidence_line(evidence: Sequence[Any]) -> str:
@@ -94,7 +155,6 @@ def _evidence_line(evidence: Sequence[Any]) -> str:
 
 def ranked_spans(outcome: RetrieverOutcome, qid: str) -> list[tuple[str, int, int, float]]:
     """The spans ``outcome`` retrieved for ``qid``, best first by the one ranking rule (score desc, chunk id desc)."""
-
     if outcome.spans is not None:
         items = outcome.spans.get(qid, [])
     else:  # a record without spans: its ranking is keyed by chunk id
@@ -103,8 +163,7 @@ def ranked_spans(outcome: RetrieverOutcome, qid: str) -> list[tuple[str, int, in
             span = parse_chunk_id(key)
             if span is not None:
                 items.append((*span, score))
-    by_id = {chunk_id(doc, start, end): (doc, start, end, float(score)) for doc, start, end, score in items}
-    return [by_id[key] for key, _ in ranked({key: span[3] for key, span in by_id.items()})]
+    return ranked_chunk_spans(items)
 
 
 def query_chunks(
@@ -112,25 +171,30 @@ def query_chunks(
     qid: str,
     documents: Mapping[str, str],
     evidence: Sequence[Any],
-    k: int,
+    read: Reading | int,
     limit: int,
     multiple: bool = True,
     no_relevant: str = "skip",
 ) -> list[str]:
-    """One retriever's top ``k`` chunks for one query, the evidence they missed and its evidence numbers."""
+    """One retriever's chunks for one query as the main metric reads them (``read``: its top k or its budget;
+    an int: the top k), the evidence they missed and its evidence numbers; at most :data:`MAX_LISTED` rows."""
+    read = Reading(read) if isinstance(read, int) else read
     title = outcome.chunking.title if outcome.chunking else None
     lines = (
         [f"#### {escape_inline(outcome.label)}" + (f" ({escape_inline(title)})" if title else ""), ""]
         if multiple
         else []
     )
-    shown = ranked_spans(outcome, qid)[:k]
+    retrieved = ranked_spans(outcome, qid)
+    shown = chunks_read(retrieved, documents, read.k, read.unit)
     wanted = evidence_by_doc(evidence)
-    if not shown:
+    if not shown and retrieved:  # a budget smaller than the first chunk (docs/semantics.md: nothing is read)
+        lines += [f"Nothing is read: the first chunk alone is larger than {read.k:,} {read.unit}.", ""]
+    elif not shown:
         lines += ["Nothing was retrieved for this query.", ""]
     else:
         lines += ["| Rank | Document | Offsets | Score | Evidence | Text |", "|---:|---|---|---:|---:|---|"]
-        for rank, (doc, start, end, score) in enumerate(shown, start=1):
+        for rank, (doc, start, end, score) in enumerate(shown[:MAX_LISTED], start=1):
             text = documents.get(doc, "")
             marks = clip(wanted.get(doc, []), start, end)
             window = cut_window(text, start, end, marks, limit)
@@ -144,10 +208,13 @@ def query_chunks(
                 f"| {rank} | {code_span(doc, in_table=True)} | {offsets} | {_score(score)} | "
                 f"{total_length(marks):,} | {cell} |"
             )
+        if len(shown) > MAX_LISTED:
+            lines.append(f"| … | {len(shown) - MAX_LISTED:,} more chunks, counted below (report.html lists them) "
+                         "| | | | |")
         lines.append("")
     coverage = _coverage(evidence, shown)
     if wanted:
-        lines += _missed_lines(wanted, coverage.missed, documents, limit, k)
+        lines += _missed_lines(wanted, coverage.missed, documents, limit, read.chunks)
     lines += [_numbers_line(coverage, shown, no_relevant), ""]
     return lines
 
@@ -166,7 +233,7 @@ def _missed_lines(
     missed_pieces: Sequence[tuple[str, int, int]],
     documents: Mapping[str, str],
     limit: int,
-    k: int,
+    chunks: str,
 ) -> list[str]:
     missed = []
     for doc, start, end in missed_pieces:
@@ -177,8 +244,8 @@ def _missed_lines(
         part = "" if (start, end) == piece else f", part of the evidence [{piece[0]}, {piece[1]})"
         missed.append(f"- {code_span(doc)} [{start}, {end}){part}: “{quoted}”")
     if not missed:
-        return [f"Every character of the evidence lies inside the top {k} chunks.", ""]
-    return [f"Evidence not inside the top {k} chunks:", "", *missed, ""]
+        return [f"Every character of the evidence lies inside {chunks}.", ""]
+    return [f"Evidence not inside {chunks}:", "", *missed, ""]
 
 
 def _numbers_line(coverage: EvidenceCoverage, shown: Sequence[tuple[str, int, int, float]], no_relevant: str) -> str:

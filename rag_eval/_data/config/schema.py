@@ -170,10 +170,21 @@ class RunConfig(Strict):
         return model
 
     @property
+    def compares_unit_sizes(self) -> bool:
+        """Whether the retrievers read units cut differently: several chunkers, or whole documents beside chunks."""
+        return len({spec.chunker for spec in self.retrievers}) > 1
+
+    @property
     def primary_metric(self) -> str:
         """The metric of the per-query table and the derivations (first nDCG@k by default)."""
         if self.main_metric:
             return self.main_metric
+        if self.compares_unit_sizes:
+            # Units of different sizes (chunkings, whole documents beside chunks): a cut-off metric
+            # rewards the biggest units, a budget compares them at equal context (docs/config.md).
+            budget = next((m for m in self.metrics if parse_metric(m).budget_unit is not None), None)
+            if budget is not None:
+                return budget
 
         # The first metric of the family its record marks (nDCG) at any level (doc_ndcg@10 on a dataset of
         # documents), as config.md says; else the first metric.
