@@ -243,10 +243,11 @@ def test_decision_table_unjudged_column_and_could_flip(out):
     report = (out / "report.md").read_text(encoding="utf-8")
     decision = report.split("## 🏁 Decision")[1].split("\n## ")[0]
     (table, *_) = helpers.assert_tables_well_formed(decision)
-    assert table[0][:7] == ["Rank", "Variant", "ndcg@3 [95% CI]", "Δ vs best", "p (Holm)", "W/T/L", "Unjudged top 3"]
+    assert table[0][:8] == ["Rank", "Variant", "ndcg@3 [95% CI]", "Δ vs best", "p (Holm)", "W/T/L", "MDE vs best",
+                            "Unjudged top 3"]
     assert table[0][-2:] == ["Index (s)", "Search (s)"]
     # base and tail tie at (1 + L) / 2; the config's order breaks the tie.
-    assert [(row[1], row[6]) for row in table[1:]] == [
+    assert [(row[1], row[7]) for row in table[1:]] == [
         ("**base (best)**", "0%"), ("tail", "16.7%"), ("surfacer", "33.3%"),
     ]
     # surfacer's mean at its high bound, (1 + (L + 1/2) / (1 + L)) / 2 = 0.8467, beats base's 0.8155; tail's

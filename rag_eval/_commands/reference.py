@@ -52,8 +52,12 @@ FIELD_NOTES: dict[str, str] = {
     "RunConfig.metrics": "The metrics to compute, e.g. `[ndcg@10, recall@100, mrr@10]`; trec_eval names such as "
     "`ndcg_cut_10` or `P_5` are accepted and stored under the canonical name. Their definitions: "
     "[semantics.md](semantics.md).",
-    "RunConfig.main_metric": "The metric of the terminal summary, the report's per-query table and its worked "
-    "derivations; one of `metrics`. Not set: the first nDCG metric of `metrics`, else the first metric.",
+    "RunConfig.main_metric": "The metric of the decision, the terminal summary, the report's per-query table and "
+    "its worked derivations; one of `metrics`. Not set: when the retrievers read differently cut units (several "
+    "chunkers, or whole documents beside chunks) the first budget metric of `metrics` "
+    "(`evidence_recall@1000tokens`: equal context for every unit size); otherwise, or without a budget metric, the "
+    "first nDCG metric of `metrics`, else the first metric. A cut-off metric over units of different sizes favours "
+    "the larger units: the decision says so, and by how much context, in its first lines.",
     "RunConfig.top_k": "How many documents each retriever returns per query; only these are ranked and evaluated.",
     "RunConfig.evaluation": "What the numbers mean: gain, aggregation, queries without relevant documents, "
     "relevance threshold.",

@@ -6,6 +6,8 @@ The report then says, in place of the passage sections of rag_eval._report.markd
 
 - the counts of documents, characters and evidence, and each retriever's chunking
   (method, size, overlap, chunks, mean length, and how many chunks the encoder cuts);
+- what text each retriever indexed (title + chunk text, text alone, or its own index's),
+  with a warning when the retrievers compared do not read the same titles;
 - the document and evidence metrics in one table (comparable across chunkings), the
   chunk-level metrics apart (each chunking builds its own ideal ranking, so they are not);
 - for the detailed queries, each retrieved chunk with its evidence in bold
@@ -27,6 +29,7 @@ from rag_eval._report.format import (
     means_sentence,
     semantics_phrases,
 )
+from rag_eval._report.indexed_text import indexed_text_lines
 from rag_eval._scoring.metrics.measures import parse_metric
 
 if TYPE_CHECKING:  # annotations only
@@ -95,7 +98,8 @@ def semantics_lines(options: Mapping[str, Any], min_evidence_fraction: float) ->
 
 
 def chunking_lines(run: RunOutcome) -> list[str]:
-    """The "Chunking" table: what each retriever indexed, and a warning per retriever whose encoder cuts chunks."""
+    """The "Chunking" table: what each retriever indexed, and a warning per retriever whose encoder cuts chunks;
+    then the text each retriever indexed (:func:`indexed_text_lines`)."""
     outcomes = run.outcomes
     if not outcomes:
         return []
@@ -134,7 +138,7 @@ def chunking_lines(run: RunOutcome) -> list[str]:
     lines.append("")
     for warning in warnings:
         lines += [f"⚠️ {escape_inline(warning)}", ""]
-    return lines
+    return lines + indexed_text_lines(run)
 
 
 def truncation_note(outcome: RetrieverOutcome) -> str | None:

@@ -32,6 +32,15 @@ class DatasetSpec(Strict):
         description="Read each passage of a passage collection as a document, so that chunkers can cut it and "
         "document metrics (doc_ndcg@10, by MaxP) score the chunks against the passage judgements.",
     )
+    titles: Literal["auto", "file_name", "none"] = Field(
+        default="auto",
+        description="Where documents' titles come from; each chunk is indexed with its document's title, and a "
+        "whole document with its own. `auto`: what the source gives (a .md file's front matter `title`, else its "
+        "first line when that is a `# heading`; a .jsonl line's or an inline document's `title`). `file_name`: the "
+        "file's name without its suffix (a folder of documents, the chroma layout). `none`: no titles, even where "
+        "the source has them, to compare like for like with a baseline that indexes text alone "
+        "([documents.md](documents.md#titles)).",
+    )
 
     @model_validator(mode="after")
     def _needs_location(self) -> DatasetSpec:
@@ -41,6 +50,12 @@ class DatasetSpec(Strict):
                 raise ValueError(f"a TREC dataset needs qrels, queries and corpus; missing {', '.join(missing)}")
         elif not self.path:
             raise ValueError("give the dataset's 'path' (a query set YAML, a BEIR folder or the Cranfield folder)")
+        fmt = "trec" if self.format is None and self.qrels else self.format
+        if self.titles == "file_name" and fmt in ("beir", "trec", "cranfield"):
+            raise ValueError(
+                f"titles: file_name titles documents by the names of their files, and a {fmt} corpus has no file per "
+                "document; set titles: auto (the corpus's own titles) or titles: none"
+            )
         return self
 
 

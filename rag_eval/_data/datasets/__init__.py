@@ -17,7 +17,8 @@ Modules: ``model`` (Dataset, Query, Problems), ``values`` (the id and grade rule
 ``lines`` (streaming line formats), ``corpus`` (corpus and queries files),
 ``query_set`` (the YAML query set's pydantic model), ``collections`` (BEIR, TREC,
 Cranfield), ``documents`` (documents from a JSONL file or a folder), ``evidence``
-(evidence spans: checks, quotes, document grades), ``chroma`` (Chroma's layout).
+(evidence spans: checks, quotes, document grades), ``chroma`` (Chroma's layout),
+``titles`` (where a document's title comes from: ``dataset.titles``).
 """
 
 from __future__ import annotations
@@ -34,8 +35,10 @@ from rag_eval._data.datasets.chroma import is_chroma_folder, load_chroma
 from rag_eval._data.datasets.collections import CRANFIELD_GRADE_MAP, load_beir, load_cranfield, load_trec
 from rag_eval._data.datasets.corpus import load_corpus_file, load_queries_file, resolve_path
 from rag_eval._data.datasets.documents import chunk_id_clash, chunk_id_clashes
+from rag_eval._data.datasets.file_corpus import FileCorpus
 from rag_eval._data.datasets.model import Dataset, Problems, Query
 from rag_eval._data.datasets.query_set import QuerySetFile, load_yaml_query_set
+from rag_eval._data.datasets.titles import AUTO, FILE_NAME, NONE, check_titles_option
 from rag_eval._data.datasets.values import grade_from_value, text_problem
 
 FORMATS = ("yaml", "beir", "trec", "cranfield", "chroma")
@@ -46,7 +49,9 @@ def load_dataset(spec: Mapping[str, Any], base: Path | None = None, stream_corpu
 
     ``spec`` keys: ``format`` (yaml | beir | trec | cranfield | chroma, inferred when
     absent), ``path``, and per format ``split``, ``qrels``, ``queries``,
-    ``corpus``, ``grade_map``, ``name``. Relative paths resolve against ``base``.
+    ``corpus``, ``grade_map``, ``name``; ``titles`` (auto | file_name | none, default auto:
+    where documents' titles come from, :mod:`rag_eval._data.datasets.titles`). Relative paths
+    resolve against ``base``.
     ``stream_corpus``: a BEIR or TREC corpus in JSON Lines stays on disk, only its ids and
     offsets in memory (what the Ray engine runs with); other formats are read as always.
     """
@@ -54,8 +59,9 @@ def load_dataset(spec: Mapping[str, Any], base: Path | None = None, stream_corpu
     fmt = spec.get("format") or _infer_format(spec, base)
     _check_present(spec, fmt, base)
     grade_map = _grade_map(spec.get("grade_map"))
+    titles = _titles(spec.get("titles") or AUTO, fmt)
     if fmt == "yaml":
-        dataset = load_yaml_query_set(resolve_path(spec["path"], base), grade_map=grade_map)
+        dataset = load_yaml_query_set(resolve_path(spec["path"], base), grade_map=grade_map, titles=titles)
     elif fmt == "beir":
         dataset = load_beir(
             resolve_path(spec["path"], base), split=spec.get("split", "test"), grade_map=grade_map,
@@ -72,9 +78,11 @@ def load_dataset(spec: Mapping[str, Any], base: Path | None = None, stream_corpu
     elif fmt == "cranfield":
         dataset = load_cranfield(resolve_path(spec["path"], base), grade_map=grade_map)
     elif fmt == "chroma":
-        dataset = load_chroma(resolve_path(spec["path"], base))
+        dataset = load_chroma(resolve_path(spec["path"], base), titles=titles)
     else:
         raise DatasetError(f"dataset format {fmt!r} is unknown; use one of {', '.join(FORMATS)}")
+    if titles == NONE:
+        dataset = without_titles(dataset)
     if spec.get("as_documents"):
         dataset = passages_as_documents(dataset)
     if spec.get("name"):
@@ -149,6 +157,41 @@ def passages_as_documents(dataset: Dataset) -> Dataset:
         document_judgements=judgements,
         notes=(*dataset.notes, "passages read as documents (as_documents: true): chunkers cut each passage's text"),
     )
+
+
+# Formats whose documents (or passages) are not files of their own: no file name to title them by.
+_NO_FILES = ("beir", "trec", "cranfield")
+
+
+def _titles(raw: Any, fmt: str) -> str:
+    """The ``titles`` option, checked against the format (the config checks it too, where the format is written)."""
+    try:
+        titles = check_titles_option(raw)
+    except ValueError as failure:
+        raise DatasetError(f"dataset.titles: {failure}") from None
+    if titles == FILE_NAME and fmt in _NO_FILES:
+        raise DatasetError(
+            f"dataset.titles: file_name titles documents by the names of their files, and a {fmt} corpus has no file "
+            "per document; in the config's dataset section set titles: auto (the corpus's own titles) or titles: none"
+        )
+    return titles
+
+
+def without_titles(dataset: Dataset) -> Dataset:
+    """``dataset`` with every title of its corpus empty (``titles: none``): its units are indexed by text alone.
+
+    The fingerprint changes with the titles (they are hashed with the corpus), so no cache keyed on it mixes the
+    two. A corpus streamed from disk (the Ray engine) is read by the workers as the file holds it: refused.
+    """
+    if isinstance(dataset.corpus, FileCorpus):
+        raise DatasetError(
+            f"{dataset.source}: dataset.titles: none cannot drop the titles of a corpus the Ray engine streams from "
+            "disk; write the corpus without titles, or remove titles: none"
+        )
+    if not any(str(unit.get("title") or "") for unit in dataset.corpus.values()):
+        return dataset
+    corpus = {unit_id: {**unit, "title": ""} for unit_id, unit in dataset.corpus.items()}
+    return dataclasses.replace(dataset, corpus=corpus)
 
 
 def _infer_format(spec: Mapping[str, Any], base: Path) -> str:

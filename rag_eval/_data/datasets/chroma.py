@@ -1,7 +1,9 @@
 """The layout of Chroma's chunking evaluation: a folder of documents and a questions CSV with evidence.
 
     <path>/corpora/<document>.md     one document per file; its id is the file name without .md
-                                     (a space written %20, as in a documents folder)
+                                     (a space written %20, as in a documents folder); its title
+                                     as ``dataset.titles`` says (rag_eval._data.datasets.titles:
+                                     front matter or first ``# heading`` by default)
     <path>/questions.csv             columns question, references, corpus_id
 
 ``references`` is a JSON list of ``{"content", "start_index", "end_index"}``: character
@@ -37,6 +39,7 @@ from rag_eval._core.spans import EvidenceSpan, span_problem
 from rag_eval._data.datasets.documents import chunk_id_clash, chunk_id_clashes, folder_document_id, shown_path
 from rag_eval._data.datasets.lines import csv_header, csv_records
 from rag_eval._data.datasets.model import Dataset, Problems, Query
+from rag_eval._data.datasets.titles import AUTO, document_title, front_matter_note
 
 COLUMNS = ("question", "references", "corpus_id")
 _ID_DIGITS = 3
@@ -49,13 +52,19 @@ def is_chroma_folder(path: Path) -> bool:
     return (path / "corpora").is_dir() and (path / "questions.csv").is_file()
 
 
-def load_chroma(path: Path) -> Dataset:
-    """The documents, questions and evidence spans of a Chroma chunking-evaluation folder."""
+def load_chroma(path: Path, titles: str = AUTO) -> Dataset:
+    """The documents, questions and evidence spans of a Chroma chunking-evaluation folder.
+
+    ``titles``: where the documents' titles come from (``auto``, ``file_name``, ``none``;
+    :mod:`rag_eval._data.datasets.titles`); the text of each document is the file's, whatever its title.
+    """
     corpora, questions_path = path / "corpora", path / "questions.csv"
     if not corpora.is_dir():
         raise DatasetError(f"{corpora}: no such folder; a chroma dataset holds corpora/<document>.md and questions.csv")
     problems = Problems()
     documents: dict[str, str] = {}
+    document_titles: dict[str, str] = {}
+    unread: list[tuple[str, str]] = []  # (file, why its front matter title could not be read)
     for file in sorted(corpora.glob("*.md")):
         doc = folder_document_id(file.stem)  # a space is %20 in an id, as in a documents folder
         problem = id_problem(doc) or surrogate_problem(doc)  # a name that is not UTF-8 holds surrogates
@@ -66,6 +75,10 @@ def load_chroma(path: Path) -> Dataset:
             documents[doc] = read_text(file, "document", MAX_DOCUMENT_BYTES, DatasetError)
         except DatasetError as failure:
             problems.add(str(failure))
+            continue
+        document_titles[doc], why = document_title(documents[doc], file.name, titles)
+        if why is not None:
+            unread.append((file.name, why))
     for doc, other in chunk_id_clashes(documents):
         problems.add(f"{corpora / (doc + '.md')}: {chunk_id_clash(doc, other)}; rename one of the two files")
     if not documents and not problems.count:
@@ -86,7 +99,9 @@ def load_chroma(path: Path) -> Dataset:
     if unanswered:
         notes = (f"{len(unanswered)} question(s) of {questions_path.name} have no references and cannot be scored: "
                  f"{some_of(unanswered, _LISTED)}",)
-    corpus = {doc: {"text": text, "title": ""} for doc, text in documents.items()}
+    if unread:
+        notes += (front_matter_note(str(corpora), unread, _LISTED),)
+    corpus = {doc: {"text": text, "title": document_titles[doc]} for doc, text in documents.items()}
     return Dataset(
         _name(path), queries, judgements, corpus, str(path), notes,
         documents=documents, evidence=evidence, document_judgements={},

@@ -4,7 +4,9 @@
 - A folder: every ``.txt`` and ``.md`` file under it, read recursively (names starting
   with ``.`` skipped), in the sorted order of their ids; a document's id is its path
   relative to the folder in POSIX form (``guides/setup.md``), each space written ``%20``
-  (``Getting Started.md`` is ``Getting%20Started.md``, as in a URL), its title empty.
+  (``Getting Started.md`` is ``Getting%20Started.md``, as in a URL). Its title is what
+  ``dataset.titles`` says (:mod:`rag_eval._data.datasets.titles`): by default a ``.md`` file's
+  front matter title or first ``# heading``, else none; or the file's name; or none at all.
   Ids are written to TREC files, whose fields are separated by white space: an id
   holding a space could not be read back (rag_eval._core.ids). A file whose id would be
   another file's (``a b.md`` next to ``a%20b.md``), or whose name is not UTF-8, is a
@@ -39,23 +41,27 @@ from rag_eval._core.messages import shown, some_of
 from rag_eval._core.spans import parse_chunk_id
 from rag_eval._data.datasets.corpus import json_lines
 from rag_eval._data.datasets.model import Problems
+from rag_eval._data.datasets.titles import AUTO, FILE_NAME, NONE, document_title, front_matter_note
 from rag_eval._data.datasets.values import document_id_from_value, text_problem
 
-# Symbolic links named in the dataset's note at most.
+# Symbolic links named in the dataset's note at most; and files whose front matter title could not be read.
 _LINKS_LISTED = 20
+_UNREAD_LISTED = 20
 
 DOCUMENT_SUFFIXES = (".md", ".txt")
 # {doc id: {"text": ..., "title": ...}}: the shape of a corpus entry.
 Documents = dict[str, dict[str, str]]
 
 
-def load_documents(path: Path, problems: Problems, notes: list[str] | None = None) -> Documents:
+def load_documents(path: Path, problems: Problems, notes: list[str] | None = None, titles: str = AUTO) -> Documents:
     """The documents of ``path``: a folder of .txt/.md files or a .jsonl file; problems go to ``problems``.
 
-    ``notes`` receives what the dataset's notes should say (symbolic links of a folder, skipped).
+    ``notes`` receives what the dataset's notes should say (symbolic links of a folder, skipped; front
+    matter whose title could not be read). ``titles``: where titles come from (``auto``, ``file_name``,
+    ``none``; :mod:`rag_eval._data.datasets.titles`); ``file_name`` with a .jsonl file is a DatasetError.
     """
     if path.is_dir():
-        return documents_from_folder(path, problems, notes)
+        return documents_from_folder(path, problems, notes, titles)
     if not path.exists():
         raise DatasetError(f"{path}: no such file or folder; documents are a .jsonl file or a folder of .txt/.md files")
     if path.suffix.lower() not in (".jsonl", ".json"):
@@ -63,11 +69,21 @@ def load_documents(path: Path, problems: Problems, notes: list[str] | None = Non
             f"{path}: documents are a .jsonl file (one {{\"id\", \"text\", \"title\"}} per line) or a folder "
             "of .txt/.md files; rename the file or point at its folder"
         )
-    return documents_from_json_lines(path, problems)
+    if titles == FILE_NAME:
+        raise DatasetError(
+            f"{path}: dataset.titles: file_name titles each document by the name of its file, and the documents of "
+            "a .jsonl file have no file of their own; in the config's dataset section set titles: auto (each "
+            "line's \"title\") or titles: none"
+        )
+    return documents_from_json_lines(path, problems, titles)
 
 
-def documents_from_json_lines(path: Path, problems: Problems) -> Documents:
-    """``{id: {"text", "title"}}`` from a JSON Lines file; a bad record or a repeated id is a problem."""
+def documents_from_json_lines(path: Path, problems: Problems, titles: str = AUTO) -> Documents:
+    """``{id: {"text", "title"}}`` from a JSON Lines file; a bad record or a repeated id is a problem.
+
+    ``titles``: ``none`` leaves every title empty (the ``"title"`` fields are still checked); otherwise each
+    line's ``"title"`` is used as written.
+    """
     documents: Documents = {}
     first_line: dict[str, int] = {}
     for n, record in json_lines(path, "documents file"):
@@ -101,7 +117,7 @@ def documents_from_json_lines(path: Path, problems: Problems) -> Documents:
                               ("", None))
         if problem is not None:  # reported, and the document kept: judgements naming it are not a second problem
             problems.add(f"{where}: document {doc!r}: '{field}' {problem}")
-        documents[doc] = {"text": text, "title": title or ""}
+        documents[doc] = {"text": text, "title": "" if titles == NONE else title or ""}
     for doc, other in chunk_id_clashes(first_line):
         problems.add(f"{path}:{first_line[doc]}: {chunk_id_clash(doc, other)}; rename one of the two")
     if not documents and not problems.count:
@@ -109,10 +125,14 @@ def documents_from_json_lines(path: Path, problems: Problems) -> Documents:
     return documents
 
 
-def documents_from_folder(folder: Path, problems: Problems, notes: list[str] | None = None) -> Documents:
-    """``{id: {"text", "title": ""}}`` of every .txt/.md file under ``folder``, sorted by id.
+def documents_from_folder(
+    folder: Path, problems: Problems, notes: list[str] | None = None, titles: str = AUTO
+) -> Documents:
+    """``{id: {"text", "title"}}`` of every .txt/.md file under ``folder``, sorted by id.
 
     A file's id is its relative POSIX path, each space written ``%20`` (:func:`folder_document_id`).
+    Its title is as ``titles`` says (:func:`rag_eval._data.datasets.titles.document_title`); a note
+    naming the files whose front matter title could not be read goes to ``notes``.
     Symbolic links inside ``folder`` are not followed (see the module's docstring); a note
     naming them goes to ``notes``. A subfolder that cannot be listed is a problem.
     """
@@ -171,11 +191,20 @@ def documents_from_folder(folder: Path, problems: Problems, notes: list[str] | N
             )
             continue
         paths[doc] = path
+    unread: list[tuple[str, str]] = []  # (file, why its front matter title could not be read)
     for doc, path in sorted(paths.items()):
         try:
-            documents[doc] = {"text": read_text(path, "document", MAX_DOCUMENT_BYTES, DatasetError), "title": ""}
+            text = read_text(path, "document", MAX_DOCUMENT_BYTES, DatasetError)
         except DatasetError as failure:
             problems.add(str(failure))
+            continue
+        relative = path.relative_to(folder).as_posix()
+        title, why = document_title(text, relative, titles)
+        if why is not None:
+            unread.append((relative, why))
+        documents[doc] = {"text": text, "title": title}
+    if unread and notes is not None:
+        notes.append(front_matter_note(str(folder), unread, _UNREAD_LISTED))
     for doc, other in chunk_id_clashes(paths):
         problems.add(f"{paths[doc]}: {chunk_id_clash(doc, other)}; rename one of the two files")
     if not found and not unreadable:

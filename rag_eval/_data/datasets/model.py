@@ -86,7 +86,11 @@ class Dataset:
 
     @cached_property
     def fingerprint(self) -> str:
-        """sha256 of queries, judgements, corpus, documents and evidence in a canonical form (first 16 hex).
+        """sha256 of queries, judgements, corpus (ids, titles, texts), documents and evidence in a canonical form
+        (first 16 hex).
+
+        The titles are hashed with the corpus: a dataset read with ``titles: none`` (or titles from another
+        source) has another fingerprint, so nothing keyed on it mixes titled and untitled units.
 
         Never of a chunking: runs of two chunkings of the same documents and judgements
         share the fingerprint, so that they can be compared. A passage dataset hashes

@@ -19,6 +19,10 @@ says; ``match: whitespace`` lets runs of white space in a quote match any run). 
 ``annotator``, ``time``): ``rag-eval judgements merge`` writes them (rag_eval._data.judging.grades says
 what a source may be); they change no number and no fingerprint. The sources are kept in the Dataset's
 ``judgement_sources`` and ``evidence_sources`` (rag_eval._data.datasets.provenance).
+
+A document's title is as the config's ``dataset.titles`` says (:mod:`rag_eval._data.datasets.titles`):
+an inline document's ``title`` or a .jsonl line's ``"title"`` as written, a folder's files by their
+front matter or first heading (``auto``); the files' names (``file_name``, a folder only); or none.
 """
 
 from __future__ import annotations
@@ -54,6 +58,7 @@ from rag_eval._data.datasets.evidence import (
 )
 from rag_eval._data.datasets.model import Dataset, Problems, Query
 from rag_eval._data.datasets.provenance import judgement_sources
+from rag_eval._data.datasets.titles import AUTO, FILE_NAME, NONE
 from rag_eval._data.datasets.values import (
     document_id_from_value,
     evidence_grade_from_value,
@@ -218,11 +223,16 @@ class QuerySetFile(_Strict):
     queries: list[QuerySpec] = Field(min_length=1)
 
 
-def load_yaml_query_set(path: Path, grade_map: Mapping[float, float] | None = None, text: str | None = None) -> Dataset:
+def load_yaml_query_set(
+    path: Path, grade_map: Mapping[float, float] | None = None, text: str | None = None, titles: str = AUTO
+) -> Dataset:
     """A YAML query set: ``name``, ``description``, ``corpus`` (inline list or a file) or ``documents``, ``queries``.
 
     ``text``: the file's text, when the caller holds it (a query set about to be written, checked first);
-    paths in it are still resolved against ``path``'s folder.
+    paths in it are still resolved against ``path``'s folder. ``titles``: where the documents' titles come
+    from (``auto``, ``file_name``, ``none``; :mod:`rag_eval._data.datasets.titles`); ``file_name`` needs
+    documents that are files (a folder), else a DatasetError says so. A corpus of passages keeps its titles
+    (``none`` is applied to it by :func:`rag_eval._data.datasets.load_dataset`).
     """
 
     if text is None:
@@ -240,7 +250,12 @@ def load_yaml_query_set(path: Path, grade_map: Mapping[float, float] | None = No
             problems.add(message, _order(item["loc"]))
     queries = list(enumerate(model.queries)) if model else _valid_items(raw.get("queries"), QuerySpec)
     if raw.get("documents") is not None:
-        return _document_dataset(path, raw, model, queries, grade_map, problems)
+        return _document_dataset(path, raw, model, queries, grade_map, problems, titles)
+    if titles == FILE_NAME and raw.get("corpus") is not None:
+        raise DatasetError(
+            f"{path}: dataset.titles: file_name titles documents by the names of their files, and this query set "
+            "has a corpus of passages, not documents; in the config's dataset section set titles: auto or titles: none"
+        )
     if raw.get("corpus") is None:
         problems.add(f"{path}: {_NEITHER}", (_TOP,))
         problems.raise_if_any()
@@ -280,6 +295,7 @@ def _document_dataset(
     queries: list[tuple[int, QuerySpec]],
     grade_map: Mapping[float, float] | None,
     problems: Problems,
+    titles: str = AUTO,
 ) -> Dataset:
     """A query set with documents: document judgements and evidence, checked against the documents."""
     if raw.get("corpus") is not None:
@@ -290,7 +306,7 @@ def _document_dataset(
         )
         problems.raise_if_any()
     notes: list[str] = []
-    documents, label = _documents(path, raw, model, problems, notes)
+    documents, label = _documents(path, raw, model, problems, notes, titles)
     if not documents:
         problems.raise_if_any()  # every judgement and span would name an unknown document: the cause is enough
     texts = {doc: entry["text"] for doc, entry in documents.items()}
@@ -351,7 +367,8 @@ def _stale(texts: Mapping[str, str], recorded: list[tuple[str, EvidenceItem]]) -
 
 
 def _documents(
-    path: Path, raw: dict[str, Any], model: QuerySetFile | None, problems: Problems, notes: list[str]
+    path: Path, raw: dict[str, Any], model: QuerySetFile | None, problems: Problems, notes: list[str],
+    titles: str = AUTO,
 ) -> tuple[dict[str, dict[str, str]], str]:
     """The documents (inline, or from a .jsonl file or a folder) and how messages name them; notes go to ``notes``."""
 
@@ -359,15 +376,24 @@ def _documents(
     if isinstance(value, str):
         documents_path = resolve_path(value, path.parent)
         found = Problems()
-        from_path = load_documents(documents_path, found, notes)
+        from_path = load_documents(documents_path, found, notes, titles)
         problems.merge(found, (_CORPUS,))
         kind = "folder" if documents_path.is_dir() else "file"
         return from_path, f"({kind} {documents_path})"
+    if titles == FILE_NAME:
+        raise DatasetError(
+            f"{path}: documents: dataset.titles: file_name titles each document by the name of its file, and "
+            "documents written in the query set have no file of their own; in the config's dataset section set "
+            "titles: auto (each document's title) or titles: none"
+        )
     items = list(enumerate(model.documents)) if model and isinstance(model.documents, list) else (
         _valid_items(value, DocumentSpec)
     )
     repeated = _duplicates(path, raw, "documents", "document", problems)
-    documents = {item.id: {"text": item.text, "title": item.title or ""} for n, item in items if n not in repeated}
+    documents = {
+        item.id: {"text": item.text, "title": "" if titles == NONE else item.title or ""}
+        for n, item in items if n not in repeated
+    }
     position = {item.id: n for n, item in items if n not in repeated}
     for doc, other in chunk_id_clashes(documents):
         where = field_path(raw, ["documents", position[doc], "id"])
