@@ -623,3 +623,21 @@ def test_compare_paired_rejects_bad_input():
         compare_paired(np.array([0.1, np.nan]), np.array([0.1, 0.2]))
     with pytest.raises(ValueError):
         compare_paired(np.array([]), np.array([]))
+
+
+def test_the_statistics_of_a_report_never_import_scipy_stats():
+    """A warm rerun writes a decision (bootstrap, permutation, t-test, power): scipy.stats would add 0.5-0.7 s."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, numpy as np\n"
+        "from rag_eval._scoring import stats\n"
+        "from rag_eval._compare.power import Power, queries_needed\n"
+        "d = np.random.default_rng(1).normal(0.02, 0.1, 50)\n"
+        "stats.bootstrap_ci(d); stats.permutation_test(d); stats.paired_t_test(d)\n"
+        "power = Power.of('a', 'b', d); queries_needed(power.sd, 0.01)\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('scipy.stats', 'scipy.optimize'))))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
