@@ -14,6 +14,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 import yaml
 
 from rag_eval._core.errors import InputFormatError, RetrieverError
@@ -340,3 +342,23 @@ def test_results_files_are_parsed_by_the_one_strict_json_parser(tmp_path, text, 
         load_results_file(tmp_path / "r.json")
     assert str(raised.value).removeprefix(f"{tmp_path}/").startswith(message), str(raised.value)
     assert "\n" not in str(raised.value)
+
+
+@given(st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=30,
+))
+def test_results_json_is_the_same_json_as_the_standard_library_writes(document):
+    """Laid out its own way (a list of scalars on one line), read back it is json.dumps's document exactly."""
+    text = results_json({"doc": document})
+    assert json.loads(text) == json.loads(json.dumps({"doc": document}, indent=2, allow_nan=False))
+    assert text.endswith("\n")
+
+
+def test_results_json_puts_each_ranking_on_one_line():
+    text = results_json({"rankings": {"q 1": [["d\u00e9", 1.5, 2], ["d2", 0.5, None]]}, "n": [1, [2, {"a": 1}]]})
+    assert text == (
+        '{\n  "rankings": {\n    "q 1": [["d\\u00e9", 1.5, 2], ["d2", 0.5, null]]\n  },\n'
+        '  "n": [\n    1,\n    [\n      2,\n      {\n        "a": 1\n      }\n    ]\n  ]\n}\n'
+    )

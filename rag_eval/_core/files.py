@@ -233,6 +233,51 @@ def _find_bare(data: Any) -> tuple[str, str]:
 _PLAIN_KEY = re.compile(r"^[A-Za-z0-9_@-]+$")
 
 
+def strict_json(document: Any, indent: int = 2) -> str:
+    """``document`` as strict JSON text (a NaN or infinity raises ValueError), indented, with every list of
+    scalars, or of lists of scalars, on one line (``[["doc-1", 12.5, 2], ["doc-2", 11.0, null]]``).
+
+    The same JSON as ``json.dumps(document, indent=indent, allow_nan=False)``, laid out for people and
+    written at the C encoder's speed: the standard library indents in pure Python, node by node, which took
+    about 0.7 s for a results file of 300 rankings of 100 (a ranking is then one line, not 500).
+    """
+    return _indented(document, 0, " " * indent) + "\n"
+
+
+def _indented(value: Any, level: int, step: str) -> str:
+    if isinstance(value, dict):
+        if not value:
+            return "{}"
+        inner = step * (level + 1)
+        items = (f"{inner}{_dumps(key if isinstance(key, str) else _key(key))}: {_indented(item, level + 1, step)}"
+                 for key, item in value.items())
+        return "{\n" + ",\n".join(items) + "\n" + step * level + "}"
+    if isinstance(value, (list, tuple)):
+        if not value:
+            return "[]"
+        if all(_flat(item) for item in value):
+            return _dumps(value)
+        inner = step * (level + 1)
+        return "[\n" + ",\n".join(inner + _indented(item, level + 1, step) for item in value) + "\n" + step * level + "]"
+    return _dumps(value)
+
+
+def _key(key: Any) -> str:
+    """A non-string key as json.dumps writes it (``true``, ``1.5``), or its TypeError for a key it refuses."""
+    return str(next(iter(json.loads(json.dumps({key: 0}, allow_nan=False)))))
+
+
+def _flat(item: Any) -> bool:
+    """A scalar, or a list of scalars: written inside a one-line list."""
+    if isinstance(item, (list, tuple)):
+        return not any(isinstance(part, (list, tuple, dict)) for part in item)
+    return not isinstance(item, dict)
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, allow_nan=False, separators=(", ", ": "))
+
+
 def json_key(name: Any) -> str:
     """A key in a field path of a JSON document: ``.name`` for a plain key, ``["odd key"]`` for one
     holding dots, spaces or brackets (``results.per_query["q 2.x"].ndcg@10``)."""

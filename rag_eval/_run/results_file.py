@@ -27,7 +27,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, Strict, StrictInt, StrictStr, ValidationError, model_validator
 
 from rag_eval._core.errors import InputFormatError, MetricError
-from rag_eval._core.files import MAX_DOCUMENT_BYTES, StrictJson, json_key, parse_json, read_text
+from rag_eval._core.files import MAX_DOCUMENT_BYTES, StrictJson, json_key, parse_json, read_text, strict_json
 from rag_eval._core.messages import shown
 from rag_eval._core.ranking import TOP_K_MIN, ranked
 from rag_eval._core.versions import package_versions
@@ -381,8 +381,9 @@ def results_document(run: RunOutcome, outcome: RetrieverOutcome) -> dict[str, An
 
 
 def results_json(document: Mapping[str, Any]) -> str:
-    """The text of a results file: strict JSON (``allow_nan=False`` guards against a NaN slipping in)."""
-    return json.dumps(document, indent=2, allow_nan=False) + "\n"
+    """The text of a results file: strict JSON (a NaN slipping in raises), each ranking on one line
+    (:func:`rag_eval._core.files.strict_json`)."""
+    return strict_json(document)
 
 
 def ranking_with_grades(
