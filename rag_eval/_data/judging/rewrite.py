@@ -14,7 +14,6 @@ is atomic (rag_eval._core.atomic): a reader sees the old file or the new one, ne
 
 from __future__ import annotations
 
-import copy
 import re
 from collections.abc import Callable
 from itertools import pairwise
@@ -25,6 +24,7 @@ from rag_eval._core.atomic import atomic_write_bytes
 from rag_eval._core.errors import DatasetError
 from rag_eval._core.files import BOM
 from rag_eval._core.yaml_loader import parse_yaml
+from rag_eval._data.judging import yaml_edit
 from rag_eval._data.judging.yaml_edit import LAYOUTS, dump, round_trip_yaml
 
 # A key with nothing after it (a nested block follows), and a line's indentation.
@@ -77,24 +77,15 @@ def rewrite_yaml(
 
 
 def append(container: Any, value: Any, key: Any = None) -> None:
-    """Append ``value`` to a mapping (under ``key``) or a list, keeping what followed the last item after it.
+    """Append ``value`` to a mapping (under ``key``) or a list, keeping what followed the last item after it
+    (:func:`rag_eval._data.judging.yaml_edit.append`, the one home of that rule).
 
-    ruamel keeps the comment lines and blank lines after a block on its last item's deepest scalar:
-    an item appended after it would come after those lines (a comment about the next query would
-    sit inside this one). They are moved to the new item. A plain ``dict`` or ``list`` (the plain
-    parse of :func:`rewrite_yaml`'s check) is appended to as is.
+    On ruamel's nodes ``value`` becomes ruamel's nodes too, which can carry the moved comment lines; a
+    plain ``dict`` or ``list`` (the plain parse of :func:`rewrite_yaml`'s check) is appended to as is.
     """
     from ruamel.yaml.comments import CommentedBase
 
-    commented = isinstance(container, CommentedBase)
-    trailing = _take_trailing(container) if commented and len(container) else None
-    value = _commented(value) if commented else value
-    if isinstance(container, dict):
-        container[key] = value
-    else:
-        container.append(value)
-    if trailing is not None:
-        _give_trailing(container, trailing)
+    yaml_edit.append(container, _commented(value) if isinstance(container, CommentedBase) else value, key)
 
 
 def _commented(value: Any) -> Any:
@@ -106,49 +97,6 @@ def _commented(value: Any) -> Any:
     if isinstance(value, list):
         return CommentedSeq(_commented(item) for item in value)
     return value
-
-
-def _take_trailing(node: Any) -> Any:
-    """Remove and return the comment token after ``node``'s last item (the deepest first), or None.
-
-    A comment at the end of the last item's own line stays there; only the lines after it move.
-    """
-    from ruamel.yaml.comments import CommentedMap, CommentedSeq
-
-    if not isinstance(node, (CommentedMap, CommentedSeq)) or not len(node) or node.fa.flow_style():
-        return None
-    last = next(reversed(node)) if isinstance(node, CommentedMap) else len(node) - 1
-    inner = _take_trailing(node[last])
-    if inner is not None:
-        return inner
-    tokens = node.ca.items.get(last)
-    slot = 2 if isinstance(node, CommentedMap) else 0
-    if not tokens or len(tokens) <= slot or tokens[slot] is None:
-        return None
-    token = tokens[slot]
-    if token.value.startswith("#"):  # the last item's own end-of-line comment: it stays, the lines after it move
-        own, _, rest = token.value.partition("\n")
-        if not rest:
-            return None
-        moved = copy.copy(token)
-        token.value, moved.value = own + "\n", "\n" + rest
-        return moved
-    tokens[slot] = None
-    return token
-
-
-def _give_trailing(node: Any, token: Any) -> None:
-    """Put ``token`` after ``node``'s last item, on its deepest block item."""
-    from ruamel.yaml.comments import CommentedMap, CommentedSeq
-
-    last = next(reversed(node)) if isinstance(node, CommentedMap) else len(node) - 1
-    child = node[last]
-    if isinstance(child, (CommentedMap, CommentedSeq)) and len(child) and not child.fa.flow_style():
-        _give_trailing(child, token)
-    elif isinstance(node, CommentedMap):
-        node.ca.items[last] = [None, None, token, None]
-    else:
-        node.ca.items[last] = [token, None]
 
 
 # Layouts tried after the guessed one, (mapping indent, sequence indent, dash offset): the usual ones.
