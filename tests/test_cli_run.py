@@ -81,8 +81,8 @@ def test_run_writes_outputs_and_prints_the_main_metric(tmp_path, capsys):
     out = tmp_path / "out"
     # .rag_eval.json: the manifest of the set (rag_eval._core.output_folder)
     assert sorted(p.name for p in out.iterdir()) == [
-        ".rag_eval.json", "per-query.csv", "plot-at-k.svg", "plot-means.svg", "report.md", "seed-ranking.json",
-        "seed-ranking.run",
+        ".rag_eval.json", "per-query.csv", "plot-at-k.svg", "plot-means.svg", "report.html", "report.md",
+        "seed-ranking.json", "seed-ranking.run",
     ]
     # nDCG@4 of q-largest-ocean by hand (grades 3, 2, 0, 1; ideal 3, 2, 1), the 9 other queries score 0.
     ndcg = (3 + 2 / math.log2(3) + 1 / math.log2(5)) / (3 + 2 / math.log2(3) + 1 / 2)
@@ -114,7 +114,7 @@ def test_example_config_runs_via_the_console_script(tmp_path):
     assert result.returncode == 0, result.stderr
     assert sorted(p.name for p in out.iterdir()) == [
         ".rag_eval.json", "bm25.json", "bm25.run", "per-query.csv", "plot-at-k.svg", "plot-deltas.svg",
-        "plot-means.svg", "report.md", "seed-ranking.json", "seed-ranking.run",
+        "plot-means.svg", "report.html", "report.md", "seed-ranking.json", "seed-ranking.run",
     ]
     assert "seed-ranking\tndcg@4\t0.0985\t(9 of 10 judged queries unanswered, scored 0)" in result.stdout.splitlines()
     assert "DCG@4 = 3.0000 + 1.2619 + 0.0000 + 0.4307 = **4.6925**" in (out / "report.md").read_text()

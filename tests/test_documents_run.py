@@ -108,7 +108,7 @@ def test_run_exits_0_and_writes_every_file(run):
     assert sorted(p.name for p in out.iterdir() if not p.name.startswith(".")) == [
         "bm25-documents.docs.trec", "bm25-documents.json", "bm25-documents.run", "bm25-words.docs.trec",
         "bm25-words.json", "bm25-words.run", "documents.qrels", "own.docs.trec", "own.json", "own.run", "per-query.csv",
-        "plot-at-k.svg", "plot-deltas.svg", "plot-means.svg", "report.md",
+        "plot-at-k.svg", "plot-deltas.svg", "plot-means.svg", "report.html", "report.md",
     ]
     lines = stdout.splitlines()
     assert lines[-1] == f"report: {out / 'report.md'}"

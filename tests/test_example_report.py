@@ -32,8 +32,8 @@ EXAMPLE = REPO / "reports" / "ocean-facts"
 CONFIG = Path("configs") / "ocean_facts.yaml"
 DATASET = Path("datasets") / "ocean_facts.yaml"
 FILES = {
-    MANIFEST, "report.md", "seed-ranking.json", "seed-ranking.run", "bm25.json", "bm25.run", "per-query.csv",
-    "plot-at-k.svg", "plot-deltas.svg", "plot-means.svg",
+    MANIFEST, "report.md", "report.html", "seed-ranking.json", "seed-ranking.run", "bm25.json", "bm25.run",
+    "per-query.csv", "plot-at-k.svg", "plot-deltas.svg", "plot-means.svg",
 }
 
 # What differs from one run to the next, and nothing else: (files, pattern, replacement, times it

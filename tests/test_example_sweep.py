@@ -45,7 +45,7 @@ def regenerated(tmp_path_factory) -> Path:
 def test_the_sweep_example_holds_one_results_file_per_variant_and_the_plots():
     names = {p.name for p in EXAMPLE.iterdir()}
     expected = {f"{label}.{ext}" for label in [*VARIANTS, "seed-ranking"] for ext in ("json", "run")}
-    expected |= {MANIFEST, "report.md", "per-query.csv", "plot-means.svg", "plot-deltas.svg", "plot-at-k.svg",
+    expected |= {MANIFEST, "report.md", "report.html", "per-query.csv", "plot-means.svg", "plot-deltas.svg", "plot-at-k.svg",
                  "plot-sweep-params.k1.svg", "plot-sweep-params.b.svg"}
     assert names == expected
 

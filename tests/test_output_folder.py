@@ -317,8 +317,8 @@ def test_rag_eval_run_is_refused_with_exit_2_while_another_run_writes(out, holde
     result = subprocess.run(cli, check=False, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert sorted(os.listdir(out)) == [
-        MANIFEST, "baseline.json", "link", "notes", "per-query.csv", "plot-at-k.svg", "plot-means.svg", "report.md",
-        "seed.json", "seed.run",
+        MANIFEST, "baseline.json", "link", "notes", "per-query.csv", "plot-at-k.svg", "plot-means.svg", "report.html",
+        "report.md", "seed.json", "seed.run",
     ]
 
 
@@ -497,8 +497,8 @@ def test_a_retriever_removed_from_the_config_leaves_no_results_behind(tmp_path, 
     assert main(["run", str(_config(tmp_path, ["second"])), "--no-progress"]) == 0
     capsys.readouterr()
     assert sorted(os.listdir(tmp_path / "out")) == [
-        MANIFEST, "baseline.json", "per-query.csv", "plot-at-k.svg", "plot-means.svg", "report.md", "second.json",
-        "second.run",
+        MANIFEST, "baseline.json", "per-query.csv", "plot-at-k.svg", "plot-means.svg", "report.html", "report.md",
+        "second.json", "second.run",
     ]
     assert (tmp_path / "out" / "baseline.json").read_bytes() == b"the user's baseline\n"
     assert sorted(os.listdir(tmp_path)) == ["out", "run.yaml"]

@@ -218,8 +218,8 @@ def test_the_planned_outputs_are_the_files_a_run_writes(ws, capsys):
     written = set(os.listdir(ws / "out"))
     planned = plan_run(load_config(path), comparison=True).outputs
     assert sorted(planned) == sorted(written) == sorted(
-        [MANIFEST, "report.md", "comparison.md", "bm.json", "bm.run", "other.json", "other.run", "per-query.csv",
-         "plot-at-k.svg", "plot-deltas.svg", "plot-means.svg"]
+        [MANIFEST, "report.md", "report.html", "comparison.md", "bm.json", "bm.run", "other.json", "other.run",
+         "per-query.csv", "plot-at-k.svg", "plot-deltas.svg", "plot-means.svg"]
     )
     check_outputs_are_not_inputs(load_config(path), planned)  # the baseline beside the config is no output
 

@@ -109,7 +109,7 @@ def test_writes_report_results_and_run_files(ocean_run):
     _, written, out = ocean_run
     names = sorted(p.name for p in out.iterdir() if p.name != ".rag_eval.json")  # the set's manifest
     assert names == ["bm25.json", "bm25.run", "per-query.csv", "plot-at-k.svg", "plot-deltas.svg", "plot-means.svg",
-                     "report.md", "seed-ranking.json", "seed-ranking.run"]
+                     "report.html", "report.md", "seed-ranking.json", "seed-ranking.run"]
     assert sorted(p.name for p in written) == names
     assert json.loads((out / ".rag_eval.json").read_text())["files"] == names
     assert all(p.parent == out for p in written)

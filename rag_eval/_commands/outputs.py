@@ -13,6 +13,7 @@ from pathlib import Path
 from rag_eval._core.output_folder import replace_output_set
 from rag_eval._core.output_manifest import MANIFEST
 from rag_eval._core.trec import format_qrels, format_run
+from rag_eval._report.html import render_html_report
 from rag_eval._report.markdown import render_run_report
 from rag_eval._report.plots import build_plots
 from rag_eval._report.tables_csv import per_query_csv
@@ -23,6 +24,7 @@ from rag_eval._run.plan import (
     DOCUMENT_QRELS,
     PER_QUERY_CSV,
     REPORT,
+    REPORT_HTML,
     RunPlan,
     document_run_name,
     plan_run,
@@ -72,6 +74,8 @@ def render_outputs(run: RunOutcome, plan: RunPlan, comparison: str | None = None
         files.update(plots.files)
     files[PER_QUERY_CSV] = per_query_csv(run)
     files[REPORT] = render_run_report(run, plots)
+    # After report.md, whose decision section the page shows as it is (the tests behind it run once).
+    files[REPORT_HTML] = render_html_report(run, plots, files[REPORT])
     if comparison is not None:
         files[COMPARISON] = comparison
     unplanned = sorted(set(files) - set(plan.outputs))

@@ -69,7 +69,7 @@ def decision_lines(
     budgets = [m for m in getattr(run.config.model, "metrics", ()) if parse_metric(m).budget_unit is not None]
     warning = unit_size_warning(decision.metric, contexts, budgets)
     # The decision's first lines: what to ship and why, then any warning about the metric, before the table.
-    lines[1:1] = ["", verdict_line(decision, timings, contexts)] + (["", warning] if warning else [])
+    lines[1:1] = ["", verdict_line(decision, contexts)] + (["", warning] if warning else [])
     return lines + sensitivity_lines(run, main)
 
 
@@ -77,26 +77,24 @@ def decision_lines(
 CLEAR_SAVING = 0.9
 
 
-def verdict_line(decision: Decision, timings: Mapping[str, tuple[float, float]],
-                 contexts: Mapping[str, ContextSize]) -> str:
+def verdict_line(decision: Decision, contexts: Mapping[str, ContextSize]) -> str:
     """What to ship and why, in one paragraph: the best, or the cheapest variant the data cannot separate from it.
 
     The rule: the variants statistically indistinguishable from the best (paired permutation test against
     it, Holm-corrected) are equally good as far as the queries can tell, so the cheapest of them is shipped:
-    the smallest mean context when the variants' contexts are known (what the generator reads), else the
-    least index + search time; ties keep the rank order. Its difference to the reference follows.
+    the smallest mean context (what the generator reads), known for chunked retrievers; without contexts the
+    best is shipped and the table's costs are left to the reader (timings vary between runs of the same
+    config, and the report must not). Ties keep the rank order. Its difference to the reference follows.
     """
     metric = code_span(decision.metric)
     best = decision.variant(decision.best)
     tied = [best] + [decision.variant(label) for label in decision.indistinguishable]
 
     def cost(v: VariantDecision) -> tuple[float, int]:
+        # Context only: it is part of the run's result, so the same run gives the same verdict; timings
+        # vary from run to run (a report must be reproducible byte for byte), so they never decide.
         size = contexts.get(v.label)
-        if size is not None and math.isfinite(size.tokens):
-            return size.tokens, v.rank
-        index_s, search_s = timings.get(v.label, (math.nan, math.nan))
-        total = index_s + search_s
-        return (total if math.isfinite(total) else math.inf), v.rank
+        return (size.tokens if size is not None and math.isfinite(size.tokens) else math.inf), v.rank
 
     cheapest = min(tied, key=cost)
     # A saving too small to matter does not outweigh the best mean: switch only for a clear saving.
@@ -105,14 +103,17 @@ def verdict_line(decision: Decision, timings: Mapping[str, tuple[float, float]],
     if len(tied) == 1:
         why = (f"the highest mean {metric} ({fmt(best.mean)} [{fmt(best.ci_low)}, {fmt(best.ci_high)}]), better "
                "than every other variant beyond doubt")
+    elif choice is best and not contexts:
+        why = (f"the highest mean {metric} ({fmt(best.mean)}); {len(tied) - 1} other variant"
+               f"{'s' if len(tied) > 2 else ''} cannot be told from it, so the costs in the table may decide")
     elif choice is best:
         why = (f"the highest mean {metric} ({fmt(best.mean)}); {len(tied) - 1} other variant"
-               f"{'s' if len(tied) > 2 else ''} cannot be told from it, none of them clearly cheaper "
+               f"{'s' if len(tied) > 2 else ''} cannot be told from it, none of them clearly cheaper in context "
                f"(by {1 - CLEAR_SAVING:.0%} or more)")
     else:
         size = contexts.get(choice.label)
         what = (f"{size.tokens:,.0f} tokens of context per query against {contexts[best.label].tokens:,.0f}"
-                if size is not None and best.label in contexts else "the least index and search time")
+                if size is not None and best.label in contexts else "the least context")
         why = (f"the best mean {metric} is {escape_inline(best.label)}'s ({fmt(best.mean)}), but the queries cannot "
                f"tell {len(tied) - 1} variant{'s' if len(tied) > 2 else ''} from it, and {name} is the cheapest of "
                f"them ({what}) at {fmt(choice.mean)}")

@@ -35,6 +35,7 @@ from rag_eval._report.holes import holes_lines
 from rag_eval._report.label_sources import label_sources_lines
 from rag_eval._report.origins import origin_lines
 from rag_eval._report.plots import plot_lines
+from rag_eval._run.plan import REPORT_HTML
 from rag_eval._scoring.metrics.measures import parse_metric
 
 if TYPE_CHECKING:  # imported for annotations only: rendering needs no runner
@@ -107,6 +108,7 @@ def _header(run: RunOutcome, options: Mapping[str, Any]) -> list[str]:
         counts,
         f"- **Retrieved per query (top_k):** {config.top_k}",
         f"- **Run at:** {run.created}",
+        f"- **Explore:** [{REPORT_HTML}]({REPORT_HTML}), every query sortable and filterable, each ranking with its grades and derivation (open it in a browser)",
     ]
     for note in dataset.notes:
         lines.append(f"- **Note:** {escape_inline(note)}")

@@ -20,6 +20,9 @@ from rag_eval._data.datasets import Dataset, load_dataset
 from rag_eval._run.inputs import has_documents
 
 REPORT = "report.md"
+# The same run as one self-contained page to explore: every query sortable and filterable, its rankings
+# with their grades and derivations (rag_eval._report.html; docs/report.md).
+REPORT_HTML = "report.html"
 COMPARISON = "comparison.md"
 # Every retriever's per-query values, one row per (retriever, query), for pandas and spreadsheets.
 PER_QUERY_CSV = "per-query.csv"
@@ -62,7 +65,7 @@ class RunPlan:
     def outputs(self) -> list[str]:
         """The name of every file the run may write into its output folder, the manifest included."""
         labels = [spec.label for spec in self.config.model.retrievers]
-        names = [REPORT, MANIFEST, PER_QUERY_CSV, *self.plots]
+        names = [REPORT, REPORT_HTML, MANIFEST, PER_QUERY_CSV, *self.plots]
         for label in labels:
             names += [results_name(label), run_name(label)]
         if self.documents:
