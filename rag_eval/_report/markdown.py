@@ -23,11 +23,13 @@ from rag_eval._report.external import external_lines
 from rag_eval._report.format import (
     code_span,
     count_queries,
+    detail_intro,
     escape_cell,
     escape_inline,
     fmt,
     mean_notes,
     means_sentence,
+    select_detailed_queries,
     semantics_phrases,
     shorten,
 )
@@ -45,8 +47,27 @@ if TYPE_CHECKING:  # imported for annotations only: rendering needs no runner
 NOT_COMPUTED = "–"  # a metric some retriever of the run has no value for (said where it is shown)
 
 
+# report.md is the summary a code host and a CI job summary show: at most this many bytes for any run.
+# The per-query table keeps its worst rows and the detailed queries are left to report.html past it.
+MAX_REPORT_BYTES = 200_000
+# Rows of the per-query table at most: beyond that the worst queries (report.html and per-query.csv hold all).
+PER_QUERY_ROWS = 100
+
+
 def render_run_report(run: RunOutcome, plots: PlotSet | None = None) -> str:
-    """The whole report.md of a run; ``plots`` (written beside it) are linked with their numbers in text."""
+    """The whole report.md of a run; ``plots`` (written beside it) are linked with their numbers in text.
+
+    Bounded by :data:`MAX_REPORT_BYTES`: a report that would be larger is rendered again without its
+    detailed queries, then with a shorter per-query table, each time saying where the rest is.
+    """
+    for rows, details in ((PER_QUERY_ROWS, True), (PER_QUERY_ROWS, False), (20, False), (0, False)):
+        text = _render(run, plots, rows, details)
+        if len(text.encode("utf-8")) <= MAX_REPORT_BYTES:
+            return text
+    return text  # only the header, decision and summary remain: nothing smaller says the run's result
+
+
+def _render(run: RunOutcome, plots: PlotSet | None, rows: int, details: bool) -> str:
     config = run.config.model
     main = config.primary_metric
     options = run.outcomes[0].results.options if run.outcomes else {}
@@ -72,15 +93,15 @@ def render_run_report(run: RunOutcome, plots: PlotSet | None = None) -> str:
         out += origin_lines(run)
         out += holes_lines(run, main)
         out += external_lines(run)
-        out += _per_query_table(run, main, documents.per_query_missing_note(main))
-        out += retrieved_chunks.detailed_lines(run, main)
+        out += _per_query_table(run, main, rows, documents.per_query_missing_note(main))
+        out += retrieved_chunks.detailed_lines(run, main) if details else _details_left_out(run, main)
     else:
         out += _summary(run, main)
         out += origin_lines(run)
         out += holes_lines(run, main)
         out += external_lines(run)
-        out += _per_query_table(run, main)
-        out += derivation_lines(run, main)
+        out += _per_query_table(run, main, rows)
+        out += derivation_lines(run, main) if details else _details_left_out(run, main)
     return "\n".join(out).rstrip() + "\n"
 
 
@@ -340,23 +361,47 @@ def _left_out_lines(outcomes: Sequence[RetrieverOutcome], metrics: Sequence[str]
 
 
 
+def _details_left_out(run: RunOutcome, main: str) -> list[str]:
+    """In place of the detailed queries of a report past its size: where they are."""
+    if run.config.model.report.detailed_queries < 1:
+        return []
+    return ["## 🧩 Detailed queries", "",
+            f"Left out of report.md to keep it under {MAX_REPORT_BYTES // 1000} KB: report.html shows every query "
+            f"in detail, each retriever's ranking with its grades and the {escape_inline(main)} derivation.", ""]
+
+
 def _per_query_table(
-    run: RunOutcome, main: str, not_applicable: str = "n/a = no relevant passage judged for the query (left out of the mean)."
+    run: RunOutcome, main: str, rows: int = PER_QUERY_ROWS,
+    not_applicable: str = "n/a = no relevant passage judged for the query (left out of the mean).",
 ) -> list[str]:
-    """One row per judged query, one column of ``main`` per retriever ("–" where a retriever has no ``main``)."""
+    """One row per judged query, one column of ``main`` per retriever ("–" where a retriever has no ``main``);
+    past ``rows`` queries, the ``rows`` worst (mean of ``main`` over the retrievers), worst first."""
     outcomes = run.outcomes
     if not outcomes:
         return []
-    query_ids = outcomes[0].results.query_ids
-    lines = [
-        f"## 🔎 Per query: {main}",
-        "",
-        "| Query | Text | " + " | ".join(escape_cell(o.label) for o in outcomes) + " |",
-    ]
+    query_ids = list(outcomes[0].results.query_ids)
+    shown = list(range(len(query_ids)))
+    heading = f"## 🔎 Per query: {main}"
+    if rows == 0:
+        return [heading, "", f"Left out to keep report.md under {MAX_REPORT_BYTES // 1000} KB: every query is in "
+                "report.html and per-query.csv.", ""]
+    if len(query_ids) > rows:
+        chosen, _ = select_detailed_queries(run, main, rows)
+        position = {qid: i for i, qid in enumerate(query_ids)}
+        shown = [position[qid] for qid in chosen]
+        heading += f" (the {len(shown)} worst of {len(query_ids):,} queries)"
+    lines = [heading, ""]
+    if len(shown) < len(query_ids):
+        lines += [f"{detail_intro(run, main, [query_ids[i] for i in shown], True)} Every query: report.html and "
+                  "per-query.csv.", ""]
+    if not shown:
+        return lines
+    lines.append("| Query | Text | " + " | ".join(escape_cell(o.label) for o in outcomes) + " |")
     lines.append("|---|---|" + "---:|" * len(outcomes))
     any_missing = False
     columns = [o.results.values.get(main) for o in outcomes]  # None: not computed for that retriever
-    for i, qid in enumerate(query_ids):
+    for i in shown:
+        qid = query_ids[i]
         text = run.dataset.queries[qid].text if qid in run.dataset.queries else ""
         cells = [NOT_COMPUTED if column is None else fmt(column[i]) for column in columns]
         any_missing = any_missing or "n/a" in cells
