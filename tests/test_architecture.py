@@ -36,7 +36,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
 LAZY_ALLOWED = frozenset(
     {
         "torch", "transformers", "sentence_transformers", "tokenizers", "huggingface_hub", "safetensors",
-        "onnx", "onnxruntime", "openvino", "faiss", "ray", "pyarrow", "matplotlib", "scipy", "pandas",
+        "onnx", "onnxruntime", "openvino", "faiss", "ray", "pyarrow", "scipy", "pandas",
         "bm25s", "Stemmer", "semantic_text_splitter", "markdown_it", "tqdm", "fcntl", "msvcrt",
         # database clients and frameworks of the integrations (optional extras)
         "psycopg", "pgvector", "pgserver", "qdrant_client", "chromadb", "lancedb", "langchain_core",

@@ -124,7 +124,7 @@ class ReportSpec(Strict):
     plots: bool = Field(
         default=True,
         description="Write SVG plots beside report.md (means with intervals, per-query differences, metric@k, one "
-        "per swept parameter), linked from it with their numbers in text. false: no plots (matplotlib not needed).",
+        "per swept parameter), linked from it with their numbers in text. false: no plots.",
     )
     detailed_queries: int = Field(default=20, ge=0)
     passage_chars: int = Field(default=160, ge=20)
