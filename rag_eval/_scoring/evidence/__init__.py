@@ -6,7 +6,8 @@
 - :func:`covered_evidence`: per query, the evidence the retrieved spans cover and miss (reports).
 - :func:`span_grades`: each retrieved span's chunk grade (results files).
 
-Inside: ``tables`` (inputs as checked columns), ``ranks`` (the ranking rule, vectorised),
+Inside: ``tables`` (inputs as checked columns), ``ranks`` (the ranking rule, vectorised, with
+``chunk_order``: chunk ids' byte order as integers, and ``blocks``: each query's rows sorted among themselves),
 ``intervals`` (union / measure / intersection on one line), ``metrics`` (evidence metrics),
 ``maxp`` (document and chunk grades, the kernels' input), ``inputs`` (all inputs read once)
 and ``api``. Definitions: docs/semantics.md, "Documents, chunks and evidence".

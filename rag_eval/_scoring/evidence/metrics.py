@@ -60,11 +60,8 @@ class EvidenceMetrics:
             self.evidence_piece_query, weights=self.evidence_end - self.evidence_start, minlength=n
         )
         # Retrieved spans in a (query, document) that holds evidence: the only ones that can cover any.
-        key = ranked.query * n_docs + ranked.doc
-        where = np.searchsorted(self.pairs, key)
-        np.minimum(where, max(self.pairs.size - 1, 0), out=where)
-        hit = np.flatnonzero(self.pairs[where] == key) if self.pairs.size else np.zeros(0, dtype=np.int64)
-        hit_start, hit_end = on_one_line(where[hit], ranked.start[hit], ranked.end[hit], self.width)
+        hit, pair = _rows_in_pairs(self.pairs, n_docs, ranked)
+        hit_start, hit_end = on_one_line(pair, ranked.start[hit], ranked.end[hit], self.width)
         order = np.argsort(hit_start, kind="stable")
         self.hit_start, self.hit_end = hit_start[order], hit_end[order]
         self.hit_query, self.hit_pos = ranked.query[hit][order], ranked.pos[hit][order]
@@ -142,3 +139,43 @@ class EvidenceMetrics:
         key = self.pairs[pair]
         offset = pair * self.width
         return key // self.n_docs, key % self.n_docs, start - offset, end - offset
+
+
+_ROWS = 1 << 18  # ranked rows looked up at once: their temporaries stay in the CPU's cache
+
+
+def _rows_in_pairs(pairs: np.ndarray, n_docs: int, ranked: RankedSpans) -> tuple[np.ndarray, np.ndarray]:
+    """(ranked rows whose (query, document) is one of ``pairs``, the index of that pair).
+
+    ``pairs`` holds query * n_docs + doc, sorted. A query's evidence lies in a few documents:
+    each row is compared with its query's pairs, one pair at a time, a pass per pair of the query
+    with the most (one binary search per row when some query has evidence in many documents).
+    """
+    if pairs.size == 0:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty
+    pair_query = pairs // n_docs
+    pair_doc = pairs - pair_query * n_docs
+    first = np.searchsorted(pair_query, np.arange(ranked.n_queries + 1))  # query q's pairs: first[q]..first[q+1]
+    count = np.diff(first)
+    most = int(count.max(initial=0))
+    found: list[tuple[np.ndarray, np.ndarray]] = []
+    for low in range(0, ranked.query.size, _ROWS):
+        query, doc = ranked.query[low : low + _ROWS], ranked.doc[low : low + _ROWS]
+        if most > 8:
+            key = query * n_docs + doc
+            where = np.minimum(np.searchsorted(pairs, key), pairs.size - 1)
+            where[pairs[where] != key] = -1
+        else:
+            base, size = first[query], count[query]
+            where = np.full(query.size, -1, dtype=np.int64)
+            for j in range(most):
+                candidate = np.minimum(base + j, pairs.size - 1)
+                match = (pair_doc[candidate] == doc) & (size > j)  # a query's pairs are distinct: one match at most
+                where[match] = candidate[match]
+        hit = np.flatnonzero(where >= 0)
+        found.append((hit + low, where[hit]))
+    if not found:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty
+    return np.concatenate([h for h, _ in found]), np.concatenate([w for _, w in found])

@@ -27,6 +27,7 @@ import numpy as np
 from rag_eval._core.errors import InputFormatError
 from rag_eval._core.ids import any_control_characters, id_problem, shown_id
 from rag_eval._core.spans import Chunk, EvidenceSpan, chunk_id, span_problem
+from rag_eval._scoring.evidence.blocks import sort_within_blocks
 
 _ID_RULE = "ids must be non-empty text without control characters"
 _NUMBER_TYPES = (int, float, np.integer, np.floating)
@@ -291,34 +292,47 @@ def check_unique_spans(columns: SpanColumns, n_docs: int) -> None:
     if n < 2:
         return
     assert columns.doc is not None
+    if not _any_repeat(columns, n_docs):
+        return
+    # Only to name the repeat: the first by (query, doc, start, end), its two rows in input order.
+    order = np.lexsort((columns.end, columns.start, columns.query * n_docs + columns.doc))
+    repeated = _same_neighbours(columns, n_docs, order)
+    i = int(np.flatnonzero(repeated)[0])
+    first, second = sorted((int(order[i]), int(order[i + 1])))
+    span = chunk_id(str(columns.docs[first]), int(columns.start[first]), int(columns.end[first]))
+    what = "query's ranking" if columns.what == "spans" else "chunking"
+    where = columns.place(second, with_doc=False)
+    earlier = first - (int(columns.first[columns.query[first]]) if columns.query_keys else 0)
+    raise InputFormatError(
+        f"{where}: span {shown_id(span)} is listed twice (also item {earlier}); each span appears once in a {what}"
+    )
+
+
+def _any_repeat(columns: SpanColumns, n_docs: int) -> bool:
+    """Whether a query lists a span twice: each query's exact int64 keys sorted among themselves."""
+    assert columns.doc is not None
     width = int(columns.end.max()) + 1
-    n_queries = max(len(columns.query_keys), 1)
+    if n_docs * width * width >= 2**62:  # offsets of billions of characters: one sort of all rows, three keys
+        order = np.lexsort((columns.end, columns.start, columns.query * n_docs + columns.doc))
+        return bool(_same_neighbours(columns, n_docs, order).any())
+    key = (columns.doc * width + columns.start) * width + columns.end  # (doc, start, end) within a query
+    sizes = columns.lengths if columns.query_keys else np.array([key.size])  # chunks: one block
+    ordered = sort_within_blocks(key, sizes)
+    first = np.zeros(key.size, dtype=bool)  # the first row of each query's list
+    starts = np.cumsum(sizes) - sizes
+    first[starts[starts < key.size]] = True
+    return bool(((ordered[1:] == ordered[:-1]) & ~first[1:]).any())
+
+
+def _same_neighbours(columns: SpanColumns, n_docs: int, order: np.ndarray) -> np.ndarray:
+    """Whether rows ``order[i]`` and ``order[i + 1]`` are one span of one query."""
+    assert columns.doc is not None
     pair = columns.query * n_docs + columns.doc
-    if n_queries * n_docs * width * width < 2**62:
-        # One exact int64 key per span: a single sort finds the repeats.
-        key = (pair * width + columns.start) * width + columns.end
-        ordered = np.sort(key)
-        if not bool((ordered[1:] == ordered[:-1]).any()):
-            return
-        order = np.argsort(key, kind="stable")  # only to name the repeat
-        repeated = key[order[1:]] == key[order[:-1]]
-    else:  # offsets too large for one exact int64 key (documents of billions of characters): three keys
-        order = np.lexsort((columns.end, columns.start, pair))
-        repeated = (
-            (pair[order[1:]] == pair[order[:-1]])
-            & (columns.start[order[1:]] == columns.start[order[:-1]])
-            & (columns.end[order[1:]] == columns.end[order[:-1]])
-        )
-    if repeated.any():
-        i = int(np.flatnonzero(repeated)[0])
-        first, second = sorted((int(order[i]), int(order[i + 1])))
-        span = chunk_id(str(columns.docs[first]), int(columns.start[first]), int(columns.end[first]))
-        what = "query's ranking" if columns.what == "spans" else "chunking"
-        where = columns.place(second, with_doc=False)
-        earlier = first - (int(columns.first[columns.query[first]]) if columns.query_keys else 0)
-        raise InputFormatError(
-            f"{where}: span {shown_id(span)} is listed twice (also item {earlier}); each span appears once in a {what}"
-        )
+    return (
+        (pair[order[1:]] == pair[order[:-1]])
+        & (columns.start[order[1:]] == columns.start[order[:-1]])
+        & (columns.end[order[1:]] == columns.end[order[:-1]])
+    )
 
 
 @dataclass
@@ -355,7 +369,7 @@ class DocIndex:
 
     def code(self, docs: list[Any]) -> np.ndarray:
         """Codes of ``docs`` (all indexed by :meth:`build`)."""
-        return np.fromiter(map(self.codes_of.__getitem__, docs), dtype=np.int64, count=len(docs))
+        return np.fromiter(map(self.codes_of.get, docs), dtype=np.int64, count=len(docs))  # get: the fastest call
 
     def __len__(self) -> int:
         return len(self.keys)
