@@ -500,7 +500,7 @@ def test_a_budget_main_metric_shows_the_chunks_that_fit_and_its_numbers_equal_th
 def test_with_many_retrievers_the_detail_shows_the_reference_and_the_best():
     from types import SimpleNamespace
 
-    from rag_eval._report.retrieved_chunks import detailed_outcomes
+    from rag_eval._report.format import detailed_outcomes
 
     def outcome(label, values):
         return SimpleNamespace(label=label, results=SimpleNamespace(values={"evidence_recall@5": values}))

@@ -19,6 +19,8 @@ from rag_eval._core.ranking import ranked_ids
 from rag_eval._report.format import (
     code_span,
     detail_intro,
+    detailed_outcomes,
+    detailed_outcomes_note,
     escape_cell,
     escape_inline,
     fmt,
@@ -66,10 +68,12 @@ def derivation_lines(run: RunOutcome, main: str) -> list[str]:
     gain = options.get("gain", "linear")
     heading = f"## 🧮 How nDCG{_at(k)} was computed"
     lines = [heading, "", detail_intro(run, main, chosen, worst), ""]
+    outcomes = detailed_outcomes(run, main)
+    lines += detailed_outcomes_note(run, main, outcomes, "the derivations")
     for qid in chosen:
         query = run.dataset.queries.get(qid)
         lines += [f"### {escape_inline(qid)}: “{escape_inline(query.text if query else '')}”", ""]
-        for outcome in run.outcomes:
+        for outcome in outcomes:
             lines += derivation(
                 outcome.label,
                 outcome.ranking.get(qid, {}),

@@ -8,7 +8,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from rag_eval._run.outcome import RunOutcome
+from rag_eval._run.outcome import RetrieverOutcome, RunOutcome
 from rag_eval._scoring.metrics.measures import parse_metric
 from rag_eval._scoring.results import Results
 
@@ -315,3 +315,35 @@ def fmt_p(value: float) -> str:
 def _and(names: Sequence[str]) -> str:
     """``a``, ``a and b``, ``a, b and c``."""
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+# More retrievers than this: the detailed queries show two of them (report.md stays a summary; report.html has all).
+DETAILED_RETRIEVERS = 3
+
+
+def detailed_outcomes(run: RunOutcome, main: str) -> list[RetrieverOutcome]:
+    """The retrievers whose chunks the detailed queries show: all up to :data:`DETAILED_RETRIEVERS`; beyond that
+    the reference (the declared baseline, else the first retriever) and the best by mean ``main``."""
+    outcomes = list(run.outcomes)
+    if len(outcomes) <= DETAILED_RETRIEVERS:
+        return outcomes
+    baseline = getattr(run.config, "baseline_label", None)
+    reference = next((o for o in outcomes if o.label == baseline), outcomes[0])
+    metric = parse_metric(main)
+
+    def key(outcome: RetrieverOutcome) -> tuple[bool, float]:
+        values = outcome.results.values.get(main)
+        defined = [] if values is None else [v for v in values if not math.isnan(v)]
+        return (True, 0.0) if not defined else (False, metric.best_first_key(sum(defined) / len(defined)))
+
+    best = min(outcomes, key=key)  # min keeps config order among equals
+    return [reference] if best is reference else [reference, best]
+
+
+def detailed_outcomes_note(run: RunOutcome, main: str, shown: Sequence[RetrieverOutcome], what: str) -> list[str]:
+    """The line saying which retrievers' ``what`` the detailed queries show, when not all (else nothing)."""
+    if len(shown) == len(run.outcomes):
+        return []
+    names = " and ".join(escape_inline(o.label) for o in shown)
+    return [f"With {len(run.outcomes)} retrievers, {what} of {names} are shown (the reference and the best by mean "
+            f"{escape_inline(main)}); report.html shows every retriever, two side by side.", ""]

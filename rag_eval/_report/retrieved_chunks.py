@@ -24,6 +24,8 @@ from rag_eval._report.emphasis import Interval, clip, cut_window, evidence_by_do
 from rag_eval._report.format import (
     code_span,
     detail_intro,
+    detailed_outcomes,
+    detailed_outcomes_note,
     escape_inline,
     fmt,
     fmt_grade,
@@ -97,10 +99,7 @@ def detailed_lines(run: RunOutcome, main: str) -> list[str]:
     ]
     no_relevant = run.outcomes[0].results.options.get("no_relevant", "skip")
     outcomes = detailed_outcomes(run, main)
-    if len(outcomes) < len(run.outcomes):
-        names = " and ".join(escape_inline(o.label) for o in outcomes)
-        lines += [f"With {len(run.outcomes)} retrievers, the chunks of {names} are shown (the reference and the best "
-                  f"by mean {escape_inline(main)}); report.html shows every retriever, two side by side.", ""]
+    lines += detailed_outcomes_note(run, main, outcomes, "the chunks")
     for qid in chosen:
         query = run.dataset.queries.get(qid)
         evidence = run.dataset.evidence.get(qid, ())
@@ -113,27 +112,6 @@ def detailed_lines(run: RunOutcome, main: str) -> list[str]:
     return lines
 
 
-# More retrievers than this: the detailed queries show two of them (report.md stays a summary; report.html has all).
-DETAILED_RETRIEVERS = 3
-
-
-def detailed_outcomes(run: RunOutcome, main: str) -> list[RetrieverOutcome]:
-    """The retrievers whose chunks the detailed queries show: all up to :data:`DETAILED_RETRIEVERS`; beyond that
-    the reference (the declared baseline, else the first retriever) and the best by mean ``main``."""
-    outcomes = list(run.outcomes)
-    if len(outcomes) <= DETAILED_RETRIEVERS:
-        return outcomes
-    baseline = getattr(run.config, "baseline_label", None)
-    reference = next((o for o in outcomes if o.label == baseline), outcomes[0])
-    metric = parse_metric(main)
-
-    def key(outcome: RetrieverOutcome) -> tuple[bool, float]:
-        values = outcome.results.values.get(main)
-        defined = [] if values is None else [v for v in values if not math.isnan(v)]
-        return (True, 0.0) if not defined else (False, metric.best_first_key(sum(defined) / len(defined)))
-
-    best = min(outcomes, key=key)  # min keeps config order among equals
-    return [reference] if best is reference else [reference, best]
 
 
 def _evidence_line(evidence: Sequence[Any]) -> str:
