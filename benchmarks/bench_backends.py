@@ -1,7 +1,7 @@
 """Encoding backends side by side on SciFact: passages/s and nDCG@10 per backend, precision and CPU setting.
 
 For every setting (backend x precision x threads / concurrent batches / batch size /
-length sorting) it times the encoding of a fixed subset (the first ``--subset``
+length sorting / tokenising path) it times the encoding of a fixed subset (the first ``--subset``
 abstracts, default 1,000) after a warm-up, as wall-clock passages/s and CPU seconds
 per passage (the latter moves less when other processes share the machine);
 ``--rounds N`` times every setting N times, interleaved, and keeps the medians. For
@@ -9,6 +9,12 @@ each backend x precision it then encodes the whole corpus (5,183 abstracts) and 
 300 test queries, searches exactly (cosine, rag_eval's blockwise top-k with the
 ranking rule) and scores nDCG@10 with rag_eval's own ``evaluate()``, next to the
 difference to torch and the agreement of the embeddings with torch's.
+
+The tokenising path: ONNX and OpenVINO call the model's Rust tokenizer directly
+(rag_eval._models.embeddings.fast_tokens); the row marked ``transformers tokens`` runs the
+transformers tokenizer they used before, for comparison. torch on a CPU keeps
+sentence-transformers' ``encode``; the row marked ``rust tokens`` runs the GPU's pipeline
+(Rust tokens on a thread ahead of the model) on the CPU instead.
 
     nice -n 10 python benchmarks/bench_backends.py              # the full run (~25 min on 2 cores)
     python benchmarks/bench_backends.py --subset 200 --sample 100 2000   # a quicker look (below)
@@ -60,13 +66,18 @@ class Setting:
     batch_size: int = 32
     sort: bool = True
     quality: bool = False  # this setting also encodes the whole corpus for nDCG@10
+    # How texts are tokenised: "default" (what the backend does by itself: torch's encode(), the Rust
+    # tokenizer for onnx/openvino), "rust" (torch: the GPU's pipeline run on the CPU, Rust tokens on a
+    # thread ahead of the model) or "transformers" (onnx/openvino: the transformers tokenizer, as before).
+    tokens: str = "default"
 
     @property
     def label(self) -> str:
         precision = "int8" if self.quantize == "int8" else "fp32"
         sort = "" if self.sort else ", unsorted"
         streams = "" if self.backend == "torch" else f", streams {self.streams}"  # torch: one intra-op pool
-        return f"{self.backend} {precision} (threads {self.threads}{streams}, batch {self.batch_size}{sort})"
+        tokens = "" if self.tokens == "default" else f", {self.tokens} tokens"
+        return f"{self.backend} {precision} (threads {self.threads}{streams}, batch {self.batch_size}{sort}{tokens})"
 
 
 # torch's rows use the dense retriever's batch size (64) and sentence-transformers' default (32);
@@ -74,11 +85,13 @@ class Setting:
 SETTINGS = [
     Setting("torch", batch_size=64, quality=True),
     Setting("torch", batch_size=16),
+    Setting("torch", batch_size=64, tokens="rust"),
     Setting("onnx", streams=1, batch_size=32),
     Setting("onnx", streams=2, batch_size=1, quality=True),
     Setting("onnx", streams=2, batch_size=32, sort=False),
     Setting("onnx", "int8", streams=1, batch_size=1),
     Setting("onnx", "int8", streams=2, batch_size=1, quality=True),
+    Setting("onnx", "int8", streams=2, batch_size=1, tokens="transformers"),
     Setting("onnx", "int8", threads=1, streams=1, batch_size=1),
     Setting("openvino", streams=1, batch_size=32),
     Setting("openvino", streams=2, batch_size=1, quality=True),
@@ -120,8 +133,23 @@ def sample(corpus: dict, queries: dict, qrels: dict, n_queries: int, n_others: i
 def timed(encoder, texts: list[str], batch_size: int) -> tuple[np.ndarray, float, float]:
     """(embeddings, wall seconds, CPU seconds of this process)."""
     wall, cpu = time.perf_counter(), time.process_time()
-    vectors = encoder.encode(texts, batch_size=batch_size, normalize=True)
+    if getattr(encoder, "bench_rust_pipeline", False):  # torch: the GPU's pipeline (Rust tokens), run on the CPU
+        vectors = encoder._encode_pipelined(list(texts), batch_size, True, False)
+    else:
+        vectors = encoder.encode(texts, batch_size=batch_size, normalize=True)
     return vectors, time.perf_counter() - wall, time.process_time() - cpu
+
+
+def set_tokens(encoder, tokens: str) -> None:
+    """Make ``encoder`` tokenise as ``tokens`` says (see :class:`Setting`)."""
+    if tokens == "rust":
+        if not (encoder.pipeline_ready() and encoder.fast_tokens() is not None):
+            raise SystemExit("the Rust tokenizer path is not usable for this model")
+        encoder.bench_rust_pipeline = True
+    elif tokens == "transformers":
+        encoder.tokens._rust = False  # the exported backends' check, marked failed: transformers tokenises
+    tokenization = encoder.describe().get("tokenization")
+    print(f"  tokenization: {tokenization}", flush=True)
 
 
 def main() -> None:
@@ -162,15 +190,17 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench_backends_") as export_dir:
         encoders = []
         for setting in settings:
-            options = EncoderOptions(
-                backend=setting.backend, quantize=setting.quantize, threads=setting.threads, streams=setting.streams
+            options = EncoderOptions(  # streams is refused for torch (one intra-op pool)
+                backend=setting.backend, quantize=setting.quantize, threads=setting.threads,
+                streams=None if setting.backend == "torch" else setting.streams,
             )
             started = time.perf_counter()
             encoder = load_encoder(model, "cpu", options, Path(export_dir), None, "bench")
             load_s = time.perf_counter() - started
             if hasattr(encoder, "sort_by_length"):
                 encoder.sort_by_length = setting.sort
-            encoder.encode(subset[:16], batch_size=setting.batch_size)  # warm-up (allocations, thread pools)
+            set_tokens(encoder, setting.tokens)
+            timed(encoder, subset[:16], setting.batch_size)  # warm-up (allocations, thread pools)
             encoders.append(encoder)
             rows.append(
                 {
@@ -181,6 +211,7 @@ def main() -> None:
                     "streams": setting.streams,
                     "batch_size": setting.batch_size,
                     "sorted": setting.sort,
+                    "tokens": setting.tokens,
                     "load_s": load_s,
                     "export": encoder.export_status,
                     "walls": [],

@@ -246,3 +246,22 @@ def test_report_notes_say_how_a_model_encoded_and_which_index_and_engine_ran() -
     ivf = {**base, "index": {"kind": "ivf", "exact": False, "nlist": 20, "nprobe": 8, "seed": 0}, "execution": "ray"}
     notes = _description_notes(ivf)
     assert "index: ivf (nlist 20, nprobe 8)" in notes and "execution: ray" in notes
+
+
+def test_results_say_which_tokenising_path_each_model_ran(tmp_path: Path) -> None:
+    # The dense encoder on a CPU keeps sentence-transformers' encode(); the re-ranker and the exported
+    # backends call the model's Rust tokenizer (tokenizer.json), and the description names the file.
+    dense = _dense(tmp_path)
+    dense.index(CORPUS)
+    assert dense.describe()["encoder"]["tokenization"] == {"path": "encode()"}
+    onnx = _dense(tmp_path, backend="onnx")
+    onnx.index(CORPUS)
+    assert onnx.describe()["encoder"]["tokenization"] == {
+        "path": "rust", "tokenizer": str(tiny_bi_encoder() / "tokenizer.json")
+    }
+    reranker = _reranker(tmp_path)
+    reranker.index(CORPUS)
+    reranker.search(QUERIES, 5)
+    scorer = reranker.describe()["scorer"]
+    assert scorer["tokenization"] == {"path": "rust", "tokenizer": str(tiny_cross_encoder() / "tokenizer.json"),
+                                      "threads": 1}

@@ -523,3 +523,139 @@ def test_counts_from_a_tokenizer_transformers_set_up_otherwise_are_not_kept(tmp_
     kept = TokenCounter(_minilm().path, 128, None)
     kept.record(texts, np.arange(len(texts)) + 1000, stock.backend_tokenizer.to_str())  # the same tokenizer...
     assert kept.lengths(texts).tolist() == own.tolist()  # ...but counts that disagree on the sample: not kept
+
+
+# ----------------------------------------------------------------------------- the Rust tokenizer path
+
+
+def test_the_rust_path_runs_where_checked_and_says_so(tmp_path: Path) -> None:
+    # The GPU's path, run here on the CPU: Rust tokens (tokenizer.json), the same embeddings as encode().
+    encoder = load_encoder(_minilm(), "cpu", EncoderOptions(threads=2), None, None, "dense")
+    tokens = encoder.fast_tokens()
+    assert tokens is not None and tokens.source == str(_minilm().path / "tokenizer.json")
+    assert encoder.describe()["tokenization"] == {"path": "encode()"}  # a CPU keeps encode()
+    texts = TEXTS
+    want = encoder.model.encode(texts, batch_size=8, normalize_embeddings=True)
+    got = encoder._encode_rust(tokens, texts, 8, True, False)
+    assert np.abs(got - want).max() < 1e-5
+    encoder.device = "cuda:0"  # as loaded on a GPU (only what describe() reports; nothing runs)
+    assert encoder.describe()["tokenization"] == {"path": "rust", "tokenizer": tokens.source, "threads": 2}
+    encoder._rust, encoder._rust_length = False, encoder.model.max_seq_length  # as if the check had failed
+    assert encoder.describe()["tokenization"] == {"path": "transformers threads", "threads": 2}
+    encoder.device = "cpu"
+    threads = encoder._encode_pipelined(texts, 8, True, False)  # transformers' tokenizer on threads
+    assert encoder.last_token_lengths is not None and np.abs(threads - want).max() < 1e-5
+
+
+def test_the_rust_path_follows_what_transformers_set_up(tmp_path: Path) -> None:
+    # tokenizer_config.json's strip_accents: false makes transformers rewrite tokenizer.json's normalizer: the
+    # Rust path must use the tokenizer transformers built (accents kept), not the file's.
+    folder = tmp_path / "model"
+    shutil.copytree(_minilm().path, folder)
+    config = json.loads((folder / "tokenizer_config.json").read_text())
+    (folder / "tokenizer_config.json").write_text(json.dumps({**config, "strip_accents": False}))
+    encoder = load_encoder(ResolvedModel("m", folder, "local"), "cpu", EncoderOptions(), None, None, "dense")
+    tokens = encoder.fast_tokens()
+    assert tokens is not None and tokens.source.startswith("transformers' tokenizer")
+    texts = ["café crème brûlée naïve résumé", "Zürich and Kraków", "plain text"]
+    want = dict(encoder.model.preprocess(texts))
+    got = tokens.encode(texts).features()
+    assert np.array_equal(got["input_ids"], want["input_ids"].numpy())
+    plain = load_encoder(_minilm(), "cpu", EncoderOptions(), None, None, "dense").fast_tokens()
+    assert plain is not None and not np.array_equal(plain.encode(texts[:1]).input_ids, got["input_ids"][:1])
+
+
+def test_the_rust_path_stands_aside_without_a_fast_tokenizer(monkeypatch: pytest.MonkeyPatch) -> None:
+    from types import SimpleNamespace
+
+    from rag_eval._models.embeddings.fast_tokens import rust_tokens
+
+    slow = SimpleNamespace(is_fast=False, pad_token_id=0)  # a Python tokenizer: no Rust tokenizer inside
+    assert rust_tokens(slow, 64, type_ids=False) is None
+    from transformers import AutoTokenizer
+
+    no_padding = AutoTokenizer.from_pretrained(str(tiny_bi_encoder()))
+    no_padding.pad_token = None  # transformers' padding=True fails too
+    assert rust_tokens(no_padding, 64, type_ids=False) is None
+    encoder = load_encoder(ResolvedModel("tiny", tiny_bi_encoder(), "local"), "cpu", EncoderOptions(), None, None, "x")
+    monkeypatch.setattr(torch_backend, "rust_tokens", lambda *args: None)  # no Rust tokenizer: the path before it
+    encoder.device = "cuda:0"  # as loaded on a GPU (only what describe() reports; nothing runs)
+    assert encoder.fast_tokens() is None and encoder.describe()["tokenization"]["path"] == "transformers threads"
+
+
+def test_padding_on_the_left_and_batches_in_pieces_equal_transformers() -> None:
+    # A batch tokenised in pieces on several threads is joined as transformers pads one batch, on either side.
+    from transformers import AutoTokenizer
+
+    from rag_eval._models.embeddings.fast_tokens import rust_tokens
+    from rag_eval._models.embeddings.token_feed import TokenFeed, length_order
+
+    texts = [*TEXTS, *(f"passage {i} " * (i % 40) for i in range(100))]
+    for side in ("right", "left"):
+        tokenizer = AutoTokenizer.from_pretrained(str(_minilm().path), model_max_length=64)
+        tokenizer.padding_side = side
+        tokens = rust_tokens(tokenizer, 64, type_ids=True)
+        assert tokens is not None and tokens.pad_left == (side == "left")
+        feed = TokenFeed(tokens, threads=3)
+        assert feed.piece_size(100) == 34  # each batch is cut into pieces across the threads
+        order = length_order(texts)
+        seen = []
+        for batch in feed.batches(texts, 100, count=True):
+            want = tokenizer([texts[i] for i in batch.rows], padding=True, truncation="longest_first", max_length=64,
+                             return_tensors="np")
+            got = batch.tokens.features()
+            assert set(got) == set(want) and all(np.array_equal(got[k], want[k]) for k in got), side
+            seen.extend(batch.rows.tolist())
+        assert seen == order.tolist() and sorted(seen) == list(range(len(texts)))
+
+
+def test_an_out_of_memory_error_in_the_rust_path_halves_the_batch(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Simulated on the CPU: the GPU's path with a forward pass that fails above 4 texts.
+    import torch
+
+    encoder = load_encoder(ResolvedModel("tiny", tiny_bi_encoder(), "local"), "cpu", EncoderOptions(), None, None, "x")
+    texts = [f"passage {i} about the sea" for i in range(20)]
+    want = encoder.encode(texts, batch_size=4)
+    monkeypatch.setattr(torch_backend.TorchEncoder, "_pipelined", lambda self, count, batch_size: count > batch_size)
+    original, seen = encoder.model.forward, []
+
+    def tight(features, **kwargs):
+        seen.append(int(features["input_ids"].shape[0]))
+        if seen[-1] > 4:
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+        return original(features, **kwargs)
+
+    encoder.model.forward = tight
+    with pytest.warns(UserWarning) as caught:
+        got = encoder.encode(texts, batch_size=16)
+    assert [str(w.message).split(" (")[0] for w in caught] == [
+        "batch_size 16 does not fit in the memory of cpu; encoding with batch_size 8",
+        "batch_size 8 does not fit in the memory of cpu; encoding with batch_size 4",
+    ]
+    assert np.abs(got - want).max() < 1e-5 and seen[:2] == [16, 8] and max(seen[2:]) <= 4
+
+
+def test_cross_encoder_through_the_rust_path_equals_predict() -> None:
+    import torch
+
+    model = ResolvedModel("tiny-ce", tiny_cross_encoder(), "local")
+    scorer = load_scorer(model, "cpu", EncoderOptions(), None, None, "cross_encoder")
+    assert scorer.describe()["tokenization"]["path"] == "rust"
+    long = " ".join(["the ocean is deep and the sea is salt water"] * 30)  # cut longest-first at 128
+    pairs = [("the ocean", long), (long, "tide"), ("coral reef", "a reef of coral"), ("", ""), ("whale", "tide")] * 3
+    got = scorer.score(pairs, batch_size=4)
+    want = scorer.model.predict(pairs, batch_size=4, activation_fn=torch.nn.Identity(), convert_to_numpy=True)
+    assert got.shape == (15,) and got.dtype == np.float32 and np.abs(got - want).max() < 1e-5
+    scorer._rust = False  # the check failed: predict() itself
+    assert scorer.describe()["tokenization"] == {"path": "predict()"}
+    assert np.abs(scorer.score(pairs, batch_size=4) - want).max() < 1e-5
+
+
+def test_the_exported_backends_tokenise_in_rust_and_say_so(export_dir: Path) -> None:
+    encoder = load_encoder(_minilm(), "cpu", EncoderOptions(backend="onnx"), export_dir, None, "dense")
+    assert encoder.describe()["tokenization"] == {"path": "rust", "tokenizer": str(_minilm().path / "tokenizer.json")}
+    assert encoder.tokenize(TEXTS) == encoder._tokenize_transformers(TEXTS)
+    rust = encoder.encode(TEXTS, batch_size=8)
+    encoder.tokens._rust = False  # transformers' tokenizer, as before
+    assert encoder.describe()["tokenization"] == {"path": "transformers"}
+    assert np.array_equal(encoder.encode(TEXTS, batch_size=8), rust)

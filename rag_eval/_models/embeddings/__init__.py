@@ -2,8 +2,11 @@
 
 An encoder is loaded by :mod:`.loading` on the backend its options name (:mod:`.options`):
 torch (:mod:`.torch_backend`), or an export (:mod:`.export`) run by ONNX Runtime or OpenVINO
-(:mod:`.graph_backend`, :mod:`.graph_session`). Importing this package needs numpy only; a
-backend loads torch / onnxruntime / openvino when it is first used.
+(:mod:`.graph_backend`, :mod:`.graph_session`). Texts are tokenised by the model's Rust
+tokenizer where it is checked to give transformers' tokens (:mod:`.fast_tokens`), in batches
+formed by length on threads ahead of the model (:mod:`.token_feed`), copied to a GPU from
+pinned memory on streams of their own (:mod:`.device_copy`). Importing this package needs
+numpy only; a backend loads torch / tokenizers / onnxruntime / openvino when it is first used.
 """
 
 from __future__ import annotations

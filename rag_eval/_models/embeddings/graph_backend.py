@@ -2,7 +2,10 @@
 
 Inputs are tokenised with the model's own tokenizer (transformers ``AutoTokenizer``,
 exactly as sentence-transformers loads it), truncated at ``max_seq_length``, sorted by
-token length and batched (little padding), the order being restored at the end. Work is
+token length and batched (little padding), the order being restored at the end. Where the
+tokenizer is a fast one and its Rust tokenizer gives the same ids on probe texts
+(:mod:`rag_eval._models.embeddings.fast_tokens`), the Rust tokenizer is called directly,
+without transformers' Python side (``describe()["tokenization"]`` says which ran). Work is
 spread over ``streams`` concurrent batches, each on ``threads // streams`` threads: on
 small CPUs one thread per batch beats threads inside a batch (see
 benchmarks/bench_backends.py). The model's pooling and normalisation (``modules.json``)
@@ -17,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from rag_eval._models.embeddings.fast_tokens import PAIR_PROBES, TOKEN_PROBES, RustTokens, rust_tokens, same_lists
 from rag_eval._models.embeddings.interface import Encoder, Scorer
 from rag_eval._models.embeddings.options import EncoderOptions
 from rag_eval._models.embeddings.pipeline import Pipeline, l2_normalize, pool_hidden
@@ -135,6 +139,7 @@ class GraphEncoder(Encoder):
         self.tokenizer = tokenizer
         self.max_seq_length = max_seq_length
         self.pipeline = pipeline
+        self.tokens = FastTokens(tokenizer, max_seq_length)
         self.runner = GraphRunner(
             infer,
             input_names,
@@ -156,6 +161,10 @@ class GraphEncoder(Encoder):
 
     def tokenize(self, texts: Sequence[str]) -> dict[str, list[list[int]]]:
         """Token ids (and type ids when the graph takes them), truncated as sentence-transformers does."""
+        rust = self.tokens.checked(self.runner.input_names, list(TOKEN_PROBES), self._tokenize_transformers)
+        return rust.lists(texts) if rust is not None else self._tokenize_transformers(texts)
+
+    def _tokenize_transformers(self, texts: Sequence[str]) -> dict[str, list[list[int]]]:
         encoded = self.tokenizer(
             list(texts),
             truncation="longest_first",
@@ -174,6 +183,11 @@ class GraphEncoder(Encoder):
         if array is None:
             return np.empty((0, self.dimension()), dtype=np.float32)
         return l2_normalize(array) if normalize else array
+
+    def describe(self) -> dict[str, Any]:
+        """See :meth:`Backend.describe`, with the tokenising path (``rust`` or ``transformers``)."""
+        rust = self.tokens.checked(self.runner.input_names, list(TOKEN_PROBES), self._tokenize_transformers)
+        return {**super().describe(), "tokenization": self.tokens.describe(rust)}
 
     def dimension(self) -> int:
         """Embedding width (one short text encoded)."""
@@ -198,6 +212,7 @@ class GraphScorer(Scorer):
         super().__init__(options, "cpu", threads)
         self.tokenizer = tokenizer
         self.max_length = max_length
+        self.tokens = FastTokens(tokenizer, max_length)
         self.runner = GraphRunner(
             infer,
             input_names,
@@ -210,6 +225,10 @@ class GraphScorer(Scorer):
 
     def tokenize(self, pairs: Sequence[tuple[str, str]]) -> dict[str, list[list[int]]]:
         """Token ids of each (query, passage) pair, cut longest-first at ``max_length``."""
+        rust = self.tokens.checked(self.runner.input_names, list(PAIR_PROBES), self._tokenize_transformers)
+        return rust.lists([(str(q), str(p)) for q, p in pairs]) if rust is not None else self._tokenize_transformers(pairs)
+
+    def _tokenize_transformers(self, pairs: Sequence[tuple[str, str]]) -> dict[str, list[list[int]]]:
         encoded = self.tokenizer(
             [pair[0] for pair in pairs],
             [pair[1] for pair in pairs],
@@ -221,9 +240,40 @@ class GraphScorer(Scorer):
         )
         return {key: encoded[key] for key in ("input_ids", "token_type_ids") if key in encoded}
 
+    def describe(self) -> dict[str, Any]:
+        """See :meth:`Backend.describe`, with the tokenising path (``rust`` or ``transformers``)."""
+        rust = self.tokens.checked(self.runner.input_names, list(PAIR_PROBES), self._tokenize_transformers)
+        return {**super().describe(), "tokenization": self.tokens.describe(rust)}
+
     def score(
         self, pairs: Sequence[tuple[str, str]], *, batch_size: int = 32, show_progress: bool = False
     ) -> np.ndarray:
         """See :meth:`Scorer.score`."""
         array = self.runner.run(pairs, batch_size, show_progress)
         return np.empty(0, dtype=np.float32) if array is None else array[:, 0].copy()
+
+
+class FastTokens:
+    """The Rust tokenizer of a graph backend, once checked against transformers' token lists (None: it differs)."""
+
+    def __init__(self, tokenizer: Any, max_length: int) -> None:
+        self.tokenizer = tokenizer
+        self.max_length = max_length
+        self._rust: RustTokens | bool | None = None
+
+    def checked(
+        self, input_names: Sequence[str], probes: list[Any], reference: Callable[[Any], dict[str, list[list[int]]]]
+    ) -> RustTokens | None:
+        """The Rust tokenizer when its lists equal ``reference(probes)`` (transformers'), else None; checked once."""
+        if self._rust is None:
+            self._rust = False
+            keys = ["input_ids"] + (["token_type_ids"] if "token_type_ids" in input_names else [])
+            rust = rust_tokens(self.tokenizer, self.max_length, len(keys) > 1)
+            if rust is not None and same_lists(reference(probes), rust.lists(probes), keys):
+                self._rust = rust
+        return self._rust if isinstance(self._rust, RustTokens) else None
+
+    @staticmethod
+    def describe(rust: RustTokens | None) -> dict[str, Any]:
+        """The tokenising path for ``describe()``."""
+        return {"path": "rust", "tokenizer": rust.source} if rust is not None else {"path": "transformers"}

@@ -4,7 +4,8 @@
 ``encode`` gives the same float32 embeddings as ``SentenceTransformer.encode`` (fp32
 backends: within 1e-4 per component, measured ~2e-7 on all-MiniLM-L6-v2), faster on a CPU:
 
-- ``torch``: sentence-transformers itself (``precision: fp16`` on a CUDA GPU;
+- ``torch``: sentence-transformers itself (``precision: fp16`` on a CUDA GPU, where the
+  model's Rust tokenizer feeds it from threads ahead of it;
   :mod:`rag_eval._models.embeddings.torch_backend`).
 - ``onnx``: our own export of the local model's transformer (``torch.onnx.export``, the
   TorchScript exporter: the dynamo exporter needs ``onnxscript``, which is not installed),

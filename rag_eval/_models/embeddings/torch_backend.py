@@ -7,6 +7,7 @@ imported inside the methods that need it.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import threading
 import warnings
@@ -19,28 +20,44 @@ from typing import Any
 import numpy as np
 
 from rag_eval._core.errors import RetrieverError
+from rag_eval._models.embeddings.device_copy import DeviceCopies
+from rag_eval._models.embeddings.fast_tokens import (
+    PAIR_PROBES,
+    TOKEN_PROBES,
+    RustTokens,
+    rust_tokens,
+    same_as_transformers,
+)
 from rag_eval._models.embeddings.interface import Encoder, Scorer
 from rag_eval._models.embeddings.options import EncoderOptions
 from rag_eval._models.embeddings.pipeline import PROBES
 from rag_eval._models.embeddings.progress import progress_bar
+from rag_eval._models.embeddings.token_feed import TokenFeed
 
 
 class TorchEncoder(Encoder):
-    """sentence-transformers' own ``encode`` on a CPU; on a GPU, tokenisation on CPU threads ahead of the GPU.
+    """sentence-transformers' model, fed by the Rust tokenizer on threads ahead of it (CPU and GPU).
 
-    On a GPU, ``SentenceTransformer.encode`` tokenises each batch between two forward passes,
-    and the tokenizer is the bottleneck: measured on an H100 with all-MiniLM-L6-v2, the GPU
-    computed 21k SciFact abstracts/s from ready tokens. ``encode`` keeps up only while the
-    tokenizer's own threads are on: 2,265 abstracts/s with them, 938 without them (after a
-    fork, or ``TOKENIZERS_PARALLELISM=false``). So on CUDA batches are tokenised by a pool of
-    threads (one tokenizer copy each: a fast tokenizer refuses concurrent calls) while the
-    GPU runs the batches before them, and the model's own ``forward`` (transformer, pooling,
-    normalisation) does the rest: 2,372 and 2,157 abstracts/s in the same run with those
-    threads on and off, the same embeddings (benchmarks/bench_gpu_paths.py). The pipeline
-    also counts each text's tokens before truncation for nothing (``last_token_lengths``).
-    The tokenisation is checked once against the model's own preprocessing on probe texts,
-    and any difference (a model that adds prompts, lower-cases, or feeds more than token
-    ids) keeps sentence-transformers' ``encode``.
+    ``SentenceTransformer.encode`` tokenises each batch between two forward passes, through
+    transformers' tokenizer, whose Python side (lists, then tensors, under the GIL) is the
+    bottleneck on a GPU: on an H200, MiniLM fp16 ran its forward pass at 32k-36k passages/s
+    from ready tokens, the Rust tokenizer alone at 15k/s on 16 cores, and ``encode`` at 2.5k/s.
+    So, where the model's tokenizer is a fast one, batches formed by length are tokenised by
+    the Rust tokenizer itself (:mod:`.fast_tokens`, :mod:`.token_feed`: ``encode_batch``
+    releases the GIL, so worker threads tokenise the next batches while the model runs one),
+    copied to the GPU from pinned memory on a stream of their own (:mod:`.device_copy`), and
+    the model's own ``forward`` (transformer, pooling, normalisation) does the rest. Each text
+    is tokenised once, and its token count before truncation comes from the same encodings
+    (``last_token_lengths``). On a CPU, ``encode`` is kept (tokenising is a few per cent of the
+    time there); the same path runs there, one tokenising thread, when called directly
+    (``_encode_pipelined``: the tests and benchmarks/bench_backends.py do).
+
+    The tokens are checked once against the model's own preprocessing (on probe texts): any
+    difference (a model that adds prompts, or feeds more than token ids) keeps the path
+    before it: transformers' tokenizer on CPU threads ahead of the GPU (one tokenizer copy
+    per thread: a transformers tokenizer refuses concurrent calls), or
+    sentence-transformers' ``encode``. ``describe()["tokenization"]`` says which ran.
+    A call of one batch or less goes to ``encode`` (nothing to overlap).
     """
 
     def __init__(
@@ -57,6 +74,10 @@ class TorchEncoder(Encoder):
         self._executor: ThreadPoolExecutor | None = None
         self._thread_tokenizers = threading.local()
         self._pool_broken = False
+        # The Rust tokenizer path: None not checked yet, False not usable; checked again if max_seq_length changes.
+        self._rust: RustTokens | bool | None = None
+        self._rust_length: int | None = None
+        self._feed: TokenFeed | None = None
 
     def encode(
         self, texts: Sequence[str], *, batch_size: int = 32, normalize: bool = True, show_progress: bool = False
@@ -83,7 +104,7 @@ class TorchEncoder(Encoder):
 
     def _encode_once(self, texts: Sequence[str], batch_size: int, normalize: bool, show_progress: bool) -> np.ndarray:
         self.last_token_lengths = None
-        if self.pool is None and self.device.startswith("cuda") and len(texts) > batch_size and self.pipeline_ready():
+        if self._pipelined(len(texts), batch_size):
             return self._encode_pipelined(list(texts), batch_size, normalize, show_progress)
         if self.pool is not None or self._pool_broken:
             return self._encode_on_pool(texts, batch_size, normalize, show_progress)
@@ -116,10 +137,62 @@ class TorchEncoder(Encoder):
             raise
         return np.ascontiguousarray(np.asarray(array, dtype=np.float32))
 
+    def _pipelined(self, count: int, batch_size: int) -> bool:
+        """Whether a call of ``count`` texts runs our own tokenisation ahead of the model (else ``encode``).
+
+        On a CUDA GPU only: on a CPU the model's compute dwarfs tokenising (a few per cent of
+        the time; benchmarks/bench_backends.py measures both), and ``encode`` is kept there.
+        """
+        if self.pool is not None or self._pool_broken or count <= batch_size:
+            return False
+        return self.device.startswith("cuda") and self.pipeline_ready()
+
     def counting_tokenizer(self) -> str | None:
-        """See :meth:`Encoder.counting_tokenizer` (the model's fast tokenizer, as transformers set it up)."""
+        """See :meth:`Encoder.counting_tokenizer` (the Rust tokenizer, or the model's as transformers set it up)."""
+        if isinstance(self._rust, RustTokens):
+            return self._rust.to_str()
         backend = getattr(getattr(self.model, "tokenizer", None), "backend_tokenizer", None)
         return backend.to_str() if backend is not None else None
+
+    def describe(self) -> dict[str, Any]:
+        """See :meth:`Backend.describe`; ``tokenization`` says which tokenising path a call of several batches takes."""
+        info = super().describe()
+        info["tokenization"] = self.tokenization()
+        return info
+
+    def tokenization(self) -> dict[str, Any]:
+        """The tokenising path: ``rust`` (the tokenizer file it read), ``transformers threads`` or ``encode()``."""
+        if self.pool is not None or self._pool_broken:
+            return {"path": "encode()", "note": "sentence-transformers' encode in one process per device"}
+        if not self.device.startswith("cuda") or not self.pipeline_ready():
+            return {"path": "encode()"}
+        rust = self.fast_tokens()
+        if rust is not None:
+            return {"path": "rust", "tokenizer": rust.source, "threads": self._feed_threads()}
+        return {"path": "transformers threads", "threads": max(1, self.threads)}
+
+    def fast_tokens(self) -> RustTokens | None:
+        """The Rust tokenizer set up as the model's own (:mod:`.fast_tokens`), or None where it differs or is missing.
+
+        Checked once (again if ``max_seq_length`` changes) against the model's preprocessing on
+        :data:`TOKEN_PROBES`: ids, type ids and attention masks equal, no feature missing.
+        """
+        length = getattr(self.model, "max_seq_length", None)
+        if self._rust is None or self._rust_length != length:
+            self._rust, self._rust_length, self._feed = False, length, None
+            if self.pipeline_ready():
+                checked = checked_rust_tokens(self.model, list(TOKEN_PROBES), length)
+                self._rust = checked[0] if checked is not None else False
+        return self._rust if isinstance(self._rust, RustTokens) else None
+
+    def _feed_threads(self) -> int:
+        # On a GPU every CPU tokenises; on a CPU the model takes them, and one thread keeps a batch ready.
+        return max(1, self.threads) if self.device.startswith("cuda") else 1
+
+    def _token_feed(self, tokens: RustTokens) -> TokenFeed:
+        if self._feed is None or self._feed.tokens is not tokens:
+            self._feed = TokenFeed(tokens, self._feed_threads())
+        return self._feed
 
     def texts_per_call(self, batch_size: int, default: int) -> int:
         """On a GPU, 16 batches: the pipeline tokenises the next batches while the GPU runs one."""
@@ -163,6 +236,51 @@ class TorchEncoder(Encoder):
         return self._executor
 
     def _encode_pipelined(self, texts: list[str], batch_size: int, normalize: bool, show: bool) -> np.ndarray:
+        """Our own tokenisation ahead of the model: the Rust tokenizer where it is checked, else transformers' on threads."""
+        tokens = self.fast_tokens()
+        if tokens is not None:
+            return self._encode_rust(tokens, texts, batch_size, normalize, show)
+        return self._encode_threads(texts, batch_size, normalize, show)
+
+    def _encode_rust(
+        self, tokens: RustTokens, texts: list[str], batch_size: int, normalize: bool, show: bool
+    ) -> np.ndarray:
+        import torch
+
+        constant = self._constant_features
+        assert isinstance(constant, dict), "pipeline_ready() first"
+        copies = DeviceCopies(self.device)
+        rows: list[np.ndarray] = []
+        counted: list[np.ndarray | None] = []
+        progress = progress_bar(len(texts), show)
+        try:
+            with torch.inference_mode(), contextlib.closing(
+                self._token_feed(tokens).batches(texts, batch_size, count=True)
+            ) as batches:
+                for batch in batches:
+                    inputs = copies.inputs(batch.tokens.features())
+                    embedded = self.model.forward({**inputs, **constant})["sentence_embedding"]
+                    if normalize:
+                        embedded = torch.nn.functional.normalize(embedded, p=2, dim=1)
+                    copies.output(embedded.float())
+                    rows.append(batch.rows)
+                    counted.append(batch.tokens.counts)
+                    if progress is not None:
+                        progress.update(len(batch.rows))
+                array = copies.gather()
+        finally:
+            if progress is not None:
+                progress.close()
+        order = np.concatenate(rows)
+        restored = np.empty_like(array)
+        restored[order] = array
+        if all(c is not None for c in counted):
+            token_lengths = np.empty(len(texts), dtype=np.int64)
+            token_lengths[order] = np.concatenate([c for c in counted if c is not None])
+            self.last_token_lengths = token_lengths
+        return np.ascontiguousarray(restored, dtype=np.float32)
+
+    def _encode_threads(self, texts: list[str], batch_size: int, normalize: bool, show: bool) -> np.ndarray:
         import torch
 
         constant = self._constant_features
@@ -239,11 +357,39 @@ def untruncated_lengths(encoded: Any, specials: int) -> list[int] | None:
 
 
 class TorchScorer(Scorer):
-    """sentence-transformers' ``CrossEncoder.predict`` with the identity activation (raw logits)."""
+    """sentence-transformers' cross-encoder with the identity activation (raw logits), fed as :class:`TorchEncoder` is.
+
+    Where the Rust tokenizer gives the model's own features for (query, passage) pairs (checked
+    once on :data:`PAIR_PROBES`), pairs are sorted by length, tokenised on threads ahead of the
+    model and scored by its ``forward``; otherwise ``CrossEncoder.predict``.
+    """
 
     def __init__(self, model: Any, options: EncoderOptions, device: str, threads: int) -> None:
         super().__init__(options, device, threads)
         self.model = model
+        self._rust: tuple[RustTokens, dict[str, Any]] | bool | None = None  # (tokens, constant features) once checked
+        self._feed: TokenFeed | None = None
+
+    def fast_tokens(self) -> tuple[RustTokens, dict[str, Any]] | None:
+        """The Rust tokenizer for pairs and the constant features the model's preprocessing adds, or None."""
+        if self._rust is None:
+            length = getattr(self.model, "max_seq_length", None)
+            self._rust = checked_rust_tokens(self.model, list(PAIR_PROBES), length) or False
+        return self._rust if isinstance(self._rust, tuple) else None
+
+    def describe(self) -> dict[str, Any]:
+        """See :meth:`Backend.describe`; ``tokenization`` says which tokenising path scores pairs."""
+        info = super().describe()
+        checked = self.fast_tokens()
+        info["tokenization"] = (
+            {"path": "rust", "tokenizer": checked[0].source, "threads": self._feed_threads()}
+            if checked is not None
+            else {"path": "predict()"}
+        )
+        return info
+
+    def _feed_threads(self) -> int:
+        return max(1, self.threads) if self.device.startswith("cuda") else 1
 
     def score(
         self, pairs: Sequence[tuple[str, str]], *, batch_size: int = 32, show_progress: bool = False
@@ -253,6 +399,9 @@ class TorchScorer(Scorer):
 
         if not pairs:
             return np.empty(0, dtype=np.float32)
+        checked = self.fast_tokens()
+        if checked is not None:
+            return self._score_rust(*checked, [(str(q), str(p)) for q, p in pairs], batch_size, show_progress)
         scores = self.model.predict(
             [tuple(pair) for pair in pairs],
             batch_size=batch_size,
@@ -261,6 +410,57 @@ class TorchScorer(Scorer):
             convert_to_numpy=True,
         )
         return np.asarray(scores, dtype=np.float32).reshape(-1)
+
+    def _score_rust(
+        self, tokens: RustTokens, constant: dict[str, Any], pairs: list[tuple[str, str]], batch_size: int, show: bool
+    ) -> np.ndarray:
+        import torch
+
+        if self._feed is None:
+            self._feed = TokenFeed(tokens, self._feed_threads())
+        copies = DeviceCopies(self.device)
+        rows: list[np.ndarray] = []
+        progress = progress_bar(len(pairs), show)
+        try:
+            with torch.inference_mode(), contextlib.closing(self._feed.batches(pairs, batch_size)) as batches:
+                for batch in batches:
+                    inputs = copies.inputs(batch.tokens.features())
+                    # As predict(): the model's __call__ (a compiled model applies), logits upcast to fp32.
+                    copies.output(self.model({**inputs, **constant})["scores"].float().reshape(-1))
+                    rows.append(batch.rows)
+                    if progress is not None:
+                        progress.update(len(batch.rows))
+                scores = copies.gather()
+        finally:
+            if progress is not None:
+                progress.close()
+        restored = np.empty(len(pairs), dtype=np.float32)
+        restored[np.concatenate(rows)] = scores
+        return restored
+
+
+def checked_rust_tokens(model: Any, probes: list[Any], length: int | None) -> tuple[RustTokens, dict[str, Any]] | None:
+    """The Rust tokenizer for ``model`` and the constant features its preprocessing adds (``modality``, say),
+    when its tokens equal the model's own preprocessing of ``probes`` (texts or pairs); else None.
+
+    None too for a model with a default prompt (``encode`` adds it before tokenising) or whose
+    preprocessing gives any tensor the Rust path does not make (position ids, pixel values, ...).
+    """
+    import torch
+
+    tokenizer = getattr(model, "tokenizer", None)
+    preprocess = getattr(model, "preprocess", None)
+    if tokenizer is None or preprocess is None or getattr(model, "default_prompt_name", None):
+        return None
+    try:
+        want = dict(preprocess(probes))
+    except Exception:  # whatever this model's preprocessing needs, its own encode()/predict() knows it
+        return None
+    tensors = {key: value for key, value in want.items() if isinstance(value, torch.Tensor)}
+    rust = rust_tokens(tokenizer, length, "token_type_ids" in tensors)
+    if rust is None or not same_as_transformers(tensors, rust.encode(probes)):
+        return None
+    return rust, {key: value for key, value in want.items() if key not in tensors}
 
 
 def stop_pool(pool: dict[str, Any]) -> None:

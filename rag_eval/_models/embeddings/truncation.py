@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from rag_eval._core.errors import RagEvalError
+from rag_eval._models.embeddings.fast_tokens import same_tokens
 from rag_eval._models.embeddings.incremental import encode_missing
 from rag_eval._models.embeddings.store import EmbeddingStore, namespace_key, text_key
 from rag_eval._models.files import file_digest
@@ -110,7 +111,7 @@ class TokenCounter:
         if self._trusted is None:
             sample = sorted(range(len(texts)), key=lambda i: -len(texts[i]))[:8]
             own = self._counts([texts[i] for i in sample])
-            self._trusted = _same_tokens(self._tokenizer.to_str(), tokenizer_json) and own.tolist() == [
+            self._trusted = same_tokens(self._tokenizer.to_str(), tokenizer_json) and own.tolist() == [
                 int(lengths[i]) for i in sample
             ]
         if not self._trusted:
@@ -161,18 +162,6 @@ class TokenCounter:
 
     def __getstate__(self) -> dict[str, Any]:
         return {**self.__dict__, "_tokenizer": None, "_store": None, "_loaded": False, "_memo": {}}
-
-
-def _same_tokens(mine: str, theirs: str | None) -> bool:
-    """Whether two tokenizers (``tokenizers`` JSON) make the same tokens: truncation and padding aside."""
-    if theirs is None:
-        return False
-    parts = ("normalizer", "pre_tokenizer", "model", "post_processor", "added_tokens")
-    try:
-        a, b = json.loads(mine), json.loads(theirs)
-    except ValueError:
-        return False
-    return all(a.get(part) == b.get(part) for part in parts)
 
 
 def truncation_summary(
