@@ -416,7 +416,8 @@ def test_smollm2_through_a_real_server_the_prompt_the_parse_and_the_counts(llama
     source.write_text(source.read_text(encoding="utf-8").replace("guide.md", "oceans/arctic.md").replace(
         "Children under 5 travel free.", "The Arctic Ocean is the smallest"), encoding="utf-8")
     with endpoint(forward_to(llama)) as proxy:
-        judge = write_judge(tmp_path, proxy.base_url)
+        # 256 tokens of a small model on 2 busy cores (another test worker beside it) can take over a minute
+        judge = write_judge(tmp_path, proxy.base_url, timeout=300)
         output = tmp_path / "out.yaml"
         code, out, err = generate(capsys, source, "--judge", judge, "--output", output, "--per-document", 2)
         assert code in (0, 1), err

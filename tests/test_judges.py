@@ -89,7 +89,7 @@ def test_the_llm_judge_grades_a_sheet_through_a_real_server_and_a_rerun_sends_no
     rows[2] = rows[2].graded(**HUMAN)  # a person's grade: never asked for, never changed
     with endpoint(forward_to(llama)) as proxy:
         # max_tokens 8: a grade is one token; the small model's rambling would cost ~2 s a request at 64
-        sheet, config = write_inputs(tmp_path, rows, llm_config(proxy.base_url, max_tokens=8))
+        sheet, config = write_inputs(tmp_path, rows, llm_config(proxy.base_url, max_tokens=8, timeout=300))
         output = tmp_path / "graded.csv"
         code, out, err = judge_cli(sheet, config, output, capsys)
 
@@ -138,7 +138,7 @@ def test_the_llm_judge_grades_a_sheet_through_a_real_server_and_a_rerun_sends_no
 def test_503_twice_is_retried_with_back_off_and_then_graded(llama, tmp_path, capsys):
     rows = ocean_rows(1)
     with endpoint(forward_to(llama, fail_first=2)) as proxy:
-        sheet, config = write_inputs(tmp_path, rows, llm_config(proxy.base_url, retries=2, backoff=0.05, max_tokens=8))
+        sheet, config = write_inputs(tmp_path, rows, llm_config(proxy.base_url, retries=2, backoff=0.05, max_tokens=8, timeout=300))
         started = time.perf_counter()
         code, _, err = judge_cli(sheet, config, tmp_path / "out.csv", capsys)
         assert time.perf_counter() - started >= 0.05 + 0.1  # the back-off: 0.05 s, then 0.1 s
