@@ -14,9 +14,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
 from hypothesis import given
 from hypothesis import strategies as st
-import yaml
 
 from rag_eval._core.errors import InputFormatError, RetrieverError
 from rag_eval._data.config.schema import load_config
