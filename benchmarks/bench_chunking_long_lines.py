@@ -2,14 +2,15 @@
 
     python benchmarks/bench_chunking_long_lines.py                       # 1, 2, 4, 8 MB; word tokens
     python benchmarks/bench_chunking_long_lines.py --sizes 1 2 4 8 16    # other sizes (MB of text)
-    python benchmarks/bench_chunking_long_lines.py --whole-text          # the library on the whole text (before)
+    python benchmarks/bench_chunking_long_lines.py --before              # semantic-text-splitter on the whole text
     python benchmarks/bench_chunking_long_lines.py --limit 120           # give up on a cell after 120 s
 
 Text extracted from PDF or HTML often has no line breaks and few sentence ends: the splitting
-library (semantic-text-splitter) then finds no boundary above words, and its cost grows with
-the square of the text's length (issue 20, item 7: 2 MB took 8.9 s, 50 MB never finished).
-rag_eval cuts such a line into bounded pieces first (rag_eval._models.chunking.pieces) and
-chunks each piece; ``--whole-text`` turns that off, to measure what it replaced.
+library rag_eval used before (semantic-text-splitter) then finds no boundary above words, and
+its cost grows with the square of the text's length (issue 20, item 7: 2 MB took 8.9 s, 50 MB
+never finished). rag_eval's own splitter (rag_eval._models.chunking.packing) looks at the text
+up to each chunk's end only; ``--before`` runs the library instead, to measure what it replaced
+(benchmarks/bench_chunking_vs_libraries.py compares other libraries as well).
 
 The text is seeded (the same every run): words of 2 to 9 letters, a comma now and then, no
 period and no line break. Each cell is the seconds of one ``Chunker.chunk({"doc": text})``
@@ -51,14 +52,20 @@ def one_line_text(size: int, seed: int = 0) -> str:
     return " ".join(words)[:size]
 
 
-def _cell(label: str, megabytes: float, whole_text: bool, tokenizer: str) -> dict:
+def _cell(label: str, megabytes: float, before: bool, tokenizer: str) -> dict:
     """Run in the child: chunk the text once and report seconds and chunks."""
-    from rag_eval._models.chunking import build_chunker, pieces
+    from rag_eval._models.chunking import build_chunker
 
-    if whole_text:
-        pieces.MAX_PIECE_CHUNKS = None  # the library on the whole text, as before the pieces existed
-    chunker = build_chunker(label, {**CHUNKERS[label], "tokenizer": tokenizer})
+    spec = {**CHUNKERS[label], "tokenizer": tokenizer}
     text = one_line_text(int(megabytes * MB))
+    if before and spec["method"] != "fixed":
+        from bench_chunking_vs_libraries import Counter, _before
+
+        chunk = _before(spec["method"], spec["size"], spec.get("overlap", 0), Counter(tokenizer))
+        started = time.perf_counter()
+        found = chunk({"doc": text})
+        return {"seconds": time.perf_counter() - started, "chunks": len(found)}
+    chunker = build_chunker(label, spec)
     started = time.perf_counter()
     chunks = chunker.chunk({"doc": text})
     return {"seconds": time.perf_counter() - started, "chunks": len(chunks)}
@@ -68,16 +75,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=float, nargs="+", default=[1, 2, 4, 8], help="MB of one-line text")
     parser.add_argument("--limit", type=float, default=300, help="seconds before a cell is given up")
-    parser.add_argument("--whole-text", action="store_true", help="chunk the whole text at once (the old path)")
+    parser.add_argument("--before", action="store_true", help="semantic-text-splitter on the whole text (the old path)")
     parser.add_argument("--tokenizer", default="words", help="'words' or a Hugging Face tokenizer name/folder")
     parser.add_argument("--cell", nargs=2, metavar=("CHUNKER", "MB"), help=argparse.SUPPRESS)  # the child's job
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     if args.cell:
-        print(json.dumps(_cell(args.cell[0], float(args.cell[1]), args.whole_text, args.tokenizer)))
+        print(json.dumps(_cell(args.cell[0], float(args.cell[1]), args.before, args.tokenizer)))
         return
 
-    path = "the library on the whole text" if args.whole_text else "bounded pieces"
+    path = "semantic-text-splitter on the whole text (before)" if args.before else "rag_eval's splitter"
     print(f"one-line text, {path}; tokenizer {args.tokenizer}; limit {args.limit:g} s a cell; "
           f"Python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} CPUs")
     print()
@@ -88,8 +95,8 @@ def main() -> None:
         cells, seconds = [], []
         for size in sizes:
             command = [sys.executable, __file__, "--cell", label, str(size), "--tokenizer", args.tokenizer]
-            if args.whole_text:
-                command.append("--whole-text")
+            if args.before:
+                command.append("--before")
             try:
                 done = subprocess.run(command, capture_output=True, text=True, timeout=args.limit, check=True)
             except subprocess.TimeoutExpired:

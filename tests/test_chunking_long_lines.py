@@ -1,9 +1,10 @@
-"""One-line text is chunked in bounded pieces, near-linear in its length (issue 20, item 7).
+"""One-line text is chunked in time linear in its length, and chunked as any other text (issue 20, item 7).
 
-semantic-text-splitter's cost grows with the square of a line without line breaks or sentence
-ends (2 MB took 8.9 s, 50 MB never finished). rag_eval now hands the library bounded pieces of
-such a line only (rag_eval._models.chunking.pieces); documents whose lines are all shorter are
-chunked exactly as before. benchmarks/bench_chunking_long_lines.py measures the time.
+semantic-text-splitter looked, for each chunk, at the text up to the end of the line: its cost grew
+with the square of a line without line breaks or sentence ends (2 MB took 8.9 s, 50 MB never
+finished). rag_eval's splitter (rag_eval._models.chunking.packing) looks at the text up to the
+chunk's own end only, so a long line needs no special handling: no piece cut, no chunk ended
+early. benchmarks/bench_chunking_long_lines.py and bench_chunking_vs_libraries.py measure the time.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import time
 import pytest
 
 from rag_eval._core.tokens import count_words
-from rag_eval._models.chunking import build_chunker, methods, pieces
+from rag_eval._models.chunking import build_chunker
 from rag_eval._models.progress import showing_progress
 
 SPECS = {
@@ -51,29 +52,31 @@ def check_chunks(chunker, text, spec):
     return chunks
 
 
-@pytest.mark.parametrize("name", list(SPECS))
-def test_the_library_is_only_ever_called_on_bounded_pieces(name, monkeypatch):
+@pytest.mark.parametrize("name", ["recursive", "sentences", "markdown"])
+def test_a_long_line_is_cut_into_the_largest_chunks_of_words_that_fit(name):
+    """No chunk ends early: each holds as many whole words as fit (the word after it would not)."""
     spec = SPECS[name]
-    calls: list[int] = []
-    library_spans = methods._library_spans
-
-    def recording(splitter, text):
-        calls.append(len(text))
-        return library_spans(splitter, text)
-
-    monkeypatch.setattr(methods, "_library_spans", recording)
-    text = one_line(1_500_000)
-    chunker = build_chunker("c", spec)
-    check_chunks(chunker, text, spec)
-    limit = pieces.piece_limit(spec["size"], spec.get("unit", "tokens"))
-    assert limit is not None and limit < 200_000
-    assert max(calls) <= limit and len(text.strip()) <= sum(calls) <= len(text)
-    assert len(calls) >= len(text) // limit
+    text = one_line(400_000)
+    chunks = check_chunks(build_chunker("c", spec), text, spec)
+    for chunk in chunks[:-1]:
+        following = re.compile(r"\s*\S+").match(text, chunk.end)
+        assert following is not None
+        assert count_words(text[chunk.start : following.end()]) > spec["size"]
 
 
-def test_chunking_time_grows_about_linearly_with_the_length_of_one_line():
+def test_overlap_on_a_long_line_is_the_most_trailing_words_that_fit():
+    # every word and every comma is one token and a section of its own: the overlap is exactly 20 tokens
+    spec = SPECS["recursive"]
+    text = one_line(200_000)
+    chunks = check_chunks(build_chunker("c", spec), text, spec)
+    assert [count_words(text[b.start : a.end]) for a, b in itertools.pairwise(chunks)] == [20] * (len(chunks) - 1)
+
+
+@pytest.mark.parametrize("name", ["recursive", "sentences", "markdown"])
+def test_chunking_time_grows_about_linearly_with_the_length_of_one_line(name):
     """Quadratic: 8 times the text took 64 times as long (8.9 s at 2 MB). A generous bound: 20 times."""
-    chunker = build_chunker("c", {"method": "recursive", "size": 100, "overlap": 20})
+    chunker = build_chunker("c", SPECS[name])
+    chunker.chunk({"d": one_line(10_000)})  # tables and patterns built once per process
     seconds = []
     for size in (500_000, 4_000_000):
         text = one_line(size)
@@ -83,60 +86,40 @@ def test_chunking_time_grows_about_linearly_with_the_length_of_one_line():
     assert seconds[1] < 20 * seconds[0] + 1.0, seconds
 
 
-def test_documents_with_ordinary_lines_are_chunked_exactly_as_before(monkeypatch):
-    """A document is cut only inside a line longer than the limit: shorter lines leave it whole."""
-    text = "\n".join(one_line(random.Random(i).randint(200, 8_000), seed=i) for i in range(300))  # ~1.2 MB
-    assert len(text) > 1_000_000
-    for spec in SPECS.values():
-        limit = pieces.piece_limit(spec["size"], spec.get("unit", "tokens"))
-        assert limit is not None and max(map(len, text.splitlines())) < limit
-        bounded = build_chunker("c", spec).chunk({"d": text})
-        monkeypatch.setattr(pieces, "MAX_PIECE_CHUNKS", None)  # the library on the whole text
-        whole = build_chunker("c", spec).chunk({"d": text})
-        monkeypatch.undo()
-        assert bounded == whole
-
-
-def test_a_long_line_inside_an_ordinary_document_is_cut_and_the_rest_kept():
+def test_a_long_line_does_not_change_how_the_rest_of_the_document_is_chunked():
+    """Paragraphs before and after a 400 kB line are chunked as they are without it."""
     spec = SPECS["recursive"]
+    head = "# Title\n\nA first paragraph. It has two sentences.\n\n" + one_line(3_000, seed=5)
+    tail = one_line(2_000, seed=6) + "\n\nThe end."
     line = one_line(400_000, seed=3)
-    text = "# Title\n\nA first paragraph. It has two sentences.\n\n" + line + "\n\nThe end."
+    text = head + "\n\n" + line + "\n\n" + tail
     chunks = check_chunks(build_chunker("c", spec), text, spec)
+    alone = [(c.start, c.end) for c in build_chunker("c", spec).chunk({"d": head})]
+    assert [(c.start, c.end) for c in chunks[: len(alone)]] == alone
+    shift = len(head) + 2 + len(line) + 2
+    after = [(c.start - shift, c.end - shift) for c in chunks if c.start >= shift]
+    assert after == [(c.start, c.end) for c in build_chunker("c", spec).chunk({"d": tail})]
     assert chunks[0].text.startswith("# Title") and chunks[-1].text.endswith("The end.")
 
 
-def test_cuts_prefer_sentence_ends_then_spaces_and_keep_clusters_whole():
-    limit = 10_000
-    sentences = ("Alpha beta gamma. " * 1200)[: 3 * limit]
-    cuts = [start for start, _ in pieces.pieces(sentences, limit)[1:]]
-    assert cuts and all(sentences[cut - 2 : cut] == ". " for cut in cuts)
-    words = one_line(3 * limit)
-    cuts = [start for start, _ in pieces.pieces(words, limit)[1:]]
-    assert cuts and all(words[cut - 1] == " " and words[cut] != " " for cut in cuts)
-    # no space at all: flags, emoji with skin tones and ZWJ, combining marks stay whole
-    clusters = ["🇫🇷", "👍🏽", "👨‍👩‍👧", "e\u0301", "각", "\u1100\u1161\u11a8", "x"]
+def test_a_line_of_clusters_without_spaces_is_cut_between_clusters():
+    # no letters: each cluster is a word of its own (UAX #29), packed up to size, never split
+    clusters = ["🇫🇷", "👍🏽", "👨\u200d👩\u200d👧", "#\u0301", "☃\ufe0f", "🏳\ufe0f\u200d🌈", "-"]
     rng = random.Random(1)
     text = "".join(rng.choice(clusters) for _ in range(12_000))
-    bounds = pieces.pieces(text, limit)
-    assert all(end - start <= limit for start, end in bounds) and bounds[-1][1] == len(text)
     boundaries = {0}
     position = 0
     for match in re.finditer("|".join(re.escape(c) for c in sorted(clusters, key=len, reverse=True)), text):
         assert match.start() == position
         position = match.end()
         boundaries.add(position)
-    assert all(start in boundaries for start, _ in bounds)
+    spec = {"method": "recursive", "size": 500, "unit": "characters"}
+    chunks = check_chunks(build_chunker("c", spec), text, spec)
+    assert all(c.start in boundaries and c.end in boundaries for c in chunks)
+    assert all(len(c.text) > 500 - 6 for c in chunks[:-1])  # filled up to the last cluster that fits (6 at most)
 
 
-def test_pieces_cover_the_text_in_order():
-    for text in ("", "short", one_line(50_000), "\n".join([one_line(30_000)] * 3)):
-        bounds = pieces.pieces(text, 8192)
-        assert bounds[0][0] == 0 and bounds[-1][1] == len(text)
-        assert all(a[1] == b[0] for a, b in itertools.pairwise(bounds))
-        assert all(end - start <= 8192 for start, end in bounds if "\n" not in text[start:end])
-
-
-def test_a_long_document_shows_its_progress_piece_by_piece(monkeypatch, capfd):
+def test_a_long_document_shows_its_progress_as_it_goes(monkeypatch, capfd):
     import tqdm.auto
 
     updates: list[int] = []
@@ -153,7 +136,7 @@ def test_a_long_document_shows_its_progress_piece_by_piece(monkeypatch, capfd):
     capfd.readouterr()
     with showing_progress(True):
         chunker.chunk({"d": text})
-    assert sum(updates) == len(text) and len([n for n in updates if n]) > 10  # piece by piece, not at the end
+    assert sum(updates) == len(text) and len([n for n in updates if n]) > 10  # as it goes, not at the end
     assert "chunking c" in capfd.readouterr().err
     updates.clear()
     with showing_progress(False):  # --no-progress: no bar

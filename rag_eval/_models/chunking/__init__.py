@@ -14,9 +14,16 @@ returns :class:`rag_eval._core.spans.Chunk` s whose text is exactly ``document[s
 (code points, end exclusive). :func:`check_chunker` validates an entry without building it.
 docs/chunking.md is the user's guide; rag_eval._models.chunking.methods says what each method does.
 
-Which library, and why
-----------------------
-Four libraries were compared on the 1.4 MB chroma corpus (5 markdown files,
+How the built-in methods cut
+----------------------------
+``fixed`` cuts windows over the tokenizer's own offsets; ``recursive``, ``sentences`` and
+``markdown`` use rag_eval's splitter (rag_eval._models.chunking.packing): the algorithm of
+semantic-text-splitter, the library rag_eval used before, with sizes read from one
+tokenization of each document (rag_eval._models.chunking.measure) and Unicode segmentation of
+its own (rag_eval._models.chunking.segments); markdown-it-py finds heading sections and the
+markdown structure (rag_eval._models.chunking.sections).
+
+Four libraries were compared on the 1.4 MB chroma corpus first (5 markdown files,
 shared/datasets/chroma_chunking; one run on 2 shared cores; "bad" = chunks whose offsets
 do not reproduce their text; sizes in rag_eval's word tokens unless said):
 
@@ -36,29 +43,14 @@ langchain-text-splitters RecursiveCharacterTextSplitter,      1,167     337     
 (1.1.3)                  words 400/200, add_start_index
 ======================== ==================================== ========= ======= ===========================
 
-- semantic-text-splitter (chosen): offsets exact for every splitter and sizer, on the
-  corpus and on emoji/ZWJ/flag/CJK/combining/CRLF text; Unicode segmentation (UAX #29
-  sentences and words, grapheme clusters) rather than a hand list of separators, so CJK
-  sentences end at 。; a CommonMark parser for markdown; overlap; sizes in characters,
-  any Python token counter, or a ``tokenizers`` tokenizer, without torch. One wheel, no
-  dependencies. Its price: sizing by a Python counter calls it many times (3 s for the
-  corpus with the word tokenizer; a model tokenizer is slower still), and its levels
-  are fixed: no custom separator list.
-- semchunk: exact and fast, one dependency (tqdm), but recursive splitting only: no
-  sentence packing, no markdown, no separators.
-- chonkie: fast, but TokenChunker rebuilds offsets by decoding tokens, so every chunk is
-  misplaced with an uncased WordPiece tokenizer (all-MiniLM-L6-v2); its "word" tokenizer
-  splits on spaces only; RecursiveChunker has no overlap; sentences come from a fixed
-  delimiter list; markdown recipes are downloaded from the Hugging Face Hub. Pulls httpx,
-  tenacity, tokie, chonkie-core and numpy>=2.
-- langchain-text-splitters: ``add_start_index`` locates chunks with ``str.find`` from an
-  offset computed in the length function's unit, so token-sized chunks with overlap get
-  wrong offsets (337 of 1,167); MarkdownHeaderTextSplitter returns no offsets; pulls
-  langchain-core, langsmith, httpx, requests, websockets, zstandard and more.
-
-Glue kept small on top of it: ``fixed`` windows (no library cuts N-token windows at a
-tokenizer's own offsets; see rag_eval._models.chunking.methods) and markdown heading sections
-(markdown-it-py, a CommonMark parser, finds the heading lines).
+semantic-text-splitter was chosen (exact offsets for every splitter and sizer, UAX #29
+segmentation, CommonMark markdown, overlap, any tokenizer without torch), but it sized
+candidate chunks by tokenizing each of them: 18.6 s for ``recursive 400/200`` with the MiniLM
+tokenizer, 6 times semchunk's time; and its time grew with the square of a line without line
+breaks. rag_eval's splitter keeps its chunks (the same on the corpus for ``recursive`` and
+``sentences``; see docs/chunking.md) at a small part of the time, linear on one-line text:
+benchmarks/bench_chunking_vs_libraries.py measures it against semchunk, chonkie,
+langchain-text-splitters and semantic-text-splitter, same documents, tokenizer and sizes.
 """
 
 from __future__ import annotations

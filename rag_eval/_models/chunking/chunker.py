@@ -14,13 +14,12 @@ from rag_eval._core.spans import Chunk, span_problem
 from rag_eval._core.tokens import count_words
 from rag_eval._core.versions import package_version
 from rag_eval._models.chunking import custom
-from rag_eval._models.chunking.methods import BUILDERS, LibraryOffsetError
+from rag_eval._models.chunking.methods import BUILDERS
+from rag_eval._models.chunking.packing import Advance
 from rag_eval._models.chunking.params import ChunkerParams, CustomParams, MarkdownParams, parse_spec
-from rag_eval._models.chunking.pieces import Advance
 from rag_eval._models.chunking.tokenizers import WORDS, Tokenizer, load_tokenizer, tokenizer_file
 from rag_eval._models.progress import tqdm_disable
 
-LIBRARY = "semantic-text-splitter"
 # Characters of text (all documents together) from which chunking shows a progress bar: about a
 # second of the slowest method; less is over before a bar would be read.
 PROGRESS_MIN_CHARS = 2_000_000
@@ -78,11 +77,7 @@ class Chunker:
                 if text.strip():
                     with_text += 1
                     _check_encodable(doc, text)
-                    try:
-                        found = self._spans(doc, text, bar.update)
-                    except LibraryOffsetError as error:
-                        message = f"chunking.{self.name}: {error} for document {doc!r}; this is a library bug"
-                        raise ConfigError(message) from None
+                    found = self._spans(doc, text, bar.update)
                     chunks.extend(self._checked(doc, text, found))
                 bar.update(done + len(text) - bar.n)  # what the method did not report (a custom chunker's)
         if with_text and not chunks:
@@ -111,7 +106,7 @@ class Chunker:
                     "twice; a chunk id names its document and offsets, so each span may appear once"
                 )
             seen.add((start, end))
-            # the text IS the slice; where a library returns text of its own, methods.py compares the two
+            # the text IS the slice
             out.append(Chunk(doc, start, end, text[start:end]))
         out.sort(key=lambda c: (c.start, c.end))
         return out
@@ -205,10 +200,11 @@ def build_chunker(name: str, spec: Mapping[str, Any], base: Path | None = None) 
 
 def _library(method: str) -> str:
     libraries = {
-        "fixed": ["rag-eval"],  # windows over the tokenizer's offsets (see rag_eval._models.chunking.methods)
-        "recursive": [LIBRARY],
-        "sentences": [LIBRARY],
-        "markdown": [LIBRARY, "markdown-it-py"],
+        # rag_eval's own splitting over the tokenizer's offsets (rag_eval._models.chunking.packing)
+        "fixed": ["rag-eval"],
+        "recursive": ["rag-eval"],
+        "sentences": ["rag-eval"],
+        "markdown": ["rag-eval", "markdown-it-py"],
     }[method]
     return " + ".join(f"{lib} {_version(lib)}" for lib in libraries)
 
@@ -220,10 +216,25 @@ def _version(distribution: str) -> str:
 
 def _progress_bar(total: int, name: str) -> Any:
     """A tqdm bar of ``total`` characters (``update(n)``, ``n``), disabled when short or when the run has no progress."""
+    if total < PROGRESS_MIN_CHARS:
+        return _NoBar()  # importing tqdm (and asyncio with it) took longer than chunking a small corpus
     from tqdm.auto import tqdm
 
-    disable = True if total < PROGRESS_MIN_CHARS else tqdm_disable()
+    disable = tqdm_disable()
     return tqdm(total=total, desc=f"chunking {name}", unit="char", unit_scale=True, disable=disable, leave=False)
+
+
+class _NoBar(contextlib.AbstractContextManager[Any]):
+    """What a disabled tqdm bar does: count characters, show nothing."""
+
+    def __init__(self) -> None:
+        self.n = 0
+
+    def update(self, n: int = 1) -> None:
+        self.n += n
+
+    def __exit__(self, *exc: object) -> None:
+        return None
 
 
 def _config_folder(base: Path | None) -> contextlib.AbstractContextManager[None]:

@@ -1,30 +1,28 @@
 """The built-in chunking methods: each turns one text into ``[(start, end), ...]`` code-point spans.
 
-- ``recursive``: semantic-text-splitter's TextSplitter: the largest boundary that fits, from
-  runs of blank lines down through lines, Unicode sentences (UAX #29), words and grapheme
-  clusters; overlap as the library does it (the most trailing units that fit in ``overlap``).
-- ``sentences``: the same splitter, with the line breaks it would rank above sentences
-  replaced, for the split only, by U+2029 PARAGRAPH SEPARATOR. UAX #29 already ends a
-  sentence at every line break, so sentence boundaries are unchanged, but the only level
-  left above sentences is gone: whole sentences are packed up to ``size`` across lines
-  and paragraphs. The replacement keeps every offset (one code point for one).
+- ``recursive``: the largest boundary that fits, from runs of blank lines down through lines,
+  Unicode sentences (UAX #29), words, grapheme clusters and code points; overlap is the most
+  trailing units of the level the chunk was cut at that fit in ``overlap``
+  (rag_eval._models.chunking.packing).
+- ``sentences``: the same splitter without the line levels: whole sentences packed up to
+  ``size`` across lines and paragraphs (a line break ends a sentence, UAX #29), a sentence
+  longer than ``size`` cut at words.
 - ``markdown``: heading sections (rag_eval._models.chunking.sections); with ``size``, a longer
-  section is split by semantic-text-splitter's MarkdownSplitter (CommonMark structure).
+  section is split at its structure: headings, thematic breaks, blocks, lines, then sentences,
+  words, ...
 - ``fixed``: windows of ``size`` tokens every ``size - overlap`` tokens, cut at the
   tokenizer's own offsets (or at code points for ``unit: characters``). No library does
   this exactly: chonkie's TokenChunker rebuilds offsets from decoded text, which is wrong
   for any tokenizer that lower-cases, strips accents or emits [UNK] (every chunk of the
   chroma corpus off with all-MiniLM-L6-v2's tokenizer).
 
-The three library methods chunk a line longer than a bound (about 32 chunks) in pieces
-(rag_eval._models.chunking.pieces): the library's cost grows with the square of a line without
-line breaks or sentence ends, and extracted PDF or HTML text is such a line.
-
-Every method trims whitespace from chunk edges; together the chunks of a text cover every
-non-whitespace character of it. semantic-text-splitter never returns a chunk over ``size``
-unless one code point alone is over it (a character costing several tokens of a Hugging
-Face tokenizer with ``size`` below that cost); a fixed window holds exactly ``size`` tokens
-of the text's own tokenization (the last may hold fewer).
+Each text is tokenized once (rag_eval._models.chunking.measure); sizes of candidate chunks come
+from its token offsets. Every method trims whitespace from chunk edges; together the chunks of
+a text cover every non-whitespace character of it. ``recursive``, ``sentences`` and split
+markdown sections never return a chunk over ``size`` (counted on the chunk's own text) unless
+one code point alone is over it (a character costing several tokens of a Hugging Face
+tokenizer with ``size`` below that cost); a fixed window holds exactly ``size`` tokens of the
+text's own tokenization (the last may hold fewer).
 """
 
 from __future__ import annotations
@@ -32,96 +30,51 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from rag_eval._models.chunking.levels import fallback_levels, line_break_levels, nested_levels
+from rag_eval._models.chunking.measure import Characters, Measure, model_measure, word_measure
+from rag_eval._models.chunking.packing import Advance, pack
 from rag_eval._models.chunking.params import FixedParams, MarkdownParams, RecursiveParams, SentencesParams
-from rag_eval._models.chunking.pieces import Advance, chunk_pieces, piece_limit
-from rag_eval._models.chunking.sections import sections
+from rag_eval._models.chunking.sections import sections, structure
 from rag_eval._models.chunking.tokenizers import HuggingFaceTokenizer, Tokenizer, WordTokenizer
 
 Spans = list[tuple[int, int]]
 # (text, advance): advance, when given, is told how many characters are done (a progress bar on long documents)
 SpanFunction = Callable[[str, Advance | None], Spans]
 
-# Line breaks semantic-text-splitter ranks above sentences, and what `sentences` splits on instead.
-_PARAGRAPH_SEPARATOR = "\u2029"
-_NO_LINE_LEVELS = str.maketrans({"\n": _PARAGRAPH_SEPARATOR, "\r": _PARAGRAPH_SEPARATOR})
-_LINE_LEVELS_BACK = str.maketrans({_PARAGRAPH_SEPARATOR: "\n"})
 
-
-class LibraryOffsetError(Exception):
-    """The library returned an offset whose text is not the chunk it returned (a library bug)."""
-
-    def __init__(self, start: int, end: int) -> None:
-        super().__init__(f"semantic-text-splitter returned offsets [{start}, {end}) that do not hold its chunk text")
-        self.start, self.end = start, end
-
-
-def _splitter(kind: str, size: int, overlap: int, unit: str, tokenizer: Tokenizer, *, remap: bool = False) -> Any:
-    """A semantic-text-splitter TextSplitter or MarkdownSplitter sized in characters or tokens."""
-    from semantic_text_splitter import MarkdownSplitter, TextSplitter
-
-    cls: Any = MarkdownSplitter if kind == "markdown" else TextSplitter
+def measure_of(text: str, size: int, overlap: int, unit: str, tokenizer: Tokenizer) -> Measure:
+    """How chunks of ``text`` are sized: code points, or one tokenization of the whole text."""
     if unit == "characters":
-        return cls(size, overlap=overlap, trim=True)  # counts code points, as offsets do
-    if isinstance(tokenizer, HuggingFaceTokenizer) and not remap:
-        # counted in Rust, without special tokens as tokenizer.count does: a third faster than a callback
-        return cls.from_huggingface_tokenizer(tokenizer.backend, size, overlap=overlap, trim=True)
-    count = tokenizer.count
-    if remap and not isinstance(tokenizer, WordTokenizer):
-        # a model tokenizer may treat U+2029 unlike "\n"; the word tokenizer sees both as space
-        def count(text: str) -> int:
-            return tokenizer.count(text.translate(_LINE_LEVELS_BACK))
-
-    return cls.from_callback(count, size, overlap=overlap, trim=True)
-
-
-def _library_spans(splitter: Any, text: str) -> Spans:
-    """``chunk_indices`` as spans, each checked against the text the library returned with it.
-
-    The library trims Unicode White_Space; Python's ``str.strip`` also trims the separators
-    U+001C..U+001F, so chunks are trimmed again (one rule for every method), and a chunk
-    left empty or equal to the one before is dropped.
-    """
-    spans: Spans = []
-    for start, chunk in splitter.chunk_indices(text):
-        end = start + len(chunk)
-        if text[start:end] != chunk:
-            raise LibraryOffsetError(start, end)
-        stripped = chunk.strip()
-        if not stripped:
-            continue
-        start += len(chunk) - len(chunk.lstrip())
-        span = (start, start + len(stripped))
-        if not spans or span != spans[-1]:
-            spans.append(span)
-    return spans
+        return Characters(text, size, overlap)
+    if isinstance(tokenizer, HuggingFaceTokenizer):
+        return model_measure(text, size, overlap, tokenizer.backend, tokenizer.path)
+    if isinstance(tokenizer, WordTokenizer):
+        return word_measure(text, size, overlap)
+    raise TypeError(f"no measure for the tokenizer {tokenizer!r}")  # every loadable tokenizer is one of the two
 
 
 def recursive(params: RecursiveParams, tokenizer: Tokenizer) -> SpanFunction:
-    """Spans of the ``recursive`` method (a line longer than the piece limit is chunked in pieces)."""
-    splitter = _splitter("text", params.size, params.overlap, params.unit, tokenizer)
-    limit = piece_limit(params.size, params.unit)
+    """Spans of the ``recursive`` method."""
 
     def spans(text: str, advance: Advance | None = None) -> Spans:
-        return chunk_pieces(lambda piece: _library_spans(splitter, piece), text, limit, advance)
+        measure = measure_of(text, params.size, params.overlap, params.unit, tokenizer)
+        return pack(text, 0, len(text), line_break_levels(text), fallback_levels(text), measure, advance)
 
     return spans
 
 
 def sentences(params: SentencesParams, tokenizer: Tokenizer) -> SpanFunction:
-    """Spans of the ``sentences`` method (whole sentences packed up to size; long lines in pieces)."""
-    splitter = _splitter("text", params.size, params.overlap, params.unit, tokenizer, remap=True)
-    limit = piece_limit(params.size, params.unit)
+    """Spans of the ``sentences`` method (whole sentences packed up to size, across lines)."""
 
     def spans(text: str, advance: Advance | None = None) -> Spans:
-        # the pieces follow the document's own lines: the stand-in has none left
-        stand_in = text.translate(_NO_LINE_LEVELS)
-        return chunk_pieces(lambda piece: _library_spans(splitter, piece), stand_in, limit, advance, lines_of=text)
+        measure = measure_of(text, params.size, params.overlap, params.unit, tokenizer)
+        return pack(text, 0, len(text), [], fallback_levels(text), measure, advance)
 
     return spans
 
 
 def markdown(params: MarkdownParams, tokenizer: Tokenizer) -> SpanFunction:
-    """Spans of the ``markdown`` method: heading sections, split to size when one is set (long lines in pieces)."""
+    """Spans of the ``markdown`` method: heading sections, split to size when one is set."""
     size = params.size
     if size is None:
 
@@ -132,15 +85,16 @@ def markdown(params: MarkdownParams, tokenizer: Tokenizer) -> SpanFunction:
             return found
 
         return whole_sections
-    splitter = _splitter("markdown", size, params.overlap, params.unit, tokenizer)
-    limit = piece_limit(size, params.unit)
 
     def spans(text: str, advance: Advance | None = None) -> Spans:
+        found, edges = structure(text, params.heading_level)
+        levels = nested_levels("markdown", edges)
+        fallback = fallback_levels(text)
+        measure = measure_of(text, size, params.overlap, params.unit, tokenizer)
         out: Spans = []
         done = 0
-        for start, end in sections(text, params.heading_level):
-            found = chunk_pieces(lambda piece: _library_spans(splitter, piece), text[start:end], limit, advance)
-            out.extend((start + a, start + b) for a, b in found)
+        for start, end in found:
+            out.extend(pack(text, start, end, levels, fallback, measure, advance))
             done += end - start
         if advance is not None:
             advance(len(text) - done)  # the whitespace between sections

@@ -19,7 +19,7 @@ from rag_eval._core.validation import PARAMETER_VOICE, ProblemAt, pydantic_probl
 
 BUILTIN_METHODS = ("fixed", "recursive", "sentences", "markdown")
 # The largest size (and so overlap) a built-in method takes: more than any document holds (a document
-# is at most 512 MiB), and far below the splitting library's 64-bit limit (2**64 crashed it).
+# is at most 512 MiB); 2**64 crashed the splitting library rag_eval used before (a 64-bit size).
 MAX_SIZE = 1_000_000_000
 _IMPORT_FORM = "an import string 'package.module:function'"
 
