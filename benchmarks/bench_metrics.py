@@ -326,7 +326,13 @@ print(json.dumps({k: sum(v[k] for v in per_query.values()) / len(per_query) for 
 """
 
 
-def file_command(tool: str, qrels_path: Path, run_path: Path, metric_set: str) -> list[str]:
+def file_command(tool: str, qrels_path: Path, run_path: Path, metric_set: str, lenient: bool = False) -> list[str]:
+    """The command line of one tool's whole process on two files.
+
+    ``lenient``: for files as users have them (benchmarks/bench_evaluate_files.py): the plain-Python
+    read takes a line's first fields and ignores the rest (fields after a run's tag, as trec_eval
+    does), and ranx is told ``make_comparable`` (the qrels and the run may hold different queries).
+    """
     names, trec_measures, trec_keys, ranx_names = METRIC_SETS[metric_set]
     py = sys.executable
     if tool == "rag_eval":
@@ -335,10 +341,13 @@ def file_command(tool: str, qrels_path: Path, run_path: Path, metric_set: str) -
         start = [str(script)] if script.exists() else [py, "-m", "rag_eval.cli"]
         return [*start, "evaluate", "--qrels", str(qrels_path), "--run", str(run_path), *metric_args, "--format", "json"]
     if tool == "ranx":
-        return [py, "-c", RANX_FILE_SCRIPT, str(qrels_path), str(run_path), *ranx_names]
+        code = RANX_FILE_SCRIPT.replace("names)", "names, make_comparable=True)") if lenient else RANX_FILE_SCRIPT
+        return [py, "-c", code, str(qrels_path), str(run_path), *ranx_names]
     if tool == "pytrec_eval":
-        return [py, "-c", PYTREC_FILE_SCRIPT, str(qrels_path), str(run_path), ",".join(sorted(trec_measures)),
-                ",".join(trec_keys)]
+        code = PYTREC_FILE_SCRIPT
+        if lenient:
+            code = code.replace("g = line.split()", "g = line.split()[:4]").replace("_ = line.split()", "_ = line.split()[:6]")
+        return [py, "-c", code, str(qrels_path), str(run_path), ",".join(sorted(trec_measures)), ",".join(trec_keys)]
     raise ValueError(tool)
 
 
@@ -383,14 +392,16 @@ def memory_measure(tool: str, n: int, depth: int, seed: int, metric_set: str, re
     return json.loads(text.strip().splitlines()[-1])
 
 
-def file_measures(tools: list[str], qrels_path: Path, run_path: Path, metric_set: str, repeats: dict) -> dict:
+def file_measures(
+    tools: list[str], qrels_path: Path, run_path: Path, metric_set: str, repeats: dict, lenient: bool = False
+) -> dict:
     """Each tool's best whole-process run; the tools take turns, so a slow spell of the machine
-    does not fall on one tool only."""
+    does not fall on one tool only. ``lenient``: see :func:`file_command`."""
     best: dict[str, tuple] = {}
     for round_number in range(max(repeats.values(), default=0)):
         for tool in tools:
             if round_number < repeats[tool]:
-                measured = run_process(file_command(tool, qrels_path, run_path, metric_set))
+                measured = run_process(file_command(tool, qrels_path, run_path, metric_set, lenient))
                 if tool not in best or measured[0] < best[tool][0]:
                     best[tool] = measured
     return {tool: _file_result(tool, metric_set, *best[tool]) for tool in tools}

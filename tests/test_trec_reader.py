@@ -16,7 +16,7 @@ import pytest
 from rag_eval._core import trec
 from rag_eval._core.errors import InputFormatError
 from rag_eval._scoring import engine
-from rag_eval._scoring.engine import fast_reader, line_reader
+from rag_eval._scoring.engine import fast_reader, line_reader, reader
 from rag_eval._scoring.engine.packed_ids import PackedIds
 
 
@@ -469,9 +469,15 @@ def test_a_run_file_cut_short_while_it_is_read_is_one_line_not_sigbus(tmp_path):
 
 
 def test_a_file_that_changes_under_the_line_reader_is_refused(tmp_path, monkeypatch):
-    """The line reader (irregular layouts) checks the file's size and time after reading, as the fast one does."""
+    """The line reader (files the fast reader hands over) checks the file's size and time after reading, as the
+    fast one does."""
     path = tmp_path / "r.run"
-    path.write_text("q1  Q0 a 1 2.0 t\nq1 Q0 b 2 1.0 t\n")  # two spaces: the line reader
+    path.write_text("q1  Q0 a 1 2.0 t\nq1 Q0 b 2 1.0 t\n")
+
+    def hand_over(path, layout):
+        raise fast_reader.Irregular
+
+    monkeypatch.setattr(reader, "read_fast", hand_over)  # every layout is the fast reader's now: force the line reader
     real = line_reader._check_id
     appended = []
 

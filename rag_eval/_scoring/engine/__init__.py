@@ -16,9 +16,9 @@ are free to change (they are tuned for speed and memory, see benchmarks/README.m
 - :class:`FlatTable`: the type the readers return and :func:`prepare` takes.
 
 Inside: ``reader`` (the TREC/BEIR reader's entry points), ``layout`` (the line formats),
-``fast_reader`` (the numpy reader), ``line_reader`` (the line-by-line reader that names a
-problem's line), ``file_stamp`` (a file changed while read), ``fast_numbers`` (strtod-exact number
-parsing), ``packed_ids`` (ids of any length as packed UTF-8 words), ``flat_table``
+``fast_reader`` (the numpy reader, any layout trec_eval reads), ``line_reader`` (the line-by-line
+reader that names a problem's line), ``file_stamp`` (a file changed while read), ``fast_numbers``
+(vectorised number parsing, exact as float() and strtod, 17-digit reprs included), ``packed_ids`` (ids of any length as packed UTF-8 words), ``flat_table``
 (the columns), ``tables`` (building and checking them from dicts and DataFrames),
 ``pairs`` (hashing and matching (query, doc) pairs), ``ranks`` (the ranking rule,
 vectorised) and ``join`` (:func:`prepare`).

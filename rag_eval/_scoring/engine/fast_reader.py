@@ -1,8 +1,9 @@
-"""The fast TREC reader: a file in the usual layout parsed in chunks of whole lines with numpy.
+"""The fast TREC reader: a file parsed in chunks of whole lines with numpy.
 
-:func:`read_fast` returns the table of a file in the usual layout (one space or tab between
-fields, one newline after each line) or raises :class:`Irregular`: anything else, or a problem
-whose line must be named, is read again by the line-by-line reader (``line_reader``), which
+:func:`read_fast` returns the table of a file in any layout trec_eval reads (fields separated by
+runs of blanks, blank lines, fields after a run's tag, Windows line ends) or raises
+:class:`Irregular`: a problem whose line must be named (a bad number, a control character, a
+line with too few fields, ...) is read again by the line-by-line reader (``line_reader``), which
 follows the same rules. How it reads is told below.
 """
 
@@ -21,31 +22,33 @@ from rag_eval._scoring.engine.fast_numbers import NotANumber, parse_numbers
 from rag_eval._scoring.engine.file_stamp import changed_error, file_stamp
 from rag_eval._scoring.engine.flat_table import FlatTable
 from rag_eval._scoring.engine.layout import Layout
-from rag_eval._scoring.engine.packed_ids import PackedIds
+from rag_eval._scoring.engine.packed_ids import PackedIds, group_tokens
 
 # ---- the fast reader ----------------------------------------------------------------------
 #
-# The file is read in chunks of whole lines. A chunk in the usual layout (one space or
-# tab between fields, one newline after each line) is parsed with a few numpy passes:
-# the positions of all separators give every field's start and end; ids are packed
-# into uint64 words (engine.packed_ids: an id takes as many words as it needs) and
-# numbers are parsed eight characters at a time (engine.fast_numbers) exactly as strtod
-# would. Anything else (blank lines, runs of spaces, control characters, extra fields, a
-# bad number, a value to refuse, a line longer than _LONGEST_LINE) is handed to the
-# line-by-line reader, which is slower but follows the same rules and names the line of
-# a problem.
+# The file is read in chunks of whole lines, each parsed with a few numpy passes. In the
+# usual layout (one blank between fields, a newline right after the last) the positions of
+# the blanks alone give every field's start and end (_single_separators); any other layout
+# takes one more pass, which finds where fields start and end and where lines end among them
+# (_any_blanks: runs of blanks, blanks before or after the fields, blank lines, fields after a
+# run's tag). Ids are packed into uint64 words (engine.packed_ids: an id takes as many words
+# as it needs) and numbers are parsed a word at a time (engine.fast_numbers), exactly as
+# strtod and Python's float() read them, 17-digit reprs included. A problem (a control
+# character, a bad number, a value to refuse, a line with too few fields, a line longer than
+# _LONGEST_LINE) is handed to the line-by-line reader, which names its line.
 #
 # The chunks are read with pread into buffers of their own, not mapped: a mapped file cut
 # short while it is read (a run file rewritten by another process) kills the process with
 # SIGBUS, where a read simply returns fewer bytes, which is reported as one line. Two passes
 # read the file: the first finds the chunks' line counts (so that every chunk writes its
-# values straight into the table's columns), the second parses them; the second read comes
-# from the page cache. Memory holds the columns and a chunk or two, never the whole file.
+# values straight into the table's columns; blank lines leave rows over, dropped at the end),
+# the second parses them; the second read comes from the page cache. Memory holds the columns
+# and a chunk or two, never the whole file.
 
 _CHUNK_BYTES = 1 << 21  # the largest chunk
 _BATCH = 8  # blocks scanned at a time in pass one
 _LONGEST_LINE = 1 << 24  # a line longer than this (an id of megabytes, a binary file) goes to the line reader
-_FRONT = 16  # readable bytes before a chunk (numbers are read as the 8 bytes that end them)
+_FRONT = 32  # readable bytes before a chunk (numbers are read as the words that end them: fast_numbers.FRONT_BYTES)
 _PAD = 32  # readable bytes after a chunk: a word read at a token's last byte stays inside
 
 
@@ -60,8 +63,8 @@ class _Chunk:
     group_starts: np.ndarray  # first line of each run of lines with the same query id
     group_codes: np.ndarray  # code of each group's query among ``queries``
     queries: PackedIds  # the chunk's distinct query ids, in order of first appearance
+    query_hashes: np.ndarray  # their PackedIds.hashes()
     rows: int
-    docs: PackedIds | None  # None: every doc id fits one word (written to the shared array)
 
 
 class _Source:
@@ -116,31 +119,117 @@ def read_fast(path: Path, layout: Layout) -> FlatTable:
         start = _content_start(source, layout)
         if start >= source.size:
             return _empty_table()
-        chunks, values, hashes, words = _parse_file(source, start, layout)
+        chunks, values, hashes, docs = _parse_file(source, start, layout)
         source.check_unchanged()
     finally:
         os.close(fd)
     if not np.isfinite(values).all():
         raise Irregular  # a value to refuse (NaN, inf): the line reader names its line
     keys, codes = _query_codes(chunks)
-    docs = _doc_ids(chunks, words)
     return FlatTable(keys, codes, values=values, packed_docs=docs, doc_hashes=hashes, all_keys_have_rows=True)
 
 
 def _parse_file(source: _Source, start: int, layout: Layout) -> tuple:
-    """(chunks, values, doc hashes, one-word doc ids) of the file's bytes from ``start``, parsed in chunks."""
+    """(chunks, values, doc hashes, doc ids) of the file's bytes from ``start``, parsed in chunks."""
     bounds, counts = _chunk_bounds(source, start)
     offsets = np.cumsum([0, *counts]).tolist()
     values = np.empty(offsets[-1], dtype=np.float64)
     hashes = np.empty(offsets[-1], dtype=np.uint64)
-    words = np.empty(offsets[-1], dtype=np.uint64)  # doc ids of up to 8 bytes go straight here
-    tasks = [(a, b, offsets[i], offsets[i + 1]) for i, (a, b) in enumerate(bounds)]
+    doc_words = _DocWords(len(bounds), offsets[-1], source.size - start)
+    tasks = [(i, a, b, offsets[i], offsets[i + 1]) for i, (a, b) in enumerate(bounds)]
 
-    def parse(task: tuple[int, int, int, int]) -> _Chunk:
-        a, b, lo, hi = task
-        return _parse_chunk(source, a, b, layout, values[lo:hi], hashes[lo:hi], words[lo:hi])
+    def parse(task: tuple[int, int, int, int, int]) -> _Chunk:
+        i, a, b, lo, hi = task
+        try:
+            return _parse_chunk(source, a, b, layout, values[lo:hi], hashes[lo:hi], doc_words.chunk(i, lo))
+        except BaseException:
+            doc_words.fail()  # (a chunk waiting for this one's place gives up too)
+            raise
 
-    return _map_chunks(parse, tasks), values, hashes, words
+    chunks = _map_chunks(parse, tasks)
+    rows = None
+    if any(c.rows < hi - lo for c, (_, _, _, lo, hi) in zip(chunks, tasks)):
+        # Blank lines: each chunk filled the start of its rows; the rest go.
+        kept = [slice(lo, lo + c.rows) for c, (_, _, _, lo, _) in zip(chunks, tasks)]
+        values, hashes = (np.concatenate([column[k] for k in kept]) for column in (values, hashes))
+        rows = kept
+    return chunks, values, hashes, doc_words.ids(rows)
+
+
+class _DocWords:
+    """The doc ids of a whole file, packed (engine.packed_ids) straight into one array by the chunks.
+
+    A chunk's ids take as many words as they need, known once its fields are found: each chunk says
+    how many (:meth:`_ChunkWords.place`) and gets its place after the chunks before it, waiting (on
+    the other thread) for the ones still finding theirs. No copy of the ids is made afterwards. The
+    array is reserved at a bound of the words any file of this size needs (a doc id of n bytes takes
+    at most n / 8 + 1 words); only the words written are ever touched (taken from the system).
+    """
+
+    def __init__(self, chunks: int, rows: int, size: int) -> None:
+        self.words = np.empty(size // 8 + rows + 1, dtype=np.uint64)
+        self.starts = np.empty(rows + 1, dtype=np.int64)  # each row's first word
+        self.counts: list[int | None] = [None] * chunks
+        self.wide = False  # some id takes more than one word
+        self.failed = False
+        self.condition = threading.Condition()
+
+    def chunk(self, index: int, row: int) -> _ChunkWords:
+        return _ChunkWords(self, index, row)
+
+    def place(self, index: int, count: int) -> int:
+        """Say chunk ``index`` needs ``count`` words; its first word, once the chunks before it have theirs."""
+        with self.condition:
+            if self.counts[index] not in (None, count):
+                raise Irregular  # (a chunk read again, its ids not the same: cannot happen)
+            self.counts[index] = count
+            self.condition.notify_all()
+            while any(c is None for c in self.counts[:index]):
+                if self.failed:
+                    raise Irregular  # another chunk failed: the file goes to the line reader anyway
+                self.condition.wait()
+            return sum(self.counts[:index])  # type: ignore[arg-type]
+
+    def fail(self) -> None:
+        with self.condition:
+            self.failed = True
+            self.condition.notify_all()
+
+    def ids(self, rows: list[slice] | None) -> PackedIds:
+        """The file's doc ids; ``rows``: the rows of each chunk kept (blank lines dropped), None: all."""
+        total = sum(c or 0 for c in self.counts)
+        words = self.words[:total]
+        if not self.wide:  # one word per row: no starts needed
+            return PackedIds(words)
+        starts = self.starts if rows is None else np.concatenate([self.starts[k] for k in rows] + [self.starts[-1:]])
+        starts[-1] = total
+        return PackedIds(words, starts)
+
+
+@dataclass
+class _ChunkWords:
+    """One chunk's part of :class:`_DocWords`: its index and first row."""
+
+    shared: _DocWords
+    index: int
+    row: int
+
+    def pack(self, u64: np.ndarray, start: np.ndarray, length: np.ndarray) -> PackedIds:
+        """Pack the chunk's doc ids (tokens of its text) into their place; the chunk's ids as PackedIds."""
+        counts = np.maximum(1, (length + 7) >> 3)
+        wide = bool(length.size) and int(length.max()) > 8
+        total = int(counts.sum()) if wide else length.size
+        at = self.shared.place(self.index, total)
+        out = self.shared.words[at : at + total]
+        ids = PackedIds.from_text(u64, start, length, out=out)
+        rows = self.shared.starts[self.row : self.row + length.size]
+        if wide:
+            self.shared.wide = True
+            assert ids.starts is not None
+            np.add(ids.starts[:-1], at, out=rows)
+        else:
+            np.add(np.arange(length.size), at, out=rows)
+        return ids
 
 
 def _empty_table() -> FlatTable:
@@ -230,12 +319,26 @@ def _map_chunks(parse: Callable, bounds: list) -> list:
 def _query_codes(chunks: list[_Chunk]) -> tuple[list[str], np.ndarray]:
     """Query keys (in order of first appearance) and each row's query code."""
     # A query's lines may continue in the next chunk (or come back later): the chunks'
-    # distinct ids are numbered once more over the whole file.
-    distinct = PackedIds.concat([c.queries for c in chunks])
-    codes_of_distinct, first = distinct.factorize()
-    keys = distinct.decode(first).tolist()
-    codes = np.empty(sum(c.rows for c in chunks), dtype=np.int32 if len(keys) < 2**31 else np.int64)
+    # distinct ids are numbered once more over the whole file, by their hashes, and every
+    # chunk's ids are then compared with the id of their number (in both threads).
     offsets = np.cumsum([0] + [len(c.queries) for c in chunks]).tolist()
+    codes_of_distinct, first = PackedIds(np.concatenate([c.query_hashes for c in chunks])).factorize()
+    owner = np.searchsorted(offsets, first, side="right") - 1  # the chunk of each code's first id
+    starts = np.searchsorted(owner, np.arange(len(chunks) + 1))
+    keys_ids = PackedIds.concat([
+        chunks[i].queries.take(first[starts[i] : starts[i + 1]] - offsets[i]) for i in range(len(chunks))
+    ])
+
+    def confirm(i: int) -> bool:
+        ids = chunks[i].queries
+        return bool(ids.equal(np.arange(len(ids)), keys_ids, codes_of_distinct[offsets[i] : offsets[i + 1]]).all())
+
+    if not all(_map_chunks(confirm, list(range(len(chunks))))):  # two ids shared a hash: astronomically rare
+        distinct = PackedIds.concat([c.queries for c in chunks])
+        codes_of_distinct, first = distinct.factorize()
+        keys_ids = distinct.take(first)
+    keys = keys_ids.decode().tolist()
+    codes = np.empty(sum(c.rows for c in chunks), dtype=np.int32 if len(keys) < 2**31 else np.int64)
     rows = np.cumsum([0] + [c.rows for c in chunks]).tolist()
 
     def fill(i: int) -> None:
@@ -250,22 +353,10 @@ def _query_codes(chunks: list[_Chunk]) -> tuple[list[str], np.ndarray]:
     return keys, codes
 
 
-def _doc_ids(chunks: list[_Chunk], words: np.ndarray) -> PackedIds:
-    """The doc ids of the whole file: ``words`` when every id fits one word, else packed anew."""
-    if all(c.docs is None for c in chunks):
-        return PackedIds(words)
-    parts = []
-    row = 0
-    for c in chunks:
-        parts.append(PackedIds(words[row : row + c.rows]) if c.docs is None else c.docs)
-        row += c.rows
-    return PackedIds.concat(parts)
-
-
 def _parse_chunk(
-    source: _Source, a: int, b: int, layout: Layout, values: np.ndarray, hashes: np.ndarray, words: np.ndarray
+    source: _Source, a: int, b: int, layout: Layout, values: np.ndarray, hashes: np.ndarray, docs: _ChunkWords
 ) -> _Chunk:
-    """The lines of the file's bytes [a, b): fills values, hashes and (ids of one word) words."""
+    """The lines of the file's bytes [a, b): fills values and hashes, packs the doc ids into ``docs``."""
     # Read into a buffer of its own with readable padding around (and room for a final newline).
     length = b - a
     base = np.empty(_FRONT + length + 1 + _PAD, dtype=np.uint8)
@@ -276,7 +367,7 @@ def _parse_chunk(
         length += 1
     base[_FRONT + length :] = 0
     try:
-        return _parse_text(base, length, layout, values, hashes, words)
+        return _parse_text(base, length, layout, values, hashes, docs)
     except Irregular:
         text = base[_FRONT : _FRONT + length]
         crlf = np.flatnonzero((text[:-1] == 13) & (text[1:] == 10))
@@ -288,56 +379,120 @@ def _parse_chunk(
     stripped = text[keep]
     base = np.zeros(_FRONT + stripped.size + _PAD, dtype=np.uint8)
     base[_FRONT : _FRONT + stripped.size] = stripped
-    return _parse_text(base, stripped.size, layout, values, hashes, words)
+    return _parse_text(base, stripped.size, layout, values, hashes, docs)
 
 
 def _parse_text(
-    base: np.ndarray, length: int, layout: Layout, values: np.ndarray, hashes: np.ndarray, words: np.ndarray
+    base: np.ndarray, length: int, layout: Layout, values: np.ndarray, hashes: np.ndarray, doc_words: _ChunkWords
 ) -> _Chunk:
-    """:func:`_parse_chunk` on base[_FRONT:_FRONT + length] (whole lines, readable padding around)."""
-    ncols = len(layout.columns)
+    """:func:`_parse_chunk` on base[_FRONT:_FRONT + length] (whole lines, readable padding around).
+
+    Fills the first ``rows`` entries of values and hashes, ``rows`` being the chunk's lines that are
+    not blank (all of them, unless some are).
+    """
     text = base[_FRONT : _FRONT + length]
-    sep = text <= 32
-    if sep[0] or (sep[1:] & sep[:-1]).any():
-        raise Irregular  # leading whitespace, a blank line or several characters between fields
-    seps = np.flatnonzero(sep)
-    n = seps.size // ncols
-    if n == 0 or seps.size != n * ncols or n != values.size:
-        raise Irregular
-    fields = seps.reshape(n, ncols)
-    if not (text[fields[:, -1]] == 10).all():
-        raise Irregular  # a line with another number of fields
-    controls = int(np.count_nonzero(text < 32))
-    if controls != n and controls != n + int(np.count_nonzero(text == 9)):
-        raise Irregular  # \r, \v, \f or other control bytes
+    blank = text <= 32
+    tokens = None
+    if not (blank[0] or bool((blank[1:] & blank[:-1]).any())):  # no blanks before a line, none in a row
+        tokens = _single_separators(text, blank, layout)
+    del blank
+    if tokens is None:
+        tokens = _any_blanks(base, length, layout)
+    first, stop = tokens  # where each line's query id, doc id and value start and end, offsets into base
+    n = first[0].size
+    if n > values.size:
+        raise Irregular  # (more lines than newlines: cannot happen)
     if int(text.max()) >= 127:
         if (text == 127).any():
             raise Irregular  # DEL, a control character
         try:
-            text.tobytes().decode("utf-8")
+            str(text.data, "utf-8")  # (checked, not kept)
         except UnicodeDecodeError:
             raise Irregular from None
-    fields += _FRONT  # offsets into base
     u64 = np.ndarray((base.size - 7,), dtype="<u8", buffer=base, offset=0, strides=(1,))
+    docs = doc_words.pack(u64, first[1], stop[1] - first[1])  # first: a later chunk may wait for its place
+    # Query ids: runs of lines with the same id form groups; the groups' ids are numbered
+    # here (in this thread) and once more over the whole file.
+    starts, group_codes, queries, query_hashes = group_tokens(u64, first[0], stop[0] - first[0])
+    try:
+        values[:n] = parse_numbers(u64, base, first[2], stop[2])
+    except NotANumber:
+        raise Irregular from None
+    hashes[:n] = docs.hashes()
+    return _Chunk(starts, group_codes, queries, query_hashes, n)
+
+
+def _single_separators(text: np.ndarray, blank: np.ndarray, layout: Layout) -> tuple[list, list] | None:
+    """(starts, ends) of the query id, doc id and value of every line in the usual layout, else None.
+
+    The usual layout: one blank (space, tab, \\v or \\f) between fields, none before the first, a
+    newline right after the last (no blank line, no field after a run's tag). Then the blanks alone,
+    in order, are every field's end: the checks look at them only. ``blank``: text <= 32, in which
+    no two blanks follow each other and the first byte is not one. Offsets are into the chunk's
+    buffer (``base``); columns: query id, doc id, value.
+    """
+    ncols = len(layout.columns)
+    seps = np.flatnonzero(blank)
+    n = seps.size // ncols
+    if n == 0 or seps.size != n * ncols:
+        return None  # another number of fields
+    fields = seps.reshape(n, ncols)
+    if not bool((text[fields[:, -1]] == 10).all()):
+        return None  # a line with another number of fields (or fields after the tag)
+    controls = int(np.count_nonzero(text < 32))
+    if controls != n and controls != n + int(np.count_nonzero(text == 9)):
+        # \\v or \\f (blanks too), a newline inside a line, or a control character: that one is for
+        # _any_blanks (it raises), as is \\r (Windows line ends, stripped by the caller)
+        kinds = text[fields[:, :-1]]
+        if not bool(((kinds == 32) | (kinds == 9) | (kinds == 11) | (kinds == 12)).all()):
+            return None
+    fields += _FRONT  # offsets into base
     line_start = np.empty(n, dtype=np.int64)
     line_start[0] = _FRONT
     line_start[1:] = fields[:-1, -1] + 1
-    # Query ids: runs of lines with the same id form groups; the groups' ids are numbered
-    # here (in this thread) and once more over the whole file.
-    query = PackedIds.from_text(u64, line_start, fields[:, 0] - line_start)
-    change = np.flatnonzero(~query.same_as_previous()) + 1
-    starts = np.concatenate(([0], change))
-    groups = query if starts.size == n else query.take(starts)  # queries interleaved: a group per line
-    del query
-    group_codes, first = groups.factorize()
-    doc_start = fields[:, layout.doc_index - 1] + 1
-    docs = PackedIds.from_text(u64, doc_start, fields[:, layout.doc_index] - doc_start)
-    value_start = fields[:, layout.value_index - 1] + 1
-    try:
-        values[:] = parse_numbers(u64, base, value_start, fields[:, layout.value_index])
-    except NotANumber:
-        raise Irregular from None
-    hashes[:] = docs.hashes()
-    if docs.narrow:
-        words[:] = docs.words
-    return _Chunk(starts, group_codes, groups.take(first), n, None if docs.narrow else docs)
+    doc, value = layout.doc_index, layout.value_index
+    first = [line_start, fields[:, doc - 1] + 1, fields[:, value - 1] + 1]
+    return first, [fields[:, 0], fields[:, doc], fields[:, value]]
+
+
+def _any_blanks(base: np.ndarray, length: int, layout: Layout) -> tuple[list, list]:
+    """:func:`_single_separators` for every line that is not blank, whatever the blanks between fields.
+
+    As trec_eval (and bytes.split()): fields are separated by runs of ASCII white space (space, tab,
+    \\v, \\f), before the first field and after the last there may be some, blank lines are skipped and
+    a run's fields after its tag are ignored. Raises :class:`Irregular` for a line with too few (or,
+    in judgements, too many) fields or a control character: the line reader names the line.
+    """
+    text = base[_FRONT : _FRONT + length]
+    if int(np.count_nonzero(text < 32)) != int(np.count_nonzero(text - np.uint8(9) < 4)):  # (9..12)
+        raise Irregular  # \\r inside a line or another control character
+    blank = text <= 32
+    before = base[_FRONT - 1 : _FRONT + length - 1] <= 32  # (the byte before the text is padding: blank)
+    # Events: where a field starts, where one ends (the blank after it) and newlines, in order.
+    events = np.flatnonzero((blank != before) | (text == 10))
+    kinds = text[events]
+    starting = np.flatnonzero(kinds > 32)  # the events where fields start
+    if not starting.size:
+        raise Irregular  # nothing but blank lines: the line reader reads them (an empty table)
+    # A line ends after a field when the event after it (its end) is a newline, or when more events
+    # (newlines: blank lines, blanks at a line's end) come before the next field.
+    ends_line = np.empty(starting.size, dtype=bool)
+    ends_line[-1] = True
+    np.greater(starting[1:] - starting[:-1], 2, out=ends_line[:-1])
+    ends_line |= kinds[starting + 1] == 10
+    ncols = len(layout.columns)
+    lines = int(np.count_nonzero(ends_line))
+    if lines * ncols == starting.size and bool(ends_line.reshape(lines, ncols)[:, -1].all()):
+        fields = starting.reshape(lines, ncols)  # every line has its fields, no more
+    else:
+        line_first = np.flatnonzero(np.concatenate(([True], ends_line[:-1])))
+        counts = np.diff(line_first, append=starting.size)
+        if not layout.extra_fields or int(counts.min()) < ncols:
+            raise Irregular  # a line with another number of fields
+        fields = starting[line_first[:, None] + np.arange(ncols)]
+    first, stop = [], []
+    for column in (0, layout.doc_index, layout.value_index):
+        at = fields[:, column]
+        first.append(events[at] + _FRONT)
+        stop.append(events[at + 1] + _FRONT)  # a field's next event is its end (the text ends with a newline)
+    return first, stop

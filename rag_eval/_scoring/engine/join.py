@@ -68,15 +68,12 @@ def prepare(judgements: FlatTable, run: FlatTable, keep_unjudged: bool = False) 
         judged_rows, ranks = joined
         query, grades = jq[judged_rows], judgements.values[judged_rows]
     else:
-        ranker = RunRanker(run, background=True)  # a run out of order is sorted while the pairs are found
+        # A run out of order is sorted while the pairs are found (a run read from a file: since it was read).
+        ranker = run._cache.pop("ranker", None) or RunRanker(run, background=True)
         kind = _doc_kind(judgements, run)
-        index = pair_index(run, kind)  # also rejects a document listed twice for one query
-        if bool((as_run_code >= 0).all()):  # the run answered every judged query
-            judged_rows, run_rows = find_pairs(index, run, as_run_code, judgements, None)
-        else:
-            candidates = np.flatnonzero(as_run_code >= 0)
-            where, run_rows = find_pairs(index, run, as_run_code[candidates], judgements, candidates)
-            judged_rows = candidates[where]
+        run_pairs = pair_index(run, kind)  # also rejects a document listed twice for one query
+        judged_pairs = pair_index(judgements, kind, "judgements")  # (made when the judgements were read)
+        judged_rows, run_rows = find_pairs(run, run_pairs, judgements, judged_pairs, as_run_code)
         del as_run_code  # before ranking: it adds to the peak memory
         if keep_unjudged:
             query, ranks, grades = _every_row(judgements, run, judged_index, ranker, judged_rows, run_rows)

@@ -1,7 +1,7 @@
 """The line-by-line TREC reader: every check made line by line, the first problem named with its line.
 
-Used for layouts the fast reader (``fast_reader``) does not take and to name the line of a
-problem the fast reader or the table checks found. Slower, but it follows the same rules.
+Used to name the line of a problem the fast reader (``fast_reader``) or the table checks found,
+and for a file the fast reader does not take at all. Slower, but it follows the same rules.
 """
 
 from __future__ import annotations
@@ -26,8 +26,7 @@ from rag_eval._scoring.engine.packed_ids import PackedIds
 def read_lines(path: Path, layout: Layout) -> FlatTable:
     """Read ``path`` line by line, checking everything; the first problem raises a located error.
 
-    Used for layouts the fast reader does not take (runs of blanks, blank lines, extra
-    fields after a run's tag) and to name the line of a problem the fast reader found.
+    Used to name the line of a problem the fast reader found (and for a file it does not take).
     """
     expected = len(layout.columns)
     described = f"{expected} fields '{' '.join(layout.columns)}'"

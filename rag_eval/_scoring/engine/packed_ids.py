@@ -85,20 +85,31 @@ class PackedIds:
         return cls(np.frombuffer(padded, dtype="<u8").astype(np.uint64), starts)
 
     @classmethod
-    def from_text(cls, u64: np.ndarray, start: np.ndarray, length: np.ndarray) -> PackedIds:
+    def from_text(
+        cls, u64: np.ndarray, start: np.ndarray, length: np.ndarray, out: np.ndarray | None = None
+    ) -> PackedIds:
         """Tokens ``text[start:start + length]`` of a text seen as ``u64`` (the uint64 word at
         every byte offset: ``u64[i]`` holds bytes i..i+7). At least 7 readable bytes must
-        follow each token; nothing beyond them is read."""
-        first = _token_word(u64, start, length, 0)
+        follow each token; nothing beyond them is read. ``out``: the array the words go to
+        (exactly as long as they need), when the caller has a place for them."""
         if not length.size or int(length.max()) <= 8:
-            return cls(first)
+            first = _token_word(u64, start, length, 0)
+            if out is None:
+                return cls(first)
+            out[:] = first
+            return cls(out)
+        first = _token_word(u64, start, length, 0)
         counts = np.maximum(1, (length + 7) >> 3)
         starts = np.zeros(length.size + 1, dtype=np.int64)
         np.cumsum(counts, out=starts[1:])
-        words = np.empty(int(starts[-1]), dtype=np.uint64)
-        words[starts[:-1]] = first
-        active = np.flatnonzero(counts > 1)
-        j = 1
+        words = np.empty(int(starts[-1]), dtype=np.uint64) if out is None else out
+        firsts = starts[:-1]
+        words[firsts] = first
+        j, shortest = 1, int(counts.min())
+        while j < shortest:  # word j of every id
+            words[firsts + j] = _token_word(u64, start, length, j)
+            j += 1
+        active = np.flatnonzero(counts > j)
         while active.size:  # word j of the ids that have one (fewer ids at each step)
             words[starts[active] + j] = _token_word(u64, start[active], length[active], j)
             j += 1
@@ -156,8 +167,12 @@ class PackedIds:
             return mix(self.words.copy() if rows is None else self.words[rows])
         first, counts = self._spans(rows)
         h = mix(self.words[first])
-        active = np.flatnonzero(counts > 1)
-        j = 1
+        j, shortest = 1, int(counts.min()) if counts.size else 1
+        while j < shortest:  # word j of every id
+            h ^= self.words[first + j]
+            mix(h)
+            j += 1
+        active = np.flatnonzero(counts > j)
         while active.size:
             h[active] = mix(h[active] ^ self.words[first[active] + j])
             j += 1
@@ -172,8 +187,11 @@ class PackedIds:
         other_first, other_counts = other._spans(other_rows)
         same = counts == other_counts
         same &= self.words[first] == other.words[other_first]
-        active = np.flatnonzero(same & (counts > 1))
-        j = 1
+        j, shortest = 1, int(np.minimum(counts, other_counts).min()) if counts.size else 1
+        while j < shortest:  # word j of every id, on both sides
+            same &= self.words[first + j] == other.words[other_first + j]
+            j += 1
+        active = np.flatnonzero(same & (counts > j))
         while active.size:
             same[active] = self.words[first[active] + j] == other.words[other_first[active] + j]
             j += 1
@@ -193,6 +211,9 @@ class PackedIds:
             words = self.words if rows is None else self.words[rows]
             return [b.rstrip(b"\0") for b in words.astype("<u8").view("S8").tolist()]
         first, counts = self._spans(rows)
+        if rows is not None and 8 * counts.sum() < self.words.size:  # a few ids: their words only
+            words = self.words.astype("<u8", copy=False)
+            return [words[f : f + c].tobytes().rstrip(b"\0") for f, c in zip(first.tolist(), counts.tolist())]
         raw = self.words.astype("<u8", copy=False).tobytes()
         return [
             raw[8 * f : 8 * (f + c)].rstrip(b"\0") for f, c in zip(first.tolist(), counts.tolist())
@@ -200,7 +221,28 @@ class PackedIds:
 
     def decode(self, rows: np.ndarray | None = None) -> np.ndarray:
         """The ids (of ``rows``) as an object array of str."""
-        return np.array([b.decode("utf-8") for b in self.to_bytes(rows)], dtype=object)
+        first, counts = self._spans(rows)
+        if first.size < _DECODE_JOINED:
+            return np.array([b.decode("utf-8") for b in self.to_bytes(rows)], dtype=object)
+        # Many ids: their bytes copied out with numpy, a newline after each (no id holds one), decoded
+        # as one text and split: a C loop, not a Python one per id.
+        data = self.words.astype("<u8", copy=False).view(np.uint8)
+        ids: list[str] = []
+        for lo in range(0, first.size, _DECODE_JOINED):
+            f, c = first[lo : lo + _DECODE_JOINED], counts[lo : lo + _DECODE_JOINED]
+            last = self.words[f + c - 1]  # its top zero bytes are padding (an id's last word is never zero)
+            length = 8 * c - 7
+            for k in range(1, 8):
+                length += last >= np.uint64(1 << (8 * k))
+            span = length + 1
+            at = np.cumsum(span) - span  # where each id starts in the joined text
+            source = np.repeat(8 * f - at, span)
+            source += np.arange(source.size)
+            np.minimum(source, data.size - 1, out=source)  # (a newline's place: any byte, overwritten)
+            joined = data[source]
+            joined[at + length] = 10
+            ids += joined.tobytes().decode("utf-8").split("\n")[:-1]
+        return np.array(ids, dtype=object)
 
     def byte_rank(self, rows: np.ndarray) -> np.ndarray:
         """Rank (int64, from 0) of each id at ``rows`` in ascending byte order; equal ids, equal rank.
@@ -241,9 +283,10 @@ class PackedIds:
         rank[order] = np.cumsum(new) - 1
         return rank
 
-    def factorize(self) -> tuple[np.ndarray, np.ndarray]:
+    def factorize(self, hashes: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(code of each id, row of each code's first occurrence): equal ids share a code,
-        codes are numbered in order of first appearance. Exact (every match is confirmed)."""
+        codes are numbered in order of first appearance. Exact (every match is confirmed).
+        ``hashes``: :meth:`hashes`, when the caller has them already."""
         n = len(self)
         if n == 0:
             return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
@@ -253,7 +296,7 @@ class PackedIds:
         # an id that owns its slot owns it from its first row on. The ids of rows that do not
         # match (their slot went to another id) are numbered by sorting, among themselves.
         bits = min(max(10, (8 * n - 1).bit_length()), _MAX_SLOT_BITS)
-        slot = (self.hashes() >> np.uint64(64 - bits)).astype(np.intp)
+        slot = ((self.hashes() if hashes is None else hashes) >> np.uint64(64 - bits)).astype(np.intp)
         table = np.empty(1 << bits, dtype=np.int32 if n < 2**31 else np.int64)
         table[slot[::-1]] = np.arange(n - 1, -1, -1, dtype=table.dtype)
         first_row = table[slot].astype(np.int64)
@@ -309,6 +352,65 @@ class PackedIds:
 
 
 _ONE = np.uint64(1)
+
+
+_DECODE_JOINED = 1 << 12  # ids decoded as one text from this many on (a block of this many at a time)
+_GROUP_WORDS = 4  # query ids of up to this many words are grouped from a fixed-width copy of their words
+
+
+def group_tokens(u64: np.ndarray, start: np.ndarray, length: np.ndarray):
+    """Runs of equal tokens in a text (see :meth:`PackedIds.from_text`), numbered: how a chunk's query ids are read.
+
+    Returns (where each run starts, the code of each run's token among the distinct ones, the
+    distinct tokens in order of first appearance as :class:`PackedIds`, their :meth:`PackedIds.hashes`).
+    Lines of a query usually come together (a run per query); in a file whose lines were shuffled
+    every line is a run. Tokens of up to 32 bytes are read once into a word per 8 bytes, and those
+    words serve for finding the runs, hashing them, numbering them (by hash) and confirming the
+    numbers (every run's words equal to its code's first run): no token is packed but the distinct.
+    """
+    n = start.size
+    longest = int(length.max())
+    if longest <= 8 or longest > 8 * _GROUP_WORDS:
+        ids = PackedIds.from_text(u64, start, length)
+        starts = np.concatenate(([0], np.flatnonzero(~ids.same_as_previous()) + 1))
+        groups = ids if starts.size == n else ids.take(starts)
+        hashes = groups.hashes()
+        codes, first = groups.factorize(hashes)
+        return starts, codes, groups.take(first), hashes[first]
+    words = []
+    for j in range((longest + 7) // 8):  # word j of every token, zero past its end
+        at = start if j == 0 else np.where(length > 8 * j, start + 8 * j, start)
+        words.append(_cut(u64[at], length - 8 * j))
+    same = length[1:] == length[:-1]
+    for w in words:
+        same &= w[1:] == w[:-1]
+    starts = np.concatenate(([0], np.flatnonzero(~same) + 1))
+    if starts.size < n:
+        words = [w[starts] for w in words]
+        start, length = start[starts], length[starts]
+    counts = np.maximum(1, (length + 7) >> 3)
+    hashes = mix(words[0].copy())  # as PackedIds.hashes: a word more mixed in for each word an id has
+    for j in range(1, len(words)):
+        hashes = np.where(counts > j, mix(hashes ^ words[j]), hashes)
+    codes, first = PackedIds(hashes).factorize()  # by hash, then confirmed on the words
+    of_code = first[codes]
+    confirmed = length == length[of_code]
+    for w in words:
+        confirmed &= w == w[of_code]
+    if not bool(confirmed.all()):  # two tokens shared a hash: astronomically rare
+        groups = PackedIds.from_text(u64, start, length)
+        hashes = groups.hashes()
+        codes, first = groups.factorize(hashes)
+    return starts, codes, PackedIds.from_text(u64, start[first], length[first]), hashes[first]
+
+
+def _cut(words: np.ndarray, length: np.ndarray) -> np.ndarray:
+    """``words`` with the bytes from ``length`` on (when under 8; none when 0 or less) zeroed, in place."""
+    if length.size and int(length.min()) < 8:
+        shift = np.clip(length, 0, 8).astype(np.uint64)
+        shift <<= np.uint64(3)
+        words &= (_ONE << shift) - _ONE  # numpy shifts by 64 give 0
+    return words
 
 
 def _token_word(u64: np.ndarray, start: np.ndarray, length: np.ndarray, j: int) -> np.ndarray:

@@ -9,6 +9,7 @@ judgements, and its temporaries set the peak memory of reading a large run.
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from itertools import chain
 
@@ -16,10 +17,35 @@ import numpy as np
 
 from rag_eval._core.errors import InputFormatError
 from rag_eval._scoring.engine.flat_table import FlatTable, packed
+from rag_eval._scoring.engine.packed_ids import mix
 
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _SCRATCH_ROWS = 1 << 16  # rows per step where a whole-length temporary would add to the peak memory
 _LOOKUP_BLOCK_ROWS = 1 << 20  # judgements looked up at once (sorted within a block for locality)
+_SPLIT_SORT_ROWS = 1 << 18  # arrays at least this long are sorted as two halves on two threads, then merged
+
+
+def sort_in_place(keys: np.ndarray) -> None:
+    """``keys.sort()``, as two halves sorted on two threads (numpy releases the GIL) and then merged:
+    numpy's stable sort (timsort) merges two sorted runs in one pass, a tenth of a sort's time."""
+    if keys.size < _SPLIT_SORT_ROWS:
+        keys.sort()
+        return
+    half = keys.size // 2
+    failure: list[BaseException] = []
+
+    def sort_first_half() -> None:
+        try:
+            keys[:half].sort()
+        except BaseException as error:  # pragma: no cover - (MemoryError) raised below, in the caller
+            failure.append(error)
+
+    helper = threading.Thread(target=sort_first_half, daemon=True)
+    helper.start()
+    keys[half:].sort()
+    helper.join()
+    if failure:  # pragma: no cover
+        raise failure[0]
+    keys.sort(kind="stable")
 
 
 def doc_hashes(table: FlatTable, kind: str, rows: np.ndarray | None = None) -> np.ndarray:
@@ -37,13 +63,19 @@ def doc_hashes(table: FlatTable, kind: str, rows: np.ndarray | None = None) -> n
     return np.fromiter(map(hash, docs), dtype=np.int64, count=len(docs)).view(np.uint64)
 
 
-def query_mix(query_codes: np.ndarray) -> np.ndarray:
-    """The query's part of a (query, doc) pair hash, which is this XOR the doc hash (doc
-    hashes are well mixed already); a new array: code + 1 times the golden ratio."""
-    h = query_codes.astype(np.uint64)
-    h += np.uint64(1)
-    h *= _GOLDEN
-    return h
+def query_parts(table: FlatTable) -> np.ndarray:
+    """The query's part of each (query, doc) pair hash, by query code: a hash of the query id itself.
+
+    A pair's hash is its doc hash XOR this (doc hashes are well mixed already). It depends on the
+    query id only, not on the table's numbering of its queries: the same pair has the same hash in
+    a run and in its judgements, so their sorted indexes are joined without hashing either again.
+    """
+    cached = table._cache.get("query_parts")
+    if cached is None:
+        keys = table.query_keys
+        cached = mix(np.fromiter(map(hash, keys), dtype=np.int64, count=len(keys)).view(np.uint64))
+        table._cache["query_parts"] = cached
+    return cached
 
 
 @dataclass(frozen=True)
@@ -68,14 +100,15 @@ def pair_index(table: FlatTable, kind: str, what: str = "run") -> PairIndex:
     keys = doc_hashes(table, kind)
     table._cache.pop(("hash", kind), None)
     step = np.uint64(shift)
+    parts = query_parts(table)
     for lo in range(0, n, _SCRATCH_ROWS):
         hi = min(lo + _SCRATCH_ROWS, n)
         part = keys[lo:hi]
-        part ^= query_mix(table.query_codes[lo:hi])
+        part ^= parts[table.query_codes[lo:hi]]
         part >>= step
         part <<= step
         part |= np.arange(lo, hi, dtype=np.uint64)
-    keys.sort()
+    sort_in_place(keys)
     index = PairIndex(kind, shift, keys)
     _check_repeats(table, index, what)
     table._cache[("pairs", kind)] = index
@@ -112,93 +145,77 @@ def _check_repeats(table: FlatTable, index: PairIndex, what: str) -> None:
 
 
 def find_pairs(
-    index: PairIndex, table: FlatTable, query_codes: np.ndarray, other: FlatTable, other_rows: np.ndarray | None
+    run: FlatTable, run_index: PairIndex, judgements: FlatTable, judged_index: PairIndex, as_run_code: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The (query, doc) pairs of ``other`` that ``table`` holds too.
+    """The (query, doc) pairs of ``judgements`` that ``run`` holds too: (judgement rows, run rows), in no order.
 
-    ``other_rows`` selects rows of ``other`` (None: all) and ``query_codes`` gives
-    their queries as codes of ``table``. Returns (positions in ``other_rows``, rows of
-    ``table``) of the matches, in no particular order. Built to stay lean on memory:
-    millions of judgements are looked up a block at a time, so that the lookup's
-    temporaries stay small next to the tables.
+    Both indexes are sorted by pair hash, and a pair has the same hash in both tables
+    (:func:`query_parts`): each judgement's key is looked for in the run's keys (sorted needles:
+    a quick search) and every match is confirmed on the query (``as_run_code``: each judgement's
+    query as a run code, -1 if the run has none) and the doc ids. A block at a time, so that the
+    lookup's temporaries stay small next to the tables.
     """
-    m = other.values.size if other_rows is None else other_rows.size
-    if m <= _LOOKUP_BLOCK_ROWS:
-        return _find_pairs_block(index, table, query_codes, other, other_rows)
-    found_where, found_mine = [], []
-    for lo in range(0, m, _LOOKUP_BLOCK_ROWS):
-        hi = min(lo + _LOOKUP_BLOCK_ROWS, m)
-        rows = np.arange(lo, hi, dtype=np.int64) if other_rows is None else other_rows[lo:hi]
-        where, mine = _find_pairs_block(index, table, query_codes[lo:hi], other, rows)
-        found_where.append(where + lo)
-        found_mine.append(mine)
-    return np.concatenate(found_where), np.concatenate(found_mine)
+    if run_index.kind != judged_index.kind:  # pragma: no cover - the caller packs both or neither
+        raise ValueError("the indexes compare doc ids differently")
+    found_judged, found_run = [], []
+    for lo in range(0, judged_index.keys.size, _LOOKUP_BLOCK_ROWS):
+        judged, mine = _find_pairs_block(run, run_index, judgements, judged_index, as_run_code, lo)
+        found_judged.append(judged)
+        found_run.append(mine)
+    none = np.empty(0, dtype=np.int64)
+    return np.concatenate([none, *found_judged]), np.concatenate([none, *found_run])
 
 
 def _find_pairs_block(
-    index: PairIndex, table: FlatTable, query_codes: np.ndarray, other: FlatTable, other_rows: np.ndarray | None
+    run: FlatTable, run_index: PairIndex, judgements: FlatTable, judged_index: PairIndex, as_run_code: np.ndarray,
+    lo: int,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`find_pairs` for one block of rows."""
-    m = other.values.size if other_rows is None else other_rows.size
+    """:func:`find_pairs` for the judgement keys [lo, lo + _LOOKUP_BLOCK_ROWS)."""
     none = np.empty(0, dtype=np.int64)
-    if m == 0 or index.keys.size == 0:
+    keys = run_index.keys
+    if keys.size == 0:
         return none, none
-    low = np.uint64((1 << index.shift) - 1)
-    hashes = doc_hashes(other, index.kind, other_rows)
-    needles = hashes.copy() if other_rows is None else hashes
-    del hashes
-    for lo in range(0, m, _SCRATCH_ROWS):  # the pair hashes, in place
-        needles[lo : lo + _SCRATCH_ROWS] ^= query_mix(query_codes[lo : lo + _SCRATCH_ROWS])
-    high = ~low
-    needles &= high  # the pair hash's high bits, where the index keys hold them
-    # (Every step below works in place where it can: this runs on millions of judgements.)
-    if m <= 1 << index.shift:
-        # Sort (hash, position) keys rather than argsort the hashes: a plain sort is much faster.
-        for lo in range(0, m, _SCRATCH_ROWS):
-            needles[lo : lo + _SCRATCH_ROWS] |= np.arange(lo, min(lo + _SCRATCH_ROWS, m), dtype=np.uint64)
-        needles.sort()
-        order = (needles & low).view(np.int64)
-        needles &= high
-    else:
-        order = np.argsort(needles)
-        needles = needles[order]
-    at = np.searchsorted(index.keys, needles)
-    inside = at < index.keys.size
-    np.minimum(at, index.keys.size - 1, out=at)
-    for lo in range(0, m, _SCRATCH_ROWS):
-        candidate = index.keys[at[lo : lo + _SCRATCH_ROWS]]
+    # The hashes are compared above both indexes' row bits: a match of fewer bits than a hash has
+    # is only a candidate (confirmed below).
+    shift = max(run_index.shift, judged_index.shift)
+    high = ~np.uint64((1 << shift) - 1)
+    needles = judged_index.keys[lo : lo + _LOOKUP_BLOCK_ROWS] & high  # sorted, as the keys are
+    at = np.searchsorted(keys, needles)
+    inside = at < keys.size
+    np.minimum(at, keys.size - 1, out=at)
+    for start in range(0, at.size, _SCRATCH_ROWS):
+        candidate = keys[at[start : start + _SCRATCH_ROWS]]
         candidate &= high
-        inside[lo : lo + _SCRATCH_ROWS] &= candidate == needles[lo : lo + _SCRATCH_ROWS]
+        inside[start : start + _SCRATCH_ROWS] &= candidate == needles[start : start + _SCRATCH_ROWS]
     hit_at = np.flatnonzero(inside)
-    del inside, candidate, needles
+    del inside, needles
     if not hit_at.size:
         return none, none
-    at = at[hit_at]  # from here on only the hits are kept
-    where = order[hit_at]
-    del order, hit_at
-    mine = (index.keys[at] & low).view(np.int64)
-    theirs = where if other_rows is None else other_rows[where]
-    same = table.query_codes[mine] == query_codes[where]
-    same &= same_ids(table, mine, other, theirs, index.kind)
+    judged_mask = np.uint64((1 << judged_index.shift) - 1)
+    run_mask = np.uint64((1 << run_index.shift) - 1)
+    theirs = (judged_index.keys[lo + hit_at] & judged_mask).view(np.int64)  # judgement rows
+    at = at[hit_at]
+    mine = (keys[at] & run_mask).view(np.int64)  # run rows
+    same = run.query_codes[mine] == as_run_code[theirs]
+    same &= same_ids(run, mine, judgements, theirs, run_index.kind)
     if same.all():
-        return where, mine
-    # A hash shared by different pairs (a collision): look through all rows with that hash.
-    extra_where, extra_mine = [], []
+        return theirs, mine
+    # A hash shared by different pairs (a collision): look through all run rows with that hash.
+    extra_theirs, extra_mine = [], []
     for k in np.flatnonzero(~same).tolist():
         j = int(at[k])
-        needle = index.keys[j] & high
-        position = int(where[k])
-        theirs_row = np.array([position if other_rows is None else int(other_rows[position])])
-        while j < index.keys.size and (index.keys[j] & high) == needle:
-            row = np.array([int(index.keys[j] & low)])
-            same_query = table.query_codes[row[0]] == query_codes[position]
-            if same_query and same_ids(table, row, other, theirs_row, index.kind)[0]:
-                extra_where.append(position)
+        needle = keys[j] & high
+        judged_row = np.array([int(theirs[k])])
+        while j < keys.size and (keys[j] & high) == needle:
+            row = np.array([int(keys[j] & run_mask)])
+            same_query = run.query_codes[row[0]] == as_run_code[judged_row[0]]
+            if same_query and same_ids(run, row, judgements, judged_row, run_index.kind)[0]:
+                extra_theirs.append(int(judged_row[0]))
                 extra_mine.append(int(row[0]))
                 break
             j += 1
     return (
-        np.concatenate((where[same], np.array(extra_where, dtype=np.int64))),
+        np.concatenate((theirs[same], np.array(extra_theirs, dtype=np.int64))),
         np.concatenate((mine[same], np.array(extra_mine, dtype=np.int64))),
     )
 

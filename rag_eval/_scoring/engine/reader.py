@@ -9,10 +9,11 @@ characters (rag_eval._core.ids). Lines end with \\n or \\r\\n; a carriage return
 else is an error, because trec_eval reads a file with CR-only line endings as one
 line. A leading UTF-8 byte-order mark is not part of the content.
 
-Files are parsed with numpy (rag_eval._scoring.engine.fast_reader); a file the fast
-reader cannot take, or in which it finds a problem, is read line by line
-(rag_eval._scoring.engine.line_reader), and that reader names the exact line and what
-is wrong with it. The formats themselves are the layouts of rag_eval._scoring.engine.layout.
+Files are parsed with numpy (rag_eval._scoring.engine.fast_reader), whatever the blanks between
+fields; a file in which it finds a problem is read line by line (rag_eval._scoring.engine.line_reader),
+and that reader names the exact line and what is wrong with it. Numbers are read exactly as
+Python's float() reads them (rag_eval._scoring.engine.fast_numbers). The formats themselves are the
+layouts of rag_eval._scoring.engine.layout.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from rag_eval._scoring.engine.flat_table import FlatTable
 from rag_eval._scoring.engine.layout import BEIR_QRELS, TREC_QRELS, TREC_RUN, Layout
 from rag_eval._scoring.engine.line_reader import read_lines
 from rag_eval._scoring.engine.pairs import check_unique_pairs
+from rag_eval._scoring.engine.ranks import RunRanker
 from rag_eval._scoring.engine.tables import check_values
 
 
@@ -80,6 +82,10 @@ def read_table(path: str | Path, layout: Layout) -> FlatTable:
         return table
     try:
         check_values(table, layout.what)
+        if layout.what == "run":
+            # A run out of order is sorted for ranking (engine.ranks) on a second thread from now on,
+            # while its pairs are checked and joined; prepare() takes the ranker from the cache.
+            table._cache["ranker"] = RunRanker(table, background=True)
         check_unique_pairs(table, layout.what)
     except InputFormatError as error:
         read_lines(path, layout)  # names the line
