@@ -80,9 +80,12 @@ def test_chunking_time_grows_about_linearly_with_the_length_of_one_line(name):
     seconds = []
     for size in (500_000, 4_000_000):
         text = one_line(size)
-        started = time.perf_counter()
-        chunker.chunk({"d": text})
-        seconds.append(time.perf_counter() - started)
+        best = float("inf")
+        for _ in range(2):  # the better of two: the machine is shared
+            started = time.perf_counter()
+            chunker.chunk({"d": text})
+            best = min(best, time.perf_counter() - started)
+        seconds.append(best)
     assert seconds[1] < 20 * seconds[0] + 1.0, seconds
 
 

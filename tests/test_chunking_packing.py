@@ -10,6 +10,7 @@ covered, no chunk over ``size`` as the tokenizer counts the chunk's own text, ov
 from __future__ import annotations
 
 import itertools
+import json
 import random
 import re
 
@@ -217,6 +218,27 @@ def test_every_loadable_model_tokenizer_reads_word_by_word_or_is_checked():
     from rag_eval._models.files import bundled_minilm_path
 
     assert word_local(bundled_minilm_path() / "tokenizer.json")
+
+
+@pytest.mark.parametrize(
+    ("normalizer", "pre_tokenizer", "local"),
+    [
+        ({"type": "BertNormalizer"}, {"type": "BertPreTokenizer"}, True),
+        (None, {"type": "Sequence", "pretokenizers": [{"type": "WhitespaceSplit"}, {"type": "Digits"}]}, True),
+        ({"type": "Sequence", "normalizers": [{"type": "NFD"}, {"type": "Lowercase"}]}, {"type": "Whitespace"}, True),
+        (None, {"type": "Punctuation"}, False),  # words would run across spaces: no cut at whitespace
+        (None, {"type": "ByteLevel", "add_prefix_space": False}, False),  # the space belongs to the next word
+        (None, {"type": "Metaspace", "replacement": "▁"}, False),
+        ({"type": "Replace", "pattern": {"String": "  "}, "content": " "}, {"type": "Whitespace"}, False),
+        (None, None, False),
+    ],
+)
+def test_which_tokenizers_read_one_word_at_a_time(tmp_path, normalizer, pre_tokenizer, local):
+    from rag_eval._models.chunking.measure import word_local
+
+    path = tmp_path / "tokenizer.json"
+    path.write_text(json.dumps({"normalizer": normalizer, "pre_tokenizer": pre_tokenizer}), encoding="utf-8")
+    assert word_local(path) is local
 
 
 def test_model_tokens_in_pieces_are_the_tokens_of_the_whole_text(minilm):

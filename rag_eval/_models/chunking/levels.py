@@ -110,7 +110,8 @@ class Sentences(Level):
     def __init__(self, text: str) -> None:
         self._text = text
         self._blocks: dict[int, list[int]] = {}
-        self._last: tuple[int, int] = (-1, -1)  # (i, after(i))
+        # the last answer of after(): (i, boundary), or (i, hi) with found False: no boundary in (i, hi)
+        self._last: tuple[int, int, bool] = (-1, -1, False)
 
     def _block(self, k: int) -> list[int]:
         found = self._blocks.get(k)
@@ -119,22 +120,19 @@ class Sentences(Level):
         return found
 
     def after(self, text: str, i: int, lo: int, hi: int) -> int:
-        asked, answer = self._last
-        if asked <= i < answer:
-            return min(answer, hi)  # no end between: the same answer
+        asked, answer, found = self._last
+        if asked <= i < answer and (found or hi <= answer):
+            return min(answer, hi)  # nothing between: the same answer
         k = i // self.BLOCK
-        answer = len(text)
         while k * self.BLOCK < hi:
             ends = self._block(k)
             j = bisect.bisect_right(ends, i)
             if j < len(ends):
-                answer = ends[j]
-                break
+                self._last = (i, ends[j], True)
+                return min(ends[j], hi)
             k += 1
-        if k * self.BLOCK >= hi:
-            answer = max(hi, i + 1)  # none before hi: remembered only as far as it was looked
-        self._last = (i, answer)
-        return min(answer, hi)
+        self._last = (i, hi, False)
+        return hi
 
     def before(self, text: str, i: int, lo: int, hi: int) -> int:
         if i >= hi:

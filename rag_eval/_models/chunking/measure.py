@@ -41,11 +41,11 @@ _LEADING_SPACE = re.compile(r"\s*")
 _LAST_NON_SPACE = re.compile(r".*\S", re.DOTALL)
 
 # Normalizers and pre-tokenizers that read one word at a time: a text cut between two words of
-# theirs is tokenized as the words on each side were in the whole text.
+# theirs is tokenized as the words on each side were in the whole text. One of the pre-tokenizers
+# must split at whitespace (the text is tokenized in pieces cut after whitespace).
 _LOCAL_NORMALIZERS = frozenset({"BertNormalizer", "Lowercase", "NFC", "NFD", "NFKC", "NFKD", "StripAccents", "Strip"})
-_LOCAL_PRE_TOKENIZERS = frozenset(
-    {"BertPreTokenizer", "Whitespace", "WhitespaceSplit", "Punctuation", "Digits", "UnicodeScripts", "CharDelimiterSplit"}
-)
+_WHITESPACE_PRE_TOKENIZERS = frozenset({"BertPreTokenizer", "Whitespace", "WhitespaceSplit"})
+_LOCAL_PRE_TOKENIZERS = _WHITESPACE_PRE_TOKENIZERS | {"Punctuation", "Digits", "UnicodeScripts"}
 
 
 #: Characters of a piece of text tokenized in one batch (:class:`ModelTokens`).
@@ -270,9 +270,21 @@ def word_local(path: Path) -> bool:
         config = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return False
-    return _all_of(config.get("normalizer"), _LOCAL_NORMALIZERS, "normalizers") and _all_of(
-        config.get("pre_tokenizer"), _LOCAL_PRE_TOKENIZERS, "pretokenizers"
+    pre_tokenizer = config.get("pre_tokenizer")
+    return (
+        _all_of(config.get("normalizer"), _LOCAL_NORMALIZERS, "normalizers")
+        and _all_of(pre_tokenizer, _LOCAL_PRE_TOKENIZERS, "pretokenizers")
+        and _types(pre_tokenizer, "pretokenizers") & _WHITESPACE_PRE_TOKENIZERS != set()
     )
+
+
+def _types(step: Any, nested: str) -> set[str]:
+    """The types of a normalizer or pre-tokenizer and, for a Sequence, of its steps."""
+    if not isinstance(step, dict):
+        return set()
+    if step.get("type") == "Sequence":
+        return set().union(*(_types(inner, nested) for inner in step.get(nested, [])))
+    return {str(step.get("type"))}
 
 
 def _all_of(step: Any, allowed: frozenset[str], nested: str) -> bool:

@@ -8,8 +8,8 @@ chunk's start, for each chunk:
    tried in turn: a level fits when its first section (the text up to its first boundary)
    fits in ``size``; the highest level that fits before the first one that does not is taken.
    When none fits, the fallback levels are tried the same way: code points, grapheme
-   clusters, words, sentences. The first level that did not fit bounds the chunk: it never
-   crosses the end of that level's first section (a chunk of sentences stays in its line);
+   clusters, words, sentences. The chunk never crosses the end of the first section of the
+   level that did not fit, as that end is past what fits (a chunk of sentences stays in its line);
 2. **end**: the last boundary of that level at which the chunk still fits (at least one section);
 3. **overlap**: the next chunk starts at the earliest boundary of that level, after this chunk's
    start, from which the rest of this chunk holds at most ``overlap`` (the chunk's end if none).
@@ -61,8 +61,8 @@ def pack(
     reported = lo
     while cursor < hi:
         limit = measure.fit_end(cursor, hi)
-        level, bound = _level(text, cursor, hi, limit, structural, fallback)
-        end = level.before(text, min(limit, bound), cursor, hi)
+        level = _level(text, cursor, hi, limit, structural, fallback)
+        end = level.before(text, limit, cursor, hi)
         if end <= cursor:
             end = level.after(text, cursor, cursor, hi)  # one section, even if it does not fit
         start, stop = _trimmed(text, cursor, end)
@@ -81,31 +81,27 @@ def pack(
     return spans
 
 
-def _level(
-    text: str, cursor: int, hi: int, limit: int, structural: Sequence[Level], fallback: Sequence[Level]
-) -> tuple[Level, int]:
-    """The level to cut the next chunk at, and the offset its chunk may not cross (see the module's doc, step 1)."""
+def _level(text: str, cursor: int, hi: int, limit: int, structural: Sequence[Level], fallback: Sequence[Level]) -> Level:
+    """The level to cut the next chunk at (see the module's doc, step 1).
+
+    A level fits when its first boundary is at most ``limit``; each level is asked only up to
+    ``limit + 1``, so a long word or sentence is never read past the chunk's reach. (The first
+    section of the level that did not fit ends past ``limit``: the chunk, which ends at or before
+    ``limit``, never crosses it.)
+    """
+    reach = min(hi, limit + 1)
     chosen: Level | None = None
-    bound = hi
     for level in structural:
-        first = level.after(text, cursor, cursor, hi)
-        if first > limit:
-            bound = first
+        if level.after(text, cursor, cursor, reach) > limit:
             break
         chosen = level
-    if chosen is None:
-        for level in fallback:
-            first = level.after(text, cursor, cursor, hi)
-            if first > limit:
-                bound = min(bound, first)
-                break
-            chosen = level
-    if chosen is None:
-        return fallback[0], hi  # one code point is over size: it is a chunk alone
-    if bound < limit:
-        # the chunk may take every section of its level that starts at or before the bound
-        bound = chosen.after(text, bound, cursor, hi)
-    return chosen, bound
+    if chosen is not None:
+        return chosen
+    for level in fallback:
+        if level.after(text, cursor, cursor, reach) > limit:
+            break
+        chosen = level
+    return fallback[0] if chosen is None else chosen  # code points: one alone is over size, it is a chunk alone
 
 
 def _trimmed(text: str, start: int, end: int) -> tuple[int, int]:
@@ -125,9 +121,9 @@ def _next_start(text: str, cursor: int, end: int, hi: int, level: Level, measure
     earliest = max(measure.overlap_start(end, cursor), cursor + 1)
     if earliest >= end:
         return end
-    # the first boundary of the level at or after `earliest`
-    before = level.before(text, earliest, cursor, hi)
-    start = before if before == earliest else level.after(text, before, cursor, hi)
+    # the first boundary of the level at or after `earliest` (read no further than the chunk's end)
+    before = level.before(text, earliest, cursor, end)
+    start = before if before == earliest else level.after(text, before, cursor, end)
     return start if cursor < start < end else end
 
 

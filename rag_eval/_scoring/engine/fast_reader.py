@@ -147,13 +147,11 @@ def _parse_file(source: _Source, start: int, layout: Layout) -> tuple:
             raise
 
     chunks = _map_chunks(parse, tasks)
-    rows = None
+    kept = [slice(lo, lo + c.rows) for c, (_, _, _, lo, _) in zip(chunks, tasks)]
     if any(c.rows < hi - lo for c, (_, _, _, lo, hi) in zip(chunks, tasks)):
         # Blank lines: each chunk filled the start of its rows; the rest go.
-        kept = [slice(lo, lo + c.rows) for c, (_, _, _, lo, _) in zip(chunks, tasks)]
         values, hashes = (np.concatenate([column[k] for k in kept]) for column in (values, hashes))
-        rows = kept
-    return chunks, values, hashes, doc_words.ids(rows)
+    return chunks, values, hashes, doc_words.ids(kept)
 
 
 class _DocWords:
@@ -168,9 +166,9 @@ class _DocWords:
 
     def __init__(self, chunks: int, rows: int, size: int) -> None:
         self.words = np.empty(size // 8 + rows + 1, dtype=np.uint64)
-        self.starts = np.empty(rows + 1, dtype=np.int64)  # each row's first word
+        self.starts = np.empty(rows + 1, dtype=np.int64)  # each row's first word (written for wide chunks)
         self.counts: list[int | None] = [None] * chunks
-        self.wide = False  # some id takes more than one word
+        self.wide = [False] * chunks  # some id of the chunk takes more than one word
         self.failed = False
         self.condition = threading.Condition()
 
@@ -188,21 +186,26 @@ class _DocWords:
                 if self.failed:
                     raise Irregular  # another chunk failed: the file goes to the line reader anyway
                 self.condition.wait()
-            return sum(self.counts[:index])  # type: ignore[arg-type]
+            return sum(c or 0 for c in self.counts[:index])
 
     def fail(self) -> None:
         with self.condition:
             self.failed = True
             self.condition.notify_all()
 
-    def ids(self, rows: list[slice] | None) -> PackedIds:
-        """The file's doc ids; ``rows``: the rows of each chunk kept (blank lines dropped), None: all."""
-        total = sum(c or 0 for c in self.counts)
+    def ids(self, rows: list[slice]) -> PackedIds:
+        """The file's doc ids; ``rows``: each chunk's rows (the lines that are not blank)."""
+        counts = [c or 0 for c in self.counts]
+        total = sum(counts)
         words = self.words[:total]
-        if not self.wide:  # one word per row: no starts needed
+        if not any(self.wide):  # one word per row: no starts needed
             return PackedIds(words)
-        starts = self.starts if rows is None else np.concatenate([self.starts[k] for k in rows] + [self.starts[-1:]])
-        starts[-1] = total
+        at = 0
+        for wide, count, kept in zip(self.wide, counts, rows):
+            if not wide:  # a chunk of one-word ids: its rows' words follow each other
+                self.starts[kept] = np.arange(at, at + count)
+            at += count
+        starts = np.concatenate([self.starts[k] for k in rows] + [np.array([total])])
         return PackedIds(words, starts)
 
 
@@ -222,13 +225,10 @@ class _ChunkWords:
         at = self.shared.place(self.index, total)
         out = self.shared.words[at : at + total]
         ids = PackedIds.from_text(u64, start, length, out=out)
-        rows = self.shared.starts[self.row : self.row + length.size]
         if wide:
-            self.shared.wide = True
+            self.shared.wide[self.index] = True
             assert ids.starts is not None
-            np.add(ids.starts[:-1], at, out=rows)
-        else:
-            np.add(np.arange(length.size), at, out=rows)
+            np.add(ids.starts[:-1], at, out=self.shared.starts[self.row : self.row + length.size])
         return ids
 
 
@@ -391,11 +391,7 @@ def _parse_text(
     not blank (all of them, unless some are).
     """
     text = base[_FRONT : _FRONT + length]
-    blank = text <= 32
-    tokens = None
-    if not (blank[0] or bool((blank[1:] & blank[:-1]).any())):  # no blanks before a line, none in a row
-        tokens = _single_separators(text, blank, layout)
-    del blank
+    tokens = _single_separators(text, layout)
     if tokens is None:
         tokens = _any_blanks(base, length, layout)
     first, stop = tokens  # where each line's query id, doc id and value start and end, offsets into base
@@ -422,20 +418,21 @@ def _parse_text(
     return _Chunk(starts, group_codes, queries, query_hashes, n)
 
 
-def _single_separators(text: np.ndarray, blank: np.ndarray, layout: Layout) -> tuple[list, list] | None:
+def _single_separators(text: np.ndarray, layout: Layout) -> tuple[list, list] | None:
     """(starts, ends) of the query id, doc id and value of every line in the usual layout, else None.
 
     The usual layout: one blank (space, tab, \\v or \\f) between fields, none before the first, a
     newline right after the last (no blank line, no field after a run's tag). Then the blanks alone,
-    in order, are every field's end: the checks look at them only. ``blank``: text <= 32, in which
-    no two blanks follow each other and the first byte is not one. Offsets are into the chunk's
+    in order, are every field's end: the checks look at them only. Offsets are into the chunk's
     buffer (``base``); columns: query id, doc id, value.
     """
     ncols = len(layout.columns)
-    seps = np.flatnonzero(blank)
+    seps = np.flatnonzero(text <= 32)
     n = seps.size // ncols
-    if n == 0 or seps.size != n * ncols:
-        return None  # another number of fields
+    if n == 0 or seps.size != n * ncols or seps[0] == 0:
+        return None  # another number of fields, or blanks before the first
+    if bool((seps[1:] - seps[:-1] == 1).any()):
+        return None  # two blanks in a row, or a blank line
     fields = seps.reshape(n, ncols)
     if not bool((text[fields[:, -1]] == 10).all()):
         return None  # a line with another number of fields (or fields after the tag)
