@@ -31,6 +31,8 @@ import pytest
 
 #: The name the server answers to (``--model_alias``), sent as ``model``.
 MODEL_NAME = "smollm2-135m-instruct"
+# How often serve_forever looks for a shutdown: its default, 0.5 s, was the time of most tests here.
+SHUTDOWN_POLL_S = 0.01
 
 Respond = Callable[[dict[str, Any], int], tuple[int, bytes]]
 
@@ -71,7 +73,7 @@ class Endpoint:
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread = threading.Thread(target=self.server.serve_forever, args=(SHUTDOWN_POLL_S,), daemon=True)
         self.thread.start()
 
     @property

@@ -371,7 +371,7 @@ def test_a_server_answering_garbage_exits_2(ocean, tmp_path, capsys):
             pass
 
     server = HTTPServer(("127.0.0.1", 0), Garbage)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, args=(0.01,), daemon=True)
     thread.start()
     try:
         url = f"http://127.0.0.1:{server.server_address[1]}"

@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -132,32 +133,60 @@ def test_a_symlinked_output_folder_stays_a_link(tmp_path):
 # ---- kill -9 at every step -----------------------------------------------------------------------------------
 
 
-def _killer(at: int):
-    count = [0]
+# The killed writes run in children forked from a small process that has imported only rag_eval's
+# output modules: forking pytest's own process, which by then holds torch and models, cost 0.1-0.3 s
+# a child on 2 cores (these two tests were 20 s of the suite). One JSON line in, one exit status out.
+_FORKER = textwrap.dedent(
+    """
+    import json, os, signal, sys
+    from pathlib import Path
+    from rag_eval._core import folder_renames, output_swap
+    from rag_eval._core.output_folder import replace_output_set
 
-    def step(name: str) -> None:
-        count[0] += 1
-        if count[0] == at:
-            os.kill(os.getpid(), signal.SIGKILL)
+    def write_killed_at(folder, files, at, exchange):
+        count = [0]
+        def step(name):
+            count[0] += 1
+            if count[0] == at:
+                os.kill(os.getpid(), signal.SIGKILL)
+        # fsync matters for a power cut, not for a killed process (the page cache outlives it).
+        os.fsync = lambda fd: None
+        output_swap._checkpoint = step
+        if not exchange:
+            folder_renames.renameat2 = lambda: None
+        replace_output_set(Path(folder), files)
 
-    return step
+    for line in sys.stdin:
+        job = json.loads(line)
+        pid = os.fork()
+        if pid == 0:  # the child: never returns into the loop
+            code = 0
+            try:
+                files = {name: bytes.fromhex(data) for name, data in job["files"].items()}
+                write_killed_at(job["folder"], files, job["at"], job["exchange"])
+            except BaseException:
+                code = 3
+            os._exit(code)
+        print(os.waitpid(pid, 0)[1], flush=True)
+    """
+)
 
 
-def _write_killed(folder: Path, files: dict[str, bytes], at: int, exchange: bool) -> int:
-    """Run one write in a child process SIGKILLed after its ``at``-th change on disk; the child's status."""
-    pid = os.fork()
-    if pid == 0:  # the child: never returns into pytest
-        code = 0
-        try:
-            output_swap._checkpoint = _killer(at)
-            if not exchange:
-                folder_renames.renameat2 = lambda: None
-            replace_output_set(folder, files)
-        except BaseException:  # noqa: BLE001 - whatever happens, the child must not return into pytest
-            code = 3
-        os._exit(code)
-    _, status = os.waitpid(pid, 0)
-    return status
+@pytest.fixture(scope="module")
+def write_killed() -> Iterator[Callable[[Path, dict[str, bytes], int, bool], int]]:
+    """Run one write in a child process SIGKILLed after its ``at``-th change on disk; the child's wait status."""
+    forker = subprocess.Popen([sys.executable, "-c", _FORKER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert forker.stdin is not None and forker.stdout is not None
+
+    def write(folder: Path, files: dict[str, bytes], at: int, exchange: bool) -> int:
+        job = {"folder": str(folder), "files": {name: data.hex() for name, data in files.items()}, "at": at, "exchange": exchange}
+        forker.stdin.write(json.dumps(job) + "\n")
+        forker.stdin.flush()
+        return int(forker.stdout.readline())
+
+    yield write
+    forker.stdin.close()
+    assert forker.wait(timeout=30) == 0
 
 
 def _steps(folder: Path, files: dict[str, bytes], monkeypatch, exchange: bool) -> list[str]:
@@ -193,7 +222,7 @@ NESTED_AFTER = {"manifest staged", "exchanged", "old one.json removed", "old set
 
 
 @pytest.mark.parametrize("exchange", [True, False], ids=["renameat2-exchange", "two-renames"])
-def test_a_kill_at_any_step_leaves_the_old_or_the_new_set(tmp_path, monkeypatch, exchange):
+def test_a_kill_at_any_step_leaves_the_old_or_the_new_set(tmp_path, monkeypatch, exchange, write_killed):
     if exchange and folder_renames.renameat2() is None:
         pytest.skip("renameat2 is not available here")
     # fsync matters for a power cut, not for a killed process (the page cache outlives it): skipped for speed.
@@ -210,7 +239,7 @@ def test_a_kill_at_any_step_leaves_the_old_or_the_new_set(tmp_path, monkeypatch,
     outcomes = set()
     for at, step in enumerate(steps, start=1):
         folder = fresh(f"kill-{at}")
-        status = _write_killed(folder, NEW, at, exchange)
+        status = write_killed(folder, NEW, at, exchange)
         assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL, (step, status)
         _assert_old_or_new(folder, exchange)
         outcomes.add("new" if folder.exists() and snapshot(folder) == expected(NEW) else "old")
@@ -219,8 +248,8 @@ def test_a_kill_at_any_step_leaves_the_old_or_the_new_set(tmp_path, monkeypatch,
             later_steps = _steps(_copy(folder, tmp_path / f"count-{at}"), LATER, monkeypatch, exchange)
             for again, later_step in enumerate(later_steps, start=1):
                 copy = _copy(folder, tmp_path / f"kill-{at}-{again}")
-                status = _write_killed(copy, LATER, again, exchange)
-                assert os.WIFSIGNALED(status), (step, later_step, status)
+                status = write_killed(copy, LATER, again, exchange)
+                assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL, (step, later_step, status)
                 if copy.exists():
                     assert snapshot(copy) in (expected(OLD), expected(NEW), expected(LATER)), (step, later_step)
                 replace_output_set(copy, LATER)
@@ -233,14 +262,14 @@ def test_a_kill_at_any_step_leaves_the_old_or_the_new_set(tmp_path, monkeypatch,
         {"exchanged"} if exchange else {"old set moved aside"}))
 
 
-def test_a_kill_at_any_step_of_a_first_write_leaves_no_folder_or_the_whole_set(tmp_path, monkeypatch):
+def test_a_kill_at_any_step_of_a_first_write_leaves_no_folder_or_the_whole_set(tmp_path, monkeypatch, write_killed):
     monkeypatch.setattr(os, "fsync", lambda fd: None)
     steps = _steps(tmp_path / "count" / "out", NEW, monkeypatch, exchange=True)
     assert steps[-1] == "new set in place"
     for at, step in enumerate(steps, start=1):
         folder = tmp_path / f"kill-{at}" / "out"
-        status = _write_killed(folder, NEW, at, exchange=True)
-        assert os.WIFSIGNALED(status), step
+        status = write_killed(folder, NEW, at, exchange=True)
+        assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL, step
         assert not folder.exists() if at < len(steps) else sorted(os.listdir(folder)) == [MANIFEST, *sorted(NEW)]
         replace_output_set(folder, LATER)
         assert sorted(os.listdir(folder)) == [MANIFEST, *sorted(LATER)] and siblings(folder) == ["out"], step

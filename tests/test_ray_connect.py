@@ -61,7 +61,7 @@ def web_server() -> Iterator[int]:
     """A server that answers like a web server (not gRPC) on every interface; its port."""
     server = socketserver.ThreadingTCPServer(("0.0.0.0", 0), _NotRay)
     server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, args=(0.01,), daemon=True)
     thread.start()
     yield server.server_address[1]
     server.shutdown()
