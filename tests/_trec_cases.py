@@ -16,7 +16,12 @@ from hypothesis import strategies as st
 ID_CHARACTERS = st.characters(codec="utf-8", exclude_categories=("Cc", "Cs", "Zs", "Zl", "Zp")).filter(
     lambda c: not c.isspace()
 )
-IDS = st.one_of(st.text(ID_CHARACTERS, min_size=1, max_size=12), st.sampled_from(["d1", "d10", "d9", "D3", "a"]))
+# Not starting with U+FEFF: written first in a file, it reads as the file's byte-order mark, which every
+# reader drops (docs/semantics.md, "Ids"); anywhere else in an id it is kept.
+IDS = st.one_of(
+    st.text(ID_CHARACTERS, min_size=1, max_size=12).filter(lambda text: not text.startswith("\ufeff")),
+    st.sampled_from(["d1", "d10", "d9", "D3", "a"]),
+)
 # Few distinct values so that ties are frequent; -0.0 ties with 0.0. Scores that float32 holds exactly:
 # trec_eval keeps a score in a C float (docs/semantics.md, "Equal to trec_eval", point 6).
 TIED_SCORES = st.sampled_from([2.0, 1.5, 1.0, 0.5, 0.0, -0.0, -1.0])

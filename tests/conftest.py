@@ -17,6 +17,13 @@ REPO = Path(__file__).resolve().parents[1]
 # becomes an importable namespace package named `datasets`: sentence-transformers then imports it as Hugging
 # Face's datasets, and lancedb, seeing it loaded, fails on it. Tests import nothing from the repository's root.
 sys.path[:] = [entry for entry in sys.path if entry not in ("", ".") and Path(entry or ".").resolve() != REPO]
+# Bytecode is written even where PYTHONDONTWRITEBYTECODE is set (container images set it): without it
+# each of the suite's ~100 `python -m rag_eval` children compiles rag_eval again, and pytest rewrites
+# every test module on every run; together about 30 s of a 5-minute serial run on 2 cores. The .pyc
+# files go to the usual __pycache__ folders beside the sources (ignored by git); installed packages
+# already have theirs.
+sys.dont_write_bytecode = False
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 SHARED_DATASETS = Path(os.environ.get("RAG_EVAL_SHARED_DATASETS", REPO.parent / "shared" / "datasets"))
 
 
@@ -77,8 +84,14 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Tests on the shared Ray cluster run last (in their order), whichever files are selected.
 
     Once started, the cluster runs until the session ends; several other tests check that a run
-    refused by its config never started Ray, which they can only see while Ray is not running.
+    refused by its config never started Ray, which they can only see while Ray is not running
+    (they carry the ``ray_state`` mark). Under pytest-xdist (``-n``, with ``--dist loadgroup`` from
+    pyproject.toml) all of these go to one worker as the group "ray", in this order: a second
+    cluster on 2 cores would only slow both, and the other worker never sees Ray.
     """
+    for item in items:
+        if "ray_cluster" in getattr(item, "fixturenames", ()) or item.get_closest_marker("ray_state"):
+            item.add_marker(pytest.mark.xdist_group("ray"))
     items.sort(key=lambda item: "ray_cluster" in getattr(item, "fixturenames", ()))
 
 

@@ -75,6 +75,7 @@ def test_a_flat_index_costs_nothing_and_a_sample_is_measured_on_its_queries_only
     assert (cost["queries"], cost["overlap_mean"], cost["metric_difference"]) == (4, 1.0, 0.0)
 
 
+@pytest.mark.ray_state
 def test_an_approximate_index_with_ray_execution_is_refused_before_ray_starts(tmp_path: Path) -> None:
     pytest.importorskip("ray", reason="Ray is not installed")
     import ray

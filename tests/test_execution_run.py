@@ -108,6 +108,7 @@ def test_ray_execution_gives_the_rankings_and_numbers_of_local_execution(
     assert local.description["passages"] > 30 and "ray" in sys.modules
 
 
+@pytest.mark.ray_state
 def test_ray_execution_needs_the_store(tmp_path: Path) -> None:
     model = _models.tiny_bi_encoder()
     config = _config(tmp_path, model, "{engine: ray, address: local, actors: 1}", ", use_cache: false")

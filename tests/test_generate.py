@@ -36,6 +36,9 @@ from rag_eval._report.origins import origin_lines
 from rag_eval._run.execute import execute
 from rag_eval.cli import main
 
+# One llama.cpp server for the module: under -n its tests stay on one worker.
+pytestmark = pytest.mark.xdist_group("llm-server-generate")
+
 #: The fixture that starts the real llama.cpp server, shared with tests/test_judges.py.
 llama = llm_server.llama
 REPO = Path(__file__).resolve().parents[1]

@@ -20,12 +20,13 @@ import threading
 import time
 import urllib.parse
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from llm_server import QuietHTTPServer
 
 from rag_eval._core.errors import RetrieverError
 from rag_eval._retrievers import registry
@@ -189,9 +190,9 @@ def server() -> Iterator[tuple[str, State]]:
     """A real HTTP server on 127.0.0.1 (a free port), in a thread of this process."""
     state = State()
     handler = type("BoundHandler", (Handler,), {"state": state})
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    httpd = QuietHTTPServer(("127.0.0.1", 0), handler)
     httpd.daemon_threads = True
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread = threading.Thread(target=httpd.serve_forever, args=(0.01,), daemon=True)
     thread.start()
     try:
         yield f"http://127.0.0.1:{httpd.server_address[1]}", state

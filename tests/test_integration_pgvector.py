@@ -25,6 +25,8 @@ import yaml
 pytest.importorskip("psycopg", reason="adapter pgvector needs psycopg (pip install 'rag-eval-trec[pgvector]')")
 pytest.importorskip("pgvector", reason="adapter pgvector needs pgvector (pip install 'rag-eval-trec[pgvector]')")
 pytest.importorskip("pgserver", reason="the embedded server needs pgserver (pip install 'rag-eval-trec[pgvector]')")
+# One embedded server for the module: under -n its tests stay on one worker.
+pytestmark = pytest.mark.xdist_group("pgvector")
 
 import psutil  # noqa: E402  (pgserver's dependency)
 import psycopg  # noqa: E402

@@ -31,6 +31,9 @@ from rag_eval._models.judges.cross_encoder import CrossEncoderJudge, grade_for
 from rag_eval._models.judges.llm import LlmJudge
 from rag_eval.cli import main
 
+# One llama.cpp server for the module: under -n its tests stay on one worker.
+pytestmark = pytest.mark.xdist_group("llm-server-judges")
+
 REPO = Path(__file__).resolve().parents[1]
 OCEAN = REPO / "datasets" / "ocean_facts.yaml"
 MODEL_NAME = llm_server.MODEL_NAME

@@ -24,6 +24,8 @@ import pytest
 import yaml
 
 pytest.importorskip("ray", reason="Ray is not installed (pip install rag-eval-trec[ray])")
+# Each test starts Ray, or a run that would start it: beside the shared cluster's tests, never in parallel with them.
+pytestmark = pytest.mark.ray_state
 
 from rag_eval._execution.ray_cluster import probe  # noqa: E402
 

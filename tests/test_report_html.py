@@ -29,6 +29,9 @@ from rag_eval._report.format import one_line, shorten
 from rag_eval._run.plan import REPORT_HTML, plan_run
 from rag_eval.cli import main
 
+# One browser and the runs it shows, for the module: under -n its tests stay on one worker.
+pytestmark = pytest.mark.xdist_group("browser")
+
 # ---- the passage run -----------------------------------------------------------------------------------
 
 HAND = {  # qid: (text, tags, judgements)
