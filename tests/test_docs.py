@@ -327,9 +327,10 @@ def test_readme_commands_name_files_that_exist():
     bash = [body for language, body in blocks(README) if language == "bash"]
     assert bash == [
         "bash scripts/setup.sh && .venv/bin/rag-eval run configs/ocean_facts.yaml\n",
-        ".venv/bin/python -m pytest\n",
+        ".venv/bin/python -m pytest -n auto\n",
     ]
     assert (REPO / "scripts" / "setup.sh").is_file() and (REPO / "configs" / "ocean_facts.yaml").is_file()
+    assert "\n.venv/bin/python -m pytest -n auto ||" in (REPO / ".ci" / "run").read_text()  # CI runs that command
 
 
 def test_readme_example_run_writes_the_files_it_names(tmp_path, capsys):
