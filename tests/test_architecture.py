@@ -37,7 +37,7 @@ LAZY_ALLOWED = frozenset(
     {
         "torch", "transformers", "sentence_transformers", "tokenizers", "huggingface_hub", "safetensors",
         "onnx", "onnxruntime", "openvino", "faiss", "ray", "pyarrow", "scipy", "pandas",
-        "bm25s", "Stemmer", "semantic_text_splitter", "markdown_it", "tqdm", "fcntl", "msvcrt",
+        "bm25s", "Stemmer", "markdown_it", "tqdm", "fcntl", "msvcrt",
         # database clients and frameworks of the integrations (optional extras)
         "psycopg", "pgvector", "pgserver", "qdrant_client", "chromadb", "lancedb", "langchain_core",
         "llama_index", "haystack",
