@@ -300,3 +300,69 @@ def test_a_pair_outside_the_configs_dataset_is_refused(tmp_path, capsys):
         _calibrate(capsys, human, model, tmp_path / "config.yaml")
     assert str(caught.value) == (f"{human}: query 'q2': passage '東京' is not in the corpus of {tmp_path / 'config.yaml'}; "
                                  "calibrate sheets pooled from this config's dataset")
+
+
+# ---- a dataset of documents: spans graded as a merge would grade them -------------------------------
+
+DOC_SET = """\
+documents:
+  - {id: d1, text: "The answer is forty two. Nothing else here."}
+  - {id: d2, text: "Another text about forty two, as a model saw it."}
+  - {id: d3, text: "Unrelated words."}
+queries:
+  - id: q1
+    text: what is the answer
+    evidence:
+      - {doc: d1, start: 0, end: 24, grade: 2}
+"""
+DOC_CONFIG = """\
+dataset: {path: qs.yaml}
+retrievers:
+  - {label: w1, adapter: static, params: {rankings: {q1: [d1, d2]}}}
+  - {label: w2, adapter: static, params: {rankings: {q1: [d1, d3]}}}
+  - {label: w3, adapter: static, params: {rankings: {q1: [d3, d2]}}}
+top_k: 2
+metrics: [doc_precision@2]
+output: out
+"""
+
+
+def test_documents_are_ranked_with_the_spans_graded_as_a_merge_would_grade_them(tmp_path, capsys):
+    # Two spans, each graded by a person and by the model: d2 [0, 28) "Another text about forty two" and
+    # d3 [0, 9) "Unrelated".
+    rows = [("d2", 0, 28, "Another text about forty two", 1, 0), ("d3", 0, 9, "Unrelated", 0, 2)]
+    human, model = tmp_path / "people.csv", tmp_path / "model.csv"
+    human.write_text(HEADER + "".join(f"q1,what is the answer,{d},{s},{e},{t},{h},human,ana,,,\r\n"
+                                      for d, s, e, t, h, _ in rows), encoding="utf-8")
+    model.write_text(HEADER + "".join(f"q1,what is the answer,{d},{s},{e},{t},{m},llm:judge-7b,,,,\r\n"
+                                      for d, s, e, t, _, m in rows), encoding="utf-8")
+    (tmp_path / "qs.yaml").write_text(DOC_SET, encoding="utf-8")
+    (tmp_path / "config.yaml").write_text(DOC_CONFIG, encoding="utf-8")
+    code, lines = _calibrate(capsys, human, model, tmp_path / "config.yaml")
+    assert code == 0
+    # A span graded > 0 is evidence (its document graded by it); a span graded 0 grades its document 0
+    # where nothing else does (rag-eval judgements merge). People: d1 2, d2 1, d3 0. The model: d1 2, d2 0, d3 2.
+    #   doc_precision@2, people: w1 [d1 ✓ d2 ✓] 1, w2 [d1 ✓ d3 ✗] 0.5, w3 [d3 ✗ d2 ✓] 0.5
+    #   the model's:             w1 [d1 ✓ d2 ✗] 0.5, w2 [d1 ✓ d3 ✓] 1, w3 [d3 ✓ d2 ✗] 0.5
+    # tau-b: (w1, w2) discordant, (w1, w3) tied for the model, (w2, w3) tied for people: -1 / sqrt(2 * 2) = -0.5.
+    assert lines[-4:] == [
+        "  variants ranked by doc_precision@2: Kendall's tau-b -0.5000 over 3 variants; best under the people's "
+        "grades w1, under the model's w2 (NOT the same)",
+        "    w1: 1.0000 (people) 0.5000 (model)",
+        "    w2: 0.5000 (people) 1.0000 (model)",
+        "    w3: 0.5000 (people) 0.5000 (model)",
+    ]
+
+
+def test_a_span_outside_its_document_is_refused_naming_the_sheet(tmp_path, capsys):
+    row = "q1,what is the answer,d3,0,99,Unrelated,{g},{s},,,,\r\n"
+    human, model = tmp_path / "people.csv", tmp_path / "model.csv"
+    human.write_text(HEADER + row.format(g=1, s="human"), encoding="utf-8")
+    model.write_text(HEADER + row.format(g=2, s="llm:judge-7b"), encoding="utf-8")
+    (tmp_path / "qs.yaml").write_text(DOC_SET, encoding="utf-8")
+    (tmp_path / "config.yaml").write_text(DOC_CONFIG, encoding="utf-8")
+    with pytest.raises(InputFormatError) as caught:
+        _calibrate(capsys, human, model, tmp_path / "config.yaml")
+    assert str(caught.value) == (f"{human}: document 'd3': end 99 is past the end of the document (16 characters); "
+                                 "calibrate sheets pooled from this config's dataset")
+    assert capsys.readouterr().out == ""  # nothing said before the refusal

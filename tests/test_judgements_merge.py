@@ -18,7 +18,7 @@ from pool_fixtures import DOCUMENT_SET, GS, PASSAGES, document_folder, passage_f
 from rag_eval._core.errors import DatasetError
 from rag_eval._data.config.schema import load_config
 from rag_eval._data.datasets.query_set import load_yaml_query_set
-from rag_eval._data.judging import merge_file
+from rag_eval._data.judging import merge, merge_file
 from rag_eval._data.judging.sheet import SheetRow, read_sheet, write_sheet
 from rag_eval._run.execute import execute
 
@@ -129,13 +129,29 @@ def test_pool_merge_rerun_on_passages(tmp_path, capsys):
     assert query_set.read_bytes() == before
 
 
+def merged_in_memory(query_set, sheet_path, resolve=None):
+    """What `judgements merge` will write, as calibrate scores it (merge.grades_after): before the file changes."""
+    before = load_yaml_query_set(query_set)
+    lines, _ = merge.graded_lines(sheet_path, read_sheet(sheet_path))
+    edits, _ = merge.plan(lines, before, resolve, merge.Counts())
+    return merge.grades_after(before, edits)
+
+
+def assert_same_grades(in_memory, query_set):
+    after = load_yaml_query_set(query_set)
+    assert in_memory.judgements == after.judgements and in_memory.document_judgements == after.document_judgements
+    assert in_memory.evidence == after.evidence
+
+
 def test_pool_merge_on_documents(tmp_path, capsys):
     config = document_folder(tmp_path)
     query_set = tmp_path / "qs.yaml"
     assert run_cli(capsys, "pool", config, "--depth", 3, "--output", tmp_path / "pool.jsonl", "--no-progress")[0] == 0
     filled = graded(tmp_path / "pool.jsonl", DOCUMENT_GRADES, tmp_path / "graded.jsonl")
+    in_memory = merged_in_memory(query_set, filled)
     code, out, err = run_cli(capsys, "judgements", "merge", filled, "--into", query_set)
     assert (code, err) == (0, "")
+    assert_same_grades(in_memory, query_set)
     assert out == f"merged {filled} into {query_set}: 4 judgements added, 2 evidence spans added; 2 ungraded rows skipped\n"
     assert query_set.read_text(encoding="utf-8") == DOCUMENT_MERGED
     dataset = load_yaml_query_set(query_set)
@@ -189,8 +205,10 @@ def test_conflicts_are_listed_and_refused_then_kept_or_replaced(tmp_path, capsys
         "1 row already in the query set",
     ]
     assert load_yaml_query_set(query_set).judgements["q1"] == {"a": 2, "b": 0, "e": 2}
+    in_memory = merged_in_memory(query_set, conflicts, merge.REPLACE)
     code, out, _ = run_cli(capsys, "judgements", "merge", conflicts, "--into", query_set, "--resolve", "replace")
     assert code == 0
+    assert_same_grades(in_memory, query_set)
     assert out.splitlines()[-1] == f"merged {conflicts} into {query_set}: 2 grades replaced, 2 rows already in the query set"
     text = query_set.read_text(encoding="utf-8")
     # The values replaced in place, each line's comment kept (one space before it: the line grew past its column).
@@ -224,8 +242,10 @@ def test_document_conflicts_and_what_replace_removes(tmp_path, capsys):
     ]
     assert err.splitlines()[-1].startswith(f"rag-eval: error: 4 grades of {conflicts} conflict with {query_set}")
     assert query_set.read_text(encoding="utf-8") == DOCUMENT_SET
+    in_memory = merged_in_memory(query_set, conflicts, merge.REPLACE)
     code, out, _ = run_cli(capsys, "judgements", "merge", conflicts, "--into", query_set, "--resolve", "replace")
     assert code == 0
+    assert_same_grades(in_memory, query_set)
     assert out.splitlines()[-1] == f"merged {conflicts} into {query_set}: 4 grades replaced, 2 contradicted grades removed"
     assert query_set.read_text(encoding="utf-8") == """\
 # Documents judged by evidence; comments must survive.

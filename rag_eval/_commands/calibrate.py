@@ -5,8 +5,9 @@ Reads two judgement sheets (rag_eval._data.judging.sheet): the people's and the 
 For each model source it prints the pairs both graded, quadratic-weighted Cohen's kappa, exact agreement,
 how often the model graded higher or lower, and the confusion matrix (rag_eval._compare.calibration).
 
-With ``--config`` (a passage dataset) it also runs the config's retrievers (nothing written) and ranks
-them by the main metric twice, the pairs graded as the people graded them and as the model did, with
+With ``--config`` it also runs the config's retrievers (nothing written) and ranks them by the main
+metric twice, the pairs graded as the people graded them and as the model did (in a dataset of
+documents, spans and documents graded as ``judgements merge`` would merge them), with
 Kendall's tau-b between the two rankings; and it warns about a retriever that ranks with the model that
 gave the grades (rag_eval._compare.label_sources.same_model_warnings).
 
@@ -28,6 +29,7 @@ from rag_eval._compare.calibration import (
     VariantAgreement,
     calibrate,
     overlap,
+    run_variant_agreement,
     variant_agreement,
 )
 from rag_eval._compare.hole_flips import percent
@@ -55,19 +57,20 @@ def main(args: argparse.Namespace, say: Callable[[str], None]) -> int:
             f"{found.model_graded} such rows); grade the same rows in both, e.g. copies of one rag-eval pool sheet"
         )
     run = _run(args.config) if getattr(args, "config", None) else None
-    say(_counts_line(args.human, args.model, found))
+    # Every line is made before the first is printed: a pair the config's dataset lacks is refused
+    # with nothing half-said.
+    lines = [_counts_line(args.human, args.model, found)]
     graded = _graded_by_source(model_rows)
     for source in found.sources:
         pairs = found.of(source)
-        for line in calibration_lines(calibrate(pairs, source)):
-            say(line)
+        lines += calibration_lines(calibrate(pairs, source))
         if run is not None:
-            for line in _ranking_lines(run, pairs, args.config, args.human):
-                say(line)
+            lines += _ranking_lines(run, pairs, args.config, args.human)
     if run is not None:
         descriptions = {outcome.label: outcome.description for outcome in run.outcomes}
-        for warning in same_model_warnings(descriptions, graded.items()):
-            say(warning_line(warning))
+        lines += [warning_line(warning) for warning in same_model_warnings(descriptions, graded.items())]
+    for line in lines:
+        say(line)
     return 0
 
 
@@ -122,11 +125,10 @@ def _run(config_path: str) -> RunOutcome:
 def _ranking_lines(run: RunOutcome, pairs: Sequence[Pair], config: str, sheet: str) -> list[str]:
     dataset: Dataset = run.dataset
     main = run.config.model.primary_metric
-    if dataset.has_documents:
-        return [f"  variants: not ranked: {config}'s dataset has documents; the rankings are compared on passage "
-                "datasets, whose sheet rows are the units scored"]
     if len(run.outcomes) < 2:
         return [f"  variants: not ranked: {config} has {len(run.outcomes)} retriever; Kendall's tau needs 2 or more"]
+    if dataset.has_documents:  # spans and documents graded as a merge of the sheet would grade them
+        return ranking_lines(run_variant_agreement(run, pairs, main, sheet))
     for pair in pairs:
         if pair.query_id not in dataset.queries:
             raise InputFormatError(f"{sheet}: query {shown(pair.query_id)} is not in the dataset of {config}; "

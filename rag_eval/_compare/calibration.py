@@ -26,7 +26,12 @@ from typing import Any
 
 import numpy as np
 
+from rag_eval._compare.label_sources import score_run_on
+from rag_eval._core.errors import InputFormatError
+from rag_eval._core.spans import parse_chunk_id
+from rag_eval._data.datasets import Dataset
 from rag_eval._data.datasets.model import is_model_source
+from rag_eval._data.judging.merge import REPLACE, Counts, Line, check_lines, grades_after, plan
 from rag_eval._data.judging.sheet import HUMAN, VERIFIED, SheetRow
 from rag_eval._scoring.evaluate import evaluate
 from rag_eval._scoring.metrics.measures import parse_metric
@@ -40,6 +45,7 @@ __all__ = [
     "confusion_matrix",
     "kendall_tau_b",
     "overlap",
+    "run_variant_agreement",
     "variant_agreement",
     "weighted_kappa",
 ]
@@ -246,3 +252,45 @@ def variant_agreement(
         human.append(float(evaluate(by_human, ranking, [metric], **options).aggregate[metric]))
         model.append(float(evaluate(by_model, ranking, [metric], **options).aggregate[metric]))
     return VariantAgreement(metric, tuple(rankings), tuple(human), tuple(model), kendall_tau_b(human, model))
+
+
+def graded_as(dataset: Dataset, pairs: Sequence[Pair], side: str, sheet: str) -> Dataset:
+    """``dataset`` with each pair's unit graded as the person (``side`` "human") or the model ("model") graded it.
+
+    The grades go in as ``rag-eval judgements merge --resolve replace`` would merge them
+    (rag_eval._data.judging.merge: a span graded > 0 is evidence, a span graded 0 grades its document
+    0 where nothing else does, a whole document its document judgement), in memory. A pair whose query,
+    document or span the dataset lacks raises InputFormatError naming ``sheet``.
+    """
+    rows = []
+    for pair in pairs:
+        grade, source = (pair.human, HUMAN) if side == "human" else (pair.model, pair.source)
+        span = None if pair.unit in dataset.documents or pair.unit in dataset.corpus else parse_chunk_id(pair.unit)
+        doc, start, end = span if span is not None else (pair.unit, None, None)
+        rows.append(SheetRow(pair.query_id, doc, start=start, end=end, grade=grade, source=source))
+    lines = [Line(sheet, row) for row in rows]
+    problems = check_lines(lines, dataset)
+    if problems:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise InputFormatError(f"{problems[0]}{more}; calibrate sheets pooled from this config's dataset")
+    edits, _ = plan(lines, dataset, REPLACE, Counts())
+    return grades_after(dataset, edits)
+
+
+def run_variant_agreement(run: Any, pairs: Sequence[Pair], metric: str, sheet: str) -> VariantAgreement:
+    """:func:`variant_agreement` for any run (rag_eval._run.outcome.RunOutcome), passages or documents: each
+    retriever's ``metric`` (its dataset value) with the pairs graded as the people graded them, then as
+    the model did (:func:`graded_as`), scored as the run scored it (label_sources.score_run_on).
+    """
+    values: dict[str, list[float]] = {"human": [], "model": []}
+    for side, found in values.items():
+        scored = score_run_on(run, graded_as(run.dataset, pairs, side, sheet), [metric])
+        for outcome in run.outcomes:
+            results = scored.get(outcome.label)
+            found.append(float(results.aggregate[metric]) if results is not None and metric in results.aggregate
+                         else math.nan)
+    labels = tuple(outcome.label for outcome in run.outcomes)
+    human, model = values["human"], values["model"]
+    defined = [i for i in range(len(labels)) if not (math.isnan(human[i]) or math.isnan(model[i]))]
+    tau = kendall_tau_b([human[i] for i in defined], [model[i] for i in defined])  # NaN: a variant left unscored
+    return VariantAgreement(metric, labels, tuple(human), tuple(model), tau)

@@ -62,6 +62,7 @@ __all__ = [
     "reference_label",
     "run_without_model_labels",
     "same_model_warnings",
+    "score_run_on",
 ]
 
 
@@ -189,24 +190,30 @@ def run_without_model_labels(run: Any, metrics: Sequence[str]) -> dict[str, Resu
     run did not compute for a retriever, or a token budget counted by a tokenizer other than ``words``, is
     left out. None where no judgement is left.
     """
-    human = human_only_dataset(run.dataset)
+    return score_run_on(run, human_only_dataset(run.dataset), metrics)
+
+
+def score_run_on(run: Any, dataset: Dataset, metrics: Sequence[str]) -> dict[str, Results | None]:
+    """Each retriever of a run scored on ``metrics`` against the grades of ``dataset``: the run's own dataset
+    with other grades (without model labels, or a sheet's grades merged), as run_without_model_labels says.
+    """
     evaluation = run.config.model.evaluation
     out: dict[str, Results | None] = {}
     for outcome in run.outcomes:
         wanted = [m for m in metrics if m in outcome.results.values]
-        if not run.dataset.has_documents:
-            out[outcome.label] = (evaluate(human.judgements, outcome.ranking, wanted, **evaluation.passage_options())
-                                  if human.judgements and wanted else None)
+        if not dataset.has_documents:
+            out[outcome.label] = (evaluate(dataset.judgements, outcome.ranking, wanted, **evaluation.passage_options())
+                                  if dataset.judgements and wanted else None)
             continue
         if evaluation.tokenizer != "words":
             wanted = [m for m in wanted if parse_metric(m).budget_unit != "tokens"]
-        if not wanted or not (human.evidence or human.document_judgements):
+        if not wanted or not (dataset.evidence or dataset.document_judgements):
             out[outcome.label] = None
             continue
         try:
             out[outcome.label] = evaluate_evidence(
-                dict(human.evidence), outcome.spans or {}, wanted, document_judgements=human.document_judgements,
-                chunks=_chunks(outcome, human), documents=human.documents, **evaluation.document_options(),
+                dict(dataset.evidence), outcome.spans or {}, wanted, document_judgements=dataset.document_judgements,
+                chunks=_chunks(outcome, dataset), documents=dataset.documents, **evaluation.document_options(),
             )
         except RagEvalError:  # e.g. nothing judged is left that these metrics can read
             out[outcome.label] = None

@@ -28,7 +28,7 @@ from __future__ import annotations
 import csv
 import io
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -37,6 +37,7 @@ from rag_eval._core.errors import RagEvalError
 from rag_eval._core.messages import close_match, shown
 from rag_eval._core.spans import EvidenceSpan, span_problem
 from rag_eval._data.datasets import Dataset
+from rag_eval._data.datasets.evidence import document_grades
 from rag_eval._data.datasets.values import id_from_value
 from rag_eval._data.judging.grades import highest_grade, provenance_problem
 from rag_eval._data.judging.sheet import SheetRow, sheet_format
@@ -142,6 +143,44 @@ def plan(lines: list[Line], dataset: Dataset, resolve: str | None, counts: Count
         return edits, ordered
     counts.resolved.extend(ordered)
     return edits, []
+
+
+def grades_after(dataset: Dataset, edits: Edits) -> Dataset:
+    """``dataset`` with the grades a merge of ``edits`` writes, in memory: for scoring what-ifs.
+
+    What a query set reloaded after the merge would grade (the document grades derived again from
+    its judgements and evidence); the provenance (``source`` and the rest) is left as it was, so this
+    is for computing metrics, never for writing.
+    """
+    if not dataset.has_documents:
+        judgements = {qid: dict(units) for qid, units in dataset.judgements.items()}
+        for (qid, unit), line in edits.judgements.items():
+            if line is None:
+                judgements.get(qid, {}).pop(unit, None)
+            else:
+                judgements.setdefault(qid, {})[unit] = line.grade
+        return replace(dataset, judgements={qid: units for qid, units in judgements.items() if units})
+    explicit = {qid: dict(docs) for qid, docs in dataset.document_judgements.items()}
+    for (qid, doc), line in edits.judgements.items():
+        if line is None:
+            explicit.get(qid, {}).pop(doc, None)
+        else:
+            explicit.setdefault(qid, {})[doc] = line.grade
+    evidence: dict[str, list[EvidenceSpan]] = {}
+    for qid, spans in dataset.evidence.items():
+        for i, span in enumerate(spans):
+            if (qid, i) in edits.removed:
+                continue
+            line = edits.regraded.get((qid, i))
+            evidence.setdefault(qid, []).append(span if line is None else replace(span, grade=line.grade))
+    for line in edits.added:
+        row = line.row
+        assert row.start is not None and row.end is not None
+        evidence.setdefault(row.query_id, []).append(EvidenceSpan(row.doc, row.start, row.end, line.grade))
+    explicit = {qid: docs for qid, docs in explicit.items() if docs}
+    judgements, _ = document_grades(evidence, explicit)  # a conflict was resolved by the plan
+    return replace(dataset, judgements=judgements, document_judgements=explicit,
+                   evidence={qid: tuple(spans) for qid, spans in evidence.items() if spans})
 
 
 def _plan_passages(
