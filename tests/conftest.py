@@ -80,6 +80,7 @@ def ray_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     ray.shutdown()
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the xdist_group marks added here
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Tests on the shared Ray cluster run last (in their order), whichever files are selected.
 

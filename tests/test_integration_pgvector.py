@@ -634,6 +634,11 @@ def test_run_end_to_end_matches_dense_per_query(tmp_path, scratch, cache, dense,
     assert postmasters(own_cache / "pgvector") == []  # stopped at the end of the run
 
 
+def _sigint_as_from_a_terminal() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
 def test_ctrl_c_stops_the_embedded_server(tmp_path, scratch):
     own_cache = fresh(scratch)  # cold: encoding comes after the server started, a wide window for Ctrl-C
     config = write_config(tmp_path, own_cache, [{"label": "pg", "adapter": "pgvector", "params": MODEL}])
@@ -643,6 +648,10 @@ def test_ctrl_c_stops_the_embedded_server(tmp_path, scratch):
         stderr=subprocess.PIPE,
         text=True,
         env={**os.environ, "HF_HUB_OFFLINE": "1"},
+        # As from a terminal: SIGINT neither ignored nor blocked. A child inherits both from the test process,
+        # where a library loaded by an earlier test may have blocked it (under pytest-xdist the run then never
+        # heard the Ctrl-C, and ended 0).
+        preexec_fn=_sigint_as_from_a_terminal,
     )
     try:
         deadline = time.monotonic() + 60
@@ -654,7 +663,8 @@ def test_ctrl_c_stops_the_embedded_server(tmp_path, scratch):
     finally:
         if process.poll() is None:
             process.kill()
-    assert process.returncode == 130, err
+    here = (signal.getsignal(signal.SIGINT), signal.pthread_sigmask(signal.SIG_BLOCK, []))
+    assert process.returncode == 130, f"{err!r}; in the test process SIGINT's handler and the blocked signals: {here}"
     assert "interrupted" in err
     assert postmasters(own_cache / "pgvector") == []
     assert not (tmp_path / "out").exists()
