@@ -356,6 +356,20 @@ def test_results_json_is_the_same_json_as_the_standard_library_writes(document):
     assert text.endswith("\n")
 
 
+@given(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text()
+       | st.floats(width=32).filter(math.isfinite).map(np.float32).map(np.float64))
+def test_each_scalar_is_written_as_json_dumps_writes_it(value):
+    """Byte for byte (-0.0, 5e-324, 2**70, "\u2028", numpy's float64), also as the one item of a list."""
+    written = json.dumps(value)
+    assert results_json({"v": value, "l": [value]}) == '{\n  "v": ' + written + ',\n  "l": [' + written + "]\n}\n"
+
+
+@pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf, np.float64("nan")])
+def test_a_value_json_cannot_hold_is_refused_when_written(value):
+    with pytest.raises(ValueError, match="Out of range float values are not JSON compliant"):
+        results_json({"v": {"q": value}})
+
+
 def test_results_json_puts_each_ranking_on_one_line():
     text = results_json({"rankings": {"q 1": [["d\u00e9", 1.5, 2], ["d2", 0.5, None]]}, "n": [1, [2, {"a": 1}]]})
     assert text == (

@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import errno
 import json
+import math
 import os
 import re
 import stat
 from dataclasses import dataclass
+from json.encoder import encode_basestring_ascii
 from pathlib import Path
 from typing import Any
 
@@ -275,6 +277,16 @@ def _flat(item: Any) -> bool:
 
 
 def _dumps(value: Any) -> str:
+    kind = type(value)
+    # The scalars of a results file (hundreds of thousands of them) written as json.dumps writes them,
+    # without its per-call set-up: a str by the C encoder json.dumps uses, a finite float or an int by its
+    # repr, as json's encoder does. Anything else (a NaN, a subclass, a list) goes through json.dumps.
+    if kind is str:
+        return encode_basestring_ascii(value)
+    if kind is float and -math.inf < value < math.inf:
+        return float.__repr__(value)
+    if kind is int:
+        return int.__repr__(value)
     return json.dumps(value, allow_nan=False, separators=(", ", ": "))
 
 
