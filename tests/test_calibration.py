@@ -363,6 +363,6 @@ def test_a_span_outside_its_document_is_refused_naming_the_sheet(tmp_path, capsy
     (tmp_path / "config.yaml").write_text(DOC_CONFIG, encoding="utf-8")
     with pytest.raises(InputFormatError) as caught:
         _calibrate(capsys, human, model, tmp_path / "config.yaml")
-    assert str(caught.value) == (f"{human}: document 'd3': end 99 is past the end of the document (16 characters); "
-                                 "calibrate sheets pooled from this config's dataset")
+    assert str(caught.value) == (f"{human}, query 'q1', unit 'd3#0-99': document 'd3': end 99 is past the end of the "
+                                 "document (16 characters)")
     assert capsys.readouterr().out == ""  # nothing said before the refusal

@@ -28,6 +28,7 @@ import numpy as np
 
 from rag_eval._compare.label_sources import score_run_on
 from rag_eval._core.errors import InputFormatError
+from rag_eval._core.messages import shown
 from rag_eval._core.spans import parse_chunk_id
 from rag_eval._data.datasets import Dataset
 from rag_eval._data.datasets.model import is_model_source
@@ -268,11 +269,11 @@ def graded_as(dataset: Dataset, pairs: Sequence[Pair], side: str, sheet: str) ->
         span = None if pair.unit in dataset.documents or pair.unit in dataset.corpus else parse_chunk_id(pair.unit)
         doc, start, end = span if span is not None else (pair.unit, None, None)
         rows.append(SheetRow(pair.query_id, doc, start=start, end=end, grade=grade, source=source))
-    lines = [Line(sheet, row) for row in rows]
+    lines = [Line(f"{sheet}, query {shown(row.query_id)}, unit {shown(row.unit)}", row) for row in rows]
     problems = check_lines(lines, dataset)
     if problems:
-        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
-        raise InputFormatError(f"{problems[0]}{more}; calibrate sheets pooled from this config's dataset")
+        more = f" ({len(problems) - 1} more pairs refused as well)" if len(problems) > 1 else ""
+        raise InputFormatError(f"{problems[0]}{more}")
     edits, _ = plan(lines, dataset, REPLACE, Counts())
     return grades_after(dataset, edits)
 
