@@ -153,19 +153,8 @@ def grades_after(dataset: Dataset, edits: Edits) -> Dataset:
     is for computing metrics, never for writing.
     """
     if not dataset.has_documents:
-        judgements = {qid: dict(units) for qid, units in dataset.judgements.items()}
-        for (qid, unit), line in edits.judgements.items():
-            if line is None:
-                judgements.get(qid, {}).pop(unit, None)
-            else:
-                judgements.setdefault(qid, {})[unit] = line.grade
-        return replace(dataset, judgements={qid: units for qid, units in judgements.items() if units})
-    explicit = {qid: dict(docs) for qid, docs in dataset.document_judgements.items()}
-    for (qid, doc), line in edits.judgements.items():
-        if line is None:
-            explicit.get(qid, {}).pop(doc, None)
-        else:
-            explicit.setdefault(qid, {})[doc] = line.grade
+        return replace(dataset, judgements=_judged_after(dataset.judgements, edits))
+    explicit = _judged_after(dataset.document_judgements, edits)
     evidence: dict[str, list[EvidenceSpan]] = {}
     for qid, spans in dataset.evidence.items():
         for i, span in enumerate(spans):
@@ -177,10 +166,21 @@ def grades_after(dataset: Dataset, edits: Edits) -> Dataset:
         row = line.row
         assert row.start is not None and row.end is not None
         evidence.setdefault(row.query_id, []).append(EvidenceSpan(row.doc, row.start, row.end, line.grade))
-    explicit = {qid: docs for qid, docs in explicit.items() if docs}
     judgements, _ = document_grades(evidence, explicit)  # a conflict was resolved by the plan
     return replace(dataset, judgements=judgements, document_judgements=explicit,
                    evidence={qid: tuple(spans) for qid, spans in evidence.items() if spans})
+
+
+def _judged_after(judged: dict[str, dict[str, float]], edits: Edits) -> dict[str, dict[str, float]]:
+    """``judged`` (passage judgements, or a dataset's explicit document grades) with ``edits.judgements``
+    set or removed; queries left with none dropped."""
+    after = {qid: dict(units) for qid, units in judged.items()}
+    for (qid, unit), line in edits.judgements.items():
+        if line is None:
+            after.get(qid, {}).pop(unit, None)
+        else:
+            after.setdefault(qid, {})[unit] = line.grade
+    return {qid: units for qid, units in after.items() if units}
 
 
 def _plan_passages(
