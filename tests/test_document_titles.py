@@ -28,18 +28,13 @@ from rag_eval._data.datasets.titles import (
     untitled_units,
 )
 from rag_eval._report.indexed_text import (
-    IGNORES,
-    OWN_INDEX,
-    PARTLY,
-    PLUG_IN,
-    READS,
     carries_titles,
     indexed_text,
     indexed_text_lines,
     title_mix_warning,
-    title_use,
     untitled_warning,
 )
+from rag_eval._retrievers.title_use import IGNORES, OWN_INDEX, PARTLY, PLUG_IN, READS, title_use
 from rag_eval.cli import main
 
 FRONT = "---\ntitle: 'MIT: the License'\nauthor: someone\n---\n# Not this heading\nPermission is hereby granted.\n"
@@ -334,6 +329,12 @@ def test_untitled_units():
     ("qdrant", {"mode": "read_only"}, OWN_INDEX),
     ("static", {"path": "a.run"}, OWN_INDEX),
     ("http", {}, OWN_INDEX),
+    ("langchain", {}, OWN_INDEX),
+    ("llamaindex", {}, OWN_INDEX),
+    ("haystack", {}, OWN_INDEX),
+    ("pgvector", {}, READS),
+    ("chroma", {"mode": "read_only"}, OWN_INDEX),
+    ("lancedb", {"mode": "managed"}, READS),
     ("hybrid", {"retrievers": [{"adapter": "bm25"}, {"adapter": "dense"}]}, READS),
     ("hybrid", {"retrievers": [{"adapter": "bm25", "params": {"include_title": False}}, {"adapter": "dense"}]}, PARTLY),
     ("my_pipeline:Retriever", {}, PLUG_IN),

@@ -7,12 +7,13 @@ its document can match, so such a comparison is not like for like). Pure: a RunO
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from rag_eval._core.messages import some_of
 from rag_eval._data.datasets.titles import NONE, untitled_units
 from rag_eval._report.format import escape_inline
+from rag_eval._retrievers.title_use import IGNORES, OWN_INDEX, PARTLY, PLUG_IN, title_use
 
 if TYPE_CHECKING:
     from rag_eval._run.outcome import RunOutcome
@@ -22,57 +23,22 @@ __all__ = [
     "indexed_text",
     "indexed_text_lines",
     "title_mix_warning",
-    "title_use",
     "untitled_warning",
 ]
 
 
 # ---- what text each retriever indexed ------------------------------------------------------------
 
-# How a retriever treats the title that comes with each unit it indexes (a chunk, or a whole document).
-READS, IGNORES, PARTLY, OWN_INDEX, PLUG_IN = "reads", "ignores", "partly", "own index", "plug-in"
-# Built-in adapters that index title + text (rag_eval._data.datasets.model.passage_text); bm25 unless
-# include_title: false. A vector database fills its collection with title + text (mode managed), or is
-# queried as the team filled it (read_only). The framework adapters and http query the team's own index,
-# and static replays rankings made elsewhere: what their index holds is theirs to say.
-_READ_TITLES = frozenset({"dense", "cross_encoder"})
-_VECTOR_DATABASES = frozenset({"pgvector", "qdrant", "chroma", "lancedb"})
-_OWN_INDEXES = frozenset({"static", "langchain", "llamaindex", "haystack", "http"})
 OWN_INDEX_TEXT = "as its own index holds it"
 # Untitled documents named in the warning at most.
 _UNTITLED_LISTED = 5
-
-
-def title_use(adapter: str, params: Mapping[str, Any]) -> str:
-    """How a retriever of ``adapter`` with ``params`` treats titles: READS, IGNORES, PARTLY, OWN_INDEX or PLUG_IN.
-
-    ``hybrid`` reads titles as its fused retrievers do: all alike, that; otherwise PARTLY. A plug-in or an
-    import string is handed title + text and may use the title or not (PLUG_IN).
-    """
-    if adapter == "bm25":
-        return IGNORES if params.get("include_title") is False else READS
-    if adapter in _READ_TITLES:
-        return READS
-    if adapter in _VECTOR_DATABASES:
-        return OWN_INDEX if params.get("mode") == "read_only" else READS
-    if adapter in _OWN_INDEXES:
-        return OWN_INDEX
-    if adapter == "hybrid":
-        children = params.get("retrievers")
-        uses = {
-            title_use(str(child.get("adapter") or ""), child.get("params") or {})
-            for child in (children if isinstance(children, list) else [])
-            if isinstance(child, Mapping)
-        }
-        return uses.pop() if len(uses) == 1 else PARTLY
-    return PLUG_IN
 
 
 def indexed_text(kind: str, use: str, titled: int, documents: int, titles: str) -> str:
     """What a retriever's index holds for each unit, in words: ``title + chunk text``, ``text alone (...)``, ...
 
     ``kind``: its chunking record's kind (``chunker``, ``documents``, ``own``: it returned its own spans);
-    ``use``: :func:`title_use`; ``titled`` of ``documents``: how many documents have a title; ``titles``: the
+    ``use``: rag_eval._retrievers.title_use.title_use; ``titled`` of ``documents``: how many documents have a title; ``titles``: the
     config's ``dataset.titles``.
     """
     if kind == "own" or use == OWN_INDEX:

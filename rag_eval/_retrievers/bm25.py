@@ -19,6 +19,7 @@ from rag_eval._core.ranking import id_rank
 from rag_eval._core.topk import MAX_CELLS, select_top_k
 from rag_eval._data.datasets.model import passage_text
 from rag_eval._retrievers.params import AdapterParams, check_params
+from rag_eval._retrievers.title_use import IGNORES, READS
 
 ADAPTER = "bm25"
 
@@ -53,6 +54,11 @@ class BM25Retriever:
     """
 
     Params = BM25Params
+
+    @classmethod
+    def title_use(cls, params: Mapping[str, Any]) -> str:
+        """Title + text, unless ``include_title: false`` (rag_eval._retrievers.title_use)."""
+        return IGNORES if params.get("include_title") is False else READS
 
     def __init__(self, **params: Any) -> None:
         settings = check_params(BM25Params, params, ADAPTER)

@@ -48,6 +48,7 @@ from rag_eval._retrievers.base import Corpus, Queries, Ranking, describe
 from rag_eval._retrievers.children import RetrieverRef, build_child
 from rag_eval._retrievers.embedding_cache import default_cache_dir
 from rag_eval._retrievers.params import AdapterParams, Device, Folder, check_params
+from rag_eval._retrievers.title_use import READS
 
 ADAPTER = "cross_encoder"
 
@@ -86,6 +87,11 @@ class CrossEncoderReranker:
     """First stage retrieves ``rerank_top_n`` passages; a CrossEncoder re-scores them."""
 
     Params = CrossEncoderParams
+
+    @classmethod
+    def title_use(cls, params: Mapping[str, Any]) -> str:
+        """Pairs are scored on title + text (rag_eval._retrievers.title_use)."""
+        return READS
     #: Parameters the runner resolves against the config file's folder when relative.
     PATH_PARAMS = ("cache_dir",)
 

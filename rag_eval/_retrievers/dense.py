@@ -39,7 +39,7 @@ pipelines).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -73,6 +73,7 @@ from rag_eval._retrievers.base import Corpus, Queries, Ranking
 from rag_eval._retrievers.embedding_cache import default_cache_dir
 from rag_eval._retrievers.index_spec import IndexSpec
 from rag_eval._retrievers.params import AdapterParams, Device, Folder, check_params
+from rag_eval._retrievers.title_use import READS
 from rag_eval._scoring.approximation import sample_queries
 
 ADAPTER = "dense"
@@ -185,6 +186,11 @@ class DenseRetriever:
     """Bi-encoder retrieval: encode passages once (cached on disk), queries per search."""
 
     Params = DenseParams
+
+    @classmethod
+    def title_use(cls, params: Mapping[str, Any]) -> str:
+        """Passages are encoded as title + text (rag_eval._retrievers.title_use)."""
+        return READS
     #: Parameters the runner resolves against the config file's folder when relative.
     PATH_PARAMS = ("cache_dir",)
     #: Texts encoded between two writes to the embedding store: a killed run loses at most this many.

@@ -55,6 +55,7 @@ from rag_eval._models import files as _models
 from rag_eval._retrievers.base import Corpus, Queries, Ranking, describe
 from rag_eval._retrievers.children import RetrieverRef, build_child
 from rag_eval._retrievers.params import AdapterParams, Folder, check_params
+from rag_eval._retrievers.title_use import fused_title_use
 
 ADAPTER = "hybrid"
 
@@ -139,6 +140,11 @@ class HybridRetriever:
     """Runs each child retriever and fuses their rankings per query."""
 
     Params = HybridParams
+
+    @classmethod
+    def title_use(cls, params: Mapping[str, Any]) -> str:
+        """As its fused retrievers do, when they all agree; PARTLY otherwise (rag_eval._retrievers.title_use)."""
+        return fused_title_use(params.get("retrievers"))
     #: Parameters the runner resolves against the config file's folder when relative.
     PATH_PARAMS = ("cache_dir",)
 

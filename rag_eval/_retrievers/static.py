@@ -23,6 +23,7 @@ from rag_eval._core.ranking import top_k as best_of
 from rag_eval._core.spans import parse_chunk_id
 from rag_eval._data.datasets.values import id_from_value, is_plain_number
 from rag_eval._retrievers.params import AdapterParams
+from rag_eval._retrievers.title_use import OWN_INDEX
 from rag_eval._scoring.engine import read_run, to_nested
 
 
@@ -58,6 +59,11 @@ class StaticRetriever:
 
     PATH_PARAMS = ("path",)
     Params = StaticParams
+
+    @classmethod
+    def title_use(cls, params: Mapping[str, Any]) -> str:
+        """Rankings made elsewhere, from an index this run never sees (rag_eval._retrievers.title_use)."""
+        return OWN_INDEX
 
     def __init__(self, rankings: Mapping[str, Any] | None = None, path: str | None = None) -> None:
         if (rankings is None) == (path is None):

@@ -24,6 +24,7 @@ from rag_eval._retrievers.external.hits import Hit
 from rag_eval._retrievers.external.latency import LatencyLog
 from rag_eval._retrievers.external.mapping import HitMapper, MapSpec, read_id_map
 from rag_eval._retrievers.params import AdapterParams, Folder, check_params
+from rag_eval._retrievers.title_use import OWN_INDEX
 
 
 class TextHitsParams(AdapterParams):
@@ -46,6 +47,11 @@ class TextHitsRetriever(ABC):
     """Asks a target by query text and maps its hits (see the module docstring)."""
 
     Params: ClassVar[type[TextHitsParams]] = TextHitsParams
+
+    @classmethod
+    def title_use(cls, params: Mapping[str, Any]) -> str:
+        """The team's own index answers: what it holds is theirs to say (rag_eval._retrievers.title_use)."""
+        return OWN_INDEX
     PATH_PARAMS: ClassVar[tuple[str, ...]] = ("id_map",)
     #: Rankings of a team's object or service are never reused: it can change under the same params.
     REUSE_RANKINGS = False

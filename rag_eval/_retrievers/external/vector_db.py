@@ -43,6 +43,7 @@ from rag_eval._retrievers.external.latency import LatencyLog
 from rag_eval._retrievers.external.mapping import OWN_ID, HitMapper, MapSpec, read_id_map
 from rag_eval._retrievers.index_spec import IndexSpec
 from rag_eval._retrievers.params import AdapterParams, Folder, check_params
+from rag_eval._retrievers.title_use import OWN_INDEX, READS
 from rag_eval._scoring.approximation import sample_queries
 
 #: Prefix of every collection rag_eval creates: ``rag-eval clean`` removes only names with it AND rag_eval's marker.
@@ -93,6 +94,11 @@ class VectorDBRetriever(DenseRetriever, ABC):
     """A dense retriever whose vectors are searched by a database (see the module docstring)."""
 
     Params = VectorDBParams  # type: ignore[assignment]  # a subclass of DenseParams, with the database's fields
+
+    @classmethod
+    def title_use(cls, params: Mapping[str, Any]) -> str:
+        """Managed: rag_eval fills the collection with title + text; read_only: as the team filled it."""
+        return OWN_INDEX if params.get("mode") == "read_only" else READS
     PATH_PARAMS = ("cache_dir", "id_map")  # type: ignore[assignment]
     #: Rankings of a database are never reused from the ranking cache: the database can change under the same params.
     REUSE_RANKINGS = False
