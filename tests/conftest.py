@@ -30,8 +30,8 @@ def _pin_xdist_worker() -> None:
     """Under pytest-xdist (``-n``), worker N runs on CPU N of this process's CPUs (modulo their number).
 
     Each worker's encoders, ONNX sessions and FAISS otherwise start one thread per CPU, as do the
-    processes they start: on 2 cores, two workers ran four busy threads, and the suite took 237 s
-    instead of 206 s. The worker's children (a run's subprocess, the Ray cluster) inherit its CPU,
+    processes they start: on 2 cores, two workers ran four busy threads (back to back on 2 idle
+    cores: 254 s unpinned, 236 s pinned). The worker's children (a run's subprocess, the Ray cluster) inherit its CPU,
     and rag_eval sizes its threads from it (rag_eval._models.cpus.available_cpus).
     """
     worker = os.environ.get("PYTEST_XDIST_WORKER", "")
