@@ -366,3 +366,22 @@ def test_a_span_outside_its_document_is_refused_naming_the_sheet(tmp_path, capsy
     assert str(caught.value) == (f"{human}, query 'q1', unit 'd3#0-99': document 'd3': end 99 is past the end of the "
                                  "document (16 characters)")
     assert capsys.readouterr().out == ""  # nothing said before the refusal
+
+
+def test_a_refusal_names_the_sheet_whose_grades_are_refused(tmp_path, capsys):
+    # The model grades d3 whole 0 and a span of it 2: a merge of its sheet would be refused (the document
+    # graded both ways). The people's grades of the same rows are fine: the refusal names the model's sheet.
+    rows = [("d3", "", "", "Unrelated words.", 0, 0), ("d3", 0, 9, "Unrelated", 0, 2)]
+    human, model = tmp_path / "people.csv", tmp_path / "model.csv"
+    human.write_text(HEADER + "".join(f"q1,what is the answer,{d},{s},{e},{t},{h},human,,,,\r\n"
+                                      for d, s, e, t, h, _ in rows), encoding="utf-8")
+    model.write_text(HEADER + "".join(f"q1,what is the answer,{d},{s},{e},{t},{m},llm:judge-7b,,,,\r\n"
+                                      for d, s, e, t, _, m in rows), encoding="utf-8")
+    (tmp_path / "qs.yaml").write_text(DOC_SET, encoding="utf-8")
+    (tmp_path / "config.yaml").write_text(DOC_CONFIG, encoding="utf-8")
+    with pytest.raises(InputFormatError) as caught:
+        _calibrate(capsys, human, model, tmp_path / "config.yaml")
+    message = str(caught.value)
+    assert message.startswith(f"{model}, query 'q1', unit 'd3") and str(human) not in message, message
+    assert "grade the document or its spans, not both ways" in message and "\n" not in message
+    assert capsys.readouterr().out == ""

@@ -65,7 +65,7 @@ def main(args: argparse.Namespace, say: Callable[[str], None]) -> int:
         pairs = found.of(source)
         lines += calibration_lines(calibrate(pairs, source))
         if run is not None:
-            lines += _ranking_lines(run, pairs, args.config, args.human)
+            lines += _ranking_lines(run, pairs, args.config, args.human, args.model)
     if run is not None:
         descriptions = {outcome.label: outcome.description for outcome in run.outcomes}
         lines += [warning_line(warning) for warning in same_model_warnings(descriptions, graded.items())]
@@ -122,13 +122,13 @@ def _run(config_path: str) -> RunOutcome:
     return run
 
 
-def _ranking_lines(run: RunOutcome, pairs: Sequence[Pair], config: str, sheet: str) -> list[str]:
+def _ranking_lines(run: RunOutcome, pairs: Sequence[Pair], config: str, sheet: str, model_sheet: str) -> list[str]:
     dataset: Dataset = run.dataset
     main = run.config.model.primary_metric
     if len(run.outcomes) < 2:
         return [f"  variants: not ranked: {config} has {len(run.outcomes)} retriever; Kendall's tau needs 2 or more"]
     if dataset.has_documents:  # spans and documents graded as a merge of the sheet would grade them
-        return ranking_lines(run_variant_agreement(run, pairs, main, sheet))
+        return ranking_lines(run_variant_agreement(run, pairs, main, {"human": sheet, "model": model_sheet}))
     for pair in pairs:
         if pair.query_id not in dataset.queries:
             raise InputFormatError(f"{sheet}: query {shown(pair.query_id)} is not in the dataset of {config}; "

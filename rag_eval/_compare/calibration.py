@@ -278,14 +278,17 @@ def graded_as(dataset: Dataset, pairs: Sequence[Pair], side: str, sheet: str) ->
     return grades_after(dataset, edits)
 
 
-def run_variant_agreement(run: Any, pairs: Sequence[Pair], metric: str, sheet: str) -> VariantAgreement:
+def run_variant_agreement(
+    run: Any, pairs: Sequence[Pair], metric: str, sheets: Mapping[str, str]
+) -> VariantAgreement:
     """:func:`variant_agreement` for any run (rag_eval._run.outcome.RunOutcome), passages or documents: each
     retriever's ``metric`` (its dataset value) with the pairs graded as the people graded them, then as
     the model did (:func:`graded_as`), scored as the run scored it (label_sources.score_run_on).
+    ``sheets``: the sheet each side's grades come from (``{"human": ..., "model": ...}``), named in a refusal.
     """
     values: dict[str, list[float]] = {"human": [], "model": []}
     for side, found in values.items():
-        scored = score_run_on(run, graded_as(run.dataset, pairs, side, sheet), [metric])
+        scored = score_run_on(run, graded_as(run.dataset, pairs, side, sheets[side]), [metric])
         for outcome in run.outcomes:
             results = scored.get(outcome.label)
             found.append(float(results.aggregate[metric]) if results is not None and metric in results.aggregate
