@@ -6,6 +6,7 @@ import hashlib
 import json
 import multiprocessing
 import os
+import threading
 import warnings
 from pathlib import Path
 
@@ -328,6 +329,45 @@ def test_a_run_killed_mid_encoding_loses_only_the_batch_in_flight(tmp_path):
     got, counts = encode_missing(TEXTS, rerun, store_at(tmp_path), write_every=3)
     assert counts == {"reused": 6, "encoded": 4, "duplicates": 0} and rerun.calls == [3, 1]
     assert got.tobytes() == expected(TEXTS).tobytes()
+
+
+def test_a_batch_is_written_while_the_next_one_encodes(tmp_path):
+    # A shard's fsync can take longer than a GPU takes to encode the next batch: the write must not hold it up.
+    store = store_at(tmp_path)
+    next_batch_asked = threading.Event()
+    real_put, waited = store.put, []
+
+    def slow_put(keys, vectors):
+        if not waited:  # the first write finishes only once the encoder has been asked for the next batch
+            waited.append(next_batch_asked.wait(timeout=30))
+        real_put(keys, vectors)
+
+    store.put = slow_put
+    encoder = FakeEncoder()
+
+    def encode(texts):
+        if encoder.calls:
+            next_batch_asked.set()
+        return encoder(texts)
+
+    got, counts = encode_missing(TEXTS, encode, store, write_every=4)
+    assert waited == [True], "the second batch was not encoded while the first one was being written"
+    assert encoder.calls == [4, 4, 2] and counts == {"reused": 0, "encoded": 10, "duplicates": 0}
+    assert got.tobytes() == expected(TEXTS).tobytes() and len(store_at(tmp_path)) == 10
+
+
+def test_an_encoder_error_still_leaves_every_batch_before_it_written(tmp_path):
+    store = store_at(tmp_path)
+    real_put = store.put
+
+    def slow_put(keys, vectors):  # still writing when the encoder fails on the next batch
+        threading.Event().wait(0.2)
+        real_put(keys, vectors)
+
+    store.put = slow_put
+    with pytest.raises(KeyboardInterrupt):
+        encode_missing(TEXTS, FakeEncoder(fail_after=1), store, write_every=4)
+    assert len(store_at(tmp_path)) == 4  # the batch encoded before the failure reached the disk
 
 
 def test_a_wrong_shape_from_the_encoder_is_an_error(tmp_path):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
 
@@ -21,8 +22,10 @@ def encode_missing(
     """Embeddings of ``texts`` (float32, one row per text, in order), encoding only what the store lacks.
 
     Distinct missing texts are encoded ``write_every`` at a time and each batch is put into
-    the store as soon as it is encoded, so a run killed during encoding loses at most the
-    batch in flight. ``progress`` is called with each batch's size. Returns the array and
+    the store as soon as it is encoded, on a writer thread while the next batch encodes (a
+    shard's fsync can take longer than a GPU takes to encode it): a run killed during encoding
+    loses at most the batch in flight and the one being written, and an error in ``encode``
+    still lets every batch encoded before it reach the store. ``progress`` is called with each batch's size. Returns the array and
     ``{"reused": r, "encoded": e, "duplicates": d}``: r + e distinct texts, d repeats of them
     (r + e + d = len(texts)). With ``store=None`` every distinct text is encoded, nothing written.
     ``write_every`` may be a callable, asked only when something is missing (it may load the model
@@ -46,31 +49,41 @@ def encode_missing(
     every = (write_every() if callable(write_every) else write_every) if len(missing) else 1
     if every < 1:
         raise ValueError(f"write_every must be >= 1, got {every}")
+    writer = ThreadPoolExecutor(1, thread_name_prefix="rag-eval-store") if store is not None and len(missing) else None
+    written: Future[None] | None = None
     start = 0
-    while start < len(missing):  # grows when the stored vectors turn out to be another model's
-        batch = missing[start : start + every]
-        start += len(batch)
-        batch_texts = [texts[first[distinct_keys[i]]] for i in batch]
-        vectors = np.asarray(encode(batch_texts))
-        if vectors.ndim != 2 or vectors.shape[0] != len(batch):
-            raise ValueError(f"encode returned shape {vectors.shape} for {len(batch)} texts")
-        if distinct.shape[1] != vectors.shape[1]:
-            if found.any():
-                warnings.warn(
-                    f"embedding store {store.directory if store else ''}: its vectors have dim {distinct.shape[1]}, "
-                    f"the encoder's {vectors.shape[1]}: they are not this model's; the {int(found.sum())} texts "
-                    "read from it are re-encoded",
-                    EmbeddingCacheWarning,
-                    stacklevel=2,
-                )
-                missing = np.concatenate([missing, np.flatnonzero(found)])
-                found[:] = False
-            distinct = np.zeros((len(distinct_keys), vectors.shape[1]), dtype=np.float32)
-        distinct[batch] = vectors
-        if store is not None:
-            store.put([distinct_keys[i] for i in batch], distinct[batch])
-        if progress is not None:
-            progress(len(batch))
+    try:
+        while start < len(missing):  # grows when the stored vectors turn out to be another model's
+            batch = missing[start : start + every]
+            start += len(batch)
+            batch_texts = [texts[first[distinct_keys[i]]] for i in batch]
+            vectors = np.asarray(encode(batch_texts))
+            if vectors.ndim != 2 or vectors.shape[0] != len(batch):
+                raise ValueError(f"encode returned shape {vectors.shape} for {len(batch)} texts")
+            if distinct.shape[1] != vectors.shape[1]:
+                if found.any():
+                    warnings.warn(
+                        f"embedding store {store.directory if store else ''}: its vectors have dim "
+                        f"{distinct.shape[1]}, the encoder's {vectors.shape[1]}: they are not this model's; the "
+                        f"{int(found.sum())} texts read from it are re-encoded",
+                        EmbeddingCacheWarning,
+                        stacklevel=2,
+                    )
+                    missing = np.concatenate([missing, np.flatnonzero(found)])
+                    found[:] = False
+                distinct = np.zeros((len(distinct_keys), vectors.shape[1]), dtype=np.float32)
+            distinct[batch] = vectors
+            if writer is not None and store is not None:
+                if written is not None:
+                    written.result()  # one write in flight: memory stays bounded, a write error surfaces here
+                written = writer.submit(store.put, [distinct_keys[i] for i in batch], vectors.astype(np.float32))
+            if progress is not None:
+                progress(len(batch))
+    finally:
+        if writer is not None:
+            writer.shutdown(wait=True)  # every batch encoded is written, also when encode() failed
+    if written is not None:
+        written.result()
     counts = {
         "reused": int(np.count_nonzero(found)),
         "encoded": len(missing),
