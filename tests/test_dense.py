@@ -171,6 +171,19 @@ def test_scores_are_cosines_of_title_plus_text(tiny, tiny_reference, tmp_path):
     assert {q: list(d) for q, d in top2.items()} == {q: list(d)[:2] for q, d in run.items()}
 
 
+def test_the_description_says_where_index_and_search_spent_their_time(tiny, tmp_path):
+    first = dense(tiny, tmp_path)
+    first.index(CORPUS)
+    first.search(QUERIES, top_k=2)
+    seconds = first.describe()["seconds"]
+    assert set(seconds) == {"model_load", "encode_passages", "encode_queries"}
+    assert all(value > 0 for value in seconds.values())
+    again = dense(tiny, tmp_path)  # everything cached: no model loaded, nothing encoded, no seconds to report
+    again.index(CORPUS)
+    again.search(QUERIES, top_k=2)
+    assert "seconds" not in again.describe() and again.describe()["cache"] == "hit"
+
+
 def test_prefixes_reach_the_encoder(tiny, tiny_reference, tmp_path):
     retriever = dense(tiny, tmp_path, query_prefix="query: ", passage_prefix="passage: ", use_cache=False)
     retriever.index(CORPUS)

@@ -39,7 +39,8 @@ pipelines).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -225,6 +226,8 @@ class DenseRetriever:
         self._ray_rows: tuple[EmbeddingStore, Sequence[str], Any] | None = None  # (store, key per row, spec) on Ray
         self._token_counter: Any = None  # while passages are encoded: where the encoder's token counts go
         self._stats: dict[str, Any] = {"cache": None, "passages": None, "passages_encoded": 0, "queries_encoded": 0}
+        # Where index and search spend their time: loading the model, and encoding (the model's calls only).
+        self._seconds: dict[str, float] = {}
 
     # ------------------------------------------------------------------ model
 
@@ -240,7 +243,9 @@ class DenseRetriever:
                     pass  # identity falls back to the name (see model_identity())
             else:
                 identity = self.model_identity() if self.resolved.path is not None else None
+                started = time.perf_counter()
                 self._model = self._load_encoder(identity=identity)
+                self._seconds["model_load"] = time.perf_counter() - started
         return self._model
 
     def _load_encoder(self, identity: str | None) -> Encoder:
@@ -274,6 +279,19 @@ class DenseRetriever:
             self._token_counter.record(texts, model.last_token_lengths, model.counting_tokenizer())
         return vectors
 
+    def _timed_encode(self, key: str) -> Callable[[list[str]], np.ndarray]:
+        """:meth:`_encode`, its time (the model loaded first, not counted) added to ``seconds[key]``."""
+
+        def encode(texts: list[str]) -> np.ndarray:
+            self._get_model()
+            started = time.perf_counter()
+            try:
+                return self._encode(texts)
+            finally:
+                self._seconds[key] = self._seconds.get(key, 0.0) + time.perf_counter() - started
+
+        return encode
+
     def _encoding_options(self) -> dict[str, Any]:
         """What changes an embedding besides the model and the text encoded (part of the store's namespace).
 
@@ -303,6 +321,7 @@ class DenseRetriever:
         self._ray_rows = None
         self._searcher = None
         self.exact_reference = None
+        self._seconds.pop("encode_passages", None)
         self._stats.update(
             passages=len(doc_ids), passages_encoded=0, passages_reused=0, duplicate_passages=0, cache_path=None
         )
@@ -401,12 +420,13 @@ class DenseRetriever:
         queries never share an entry. Status: ``hit`` (nothing encoded), ``partial`` (some texts
         reused, some encoded), ``miss`` (nothing reused), ``off`` (no store).
         """
+        encode = self._timed_encode("encode_passages" if kind == "passage" else "encode_queries")
         if not self.use_cache:
-            array, counts = encode_missing(texts, self._encode, None, write_every=self._write_every)
+            array, counts = encode_missing(texts, encode, None, write_every=self._write_every)
             return array, "off", counts, {}
         namespace = namespace_key(self.model_identity(), {"kind": kind, **self._encoding_options()})
         store = EmbeddingStore(self.cache_dir, namespace)
-        array, counts = encode_missing(texts, self._encode, store, write_every=self._write_every)
+        array, counts = encode_missing(texts, encode, store, write_every=self._write_every)
         status = "hit" if not counts["encoded"] else "miss" if not counts["reused"] else "partial"
         return array, status, counts, {"cache_namespace": namespace, "cache_path": str(store.directory)}
 
@@ -497,4 +517,6 @@ class DenseRetriever:
         elif self._embeddings is not None and self._embeddings.ndim == 2 and self._embeddings.shape[0]:
             info["embedding_dim"] = int(self._embeddings.shape[1])
         info.update({k: v for k, v in self._stats.items() if v is not None})
+        if self._seconds:  # model_load, encode_passages, encode_queries: wall seconds of this process
+            info["seconds"] = {k: round(v, 3) for k, v in self._seconds.items()}
         return info
