@@ -13,6 +13,15 @@ itself (fp16 on CUDA, fp32 on a CPU):
   memory, with the same copies: what the GPU can do when nothing waits for the CPU.
 - ``tokenize``: the Rust tokenizer alone: rag_eval's feed (its threads, tokens to padded arrays,
   as the encoder gets them) and the library's ``encode_batch_fast`` with its own threads.
+- ``ce-predict`` / ``ce-rust``: re-ranking, a cross-encoder of MiniLM's size (all-MiniLM-L6-v2's
+  layers under a seeded random one-logit head: the speed of a real re-ranker of this shape, its
+  scores meaningless) on 100 (query, abstract) pairs per test query: sentence-transformers'
+  ``CrossEncoder.predict`` (batch 256) against rag_eval's scorer, the same Rust-tokenizer path as
+  the encoder (batch 1024); scores compared pair by pair.
+- ``startup``: what a fresh process pays before the first passage: importing torch, initialising
+  CUDA, importing sentence-transformers, importing rag_eval.
+- ``profile-scaled``: ``rag-eval run`` on the scaled corpus again (cold cache) under cProfile; the
+  top of its profile is printed, and saved under ``--profile-dir`` when given.
 
 Each encoder cell encodes SciFact (5,183 abstracts) once to warm up, then ``--rounds`` times
 timed (median kept), the 300 test queries (nDCG@10 of exact search, rag_eval's ``evaluate()``),
@@ -71,10 +80,16 @@ CELLS = [
     ("forward", "model forward alone, tokens ready in pinned memory", 1024),
     ("tokenize", "Rust tokenizer alone", 1024),
     ("before", "rag_eval encoder: transformers tokenizer on threads (before)", 1024),
+    ("ce-predict", "cross-encoder (MiniLM-sized): sentence-transformers CrossEncoder.predict()", 256),
+    ("ce-rust", "cross-encoder (MiniLM-sized): rag_eval scorer, Rust tokenizer path", 1024),
+    ("startup", "a fresh process: imports and CUDA initialisation", 0),
 ]
+CE_PAIRS_PER_QUERY = 100
+CE_MAX_LENGTH = 256
 RUN_BATCH = 1024
 # Most wanted first: a deadline cuts the end. encode() first, every cell's embeddings are compared with its.
-DEFAULT_ORDER = ["encode()", "rust", "run-scaled", "forward", "tokenize", "run-scifact", "before"]
+DEFAULT_ORDER = ["encode()", "rust", "run-scaled", "forward", "tokenize", "run-scifact", "ce-predict", "ce-rust",
+                 "startup", "profile-scaled", "before"]
 
 
 # --------------------------------------------------------------------------- data
@@ -104,6 +119,9 @@ def worker(args: argparse.Namespace) -> None:
     """Run one cell and print ``RESULT <json>``; embeddings go to ``--workdir`` as .npy files."""
     if CALLER_TOKENIZERS_PARALLELISM is None:  # undo the default an imported benchmark module set
         os.environ.pop("TOKENIZERS_PARALLELISM", None)
+    if args.cell == "startup":  # first: nothing heavy imported yet in this process
+        print("RESULT " + json.dumps({"cell": "startup", **startup_cell()}), flush=True)
+        return
     import torch
     from bench_gpu import ndcg_at_10
 
@@ -122,6 +140,10 @@ def worker(args: argparse.Namespace) -> None:
         return time.perf_counter()
 
     started = time.perf_counter()
+    if args.cell in ("ce-predict", "ce-rust"):
+        row.update(cross_encoder_cell(args, passages, query_texts, batch, workdir))
+        print("RESULT " + json.dumps(row), flush=True)
+        return
     if args.cell == "tokenize":
         row.update(tokenize_cell(args, passages, scaled, batch))
         print("RESULT " + json.dumps(row), flush=True)
@@ -263,6 +285,101 @@ def _upload(copies: Any, pinned: dict[str, Any]) -> dict[str, Any]:
     return moved
 
 
+def cross_encoder_folder(model: Path, workdir: Path) -> Path:
+    """A cross-encoder of MiniLM's shape: its layers under a seeded random one-logit head (built once per run)."""
+    import torch
+    from transformers import AutoTokenizer, BertForSequenceClassification
+
+    folder = workdir / "cross-encoder"
+    if not (folder / "config.json").exists():
+        torch.manual_seed(0)
+        BertForSequenceClassification.from_pretrained(str(model), num_labels=1).save_pretrained(folder)
+        AutoTokenizer.from_pretrained(str(model)).save_pretrained(folder)
+    return folder
+
+
+def ce_pairs(passages: list[str], query_texts: list[str], per_query: int) -> list[tuple[str, str]]:
+    """``per_query`` (query, abstract) pairs per query, abstracts picked by a fixed stride (a re-ranker's load)."""
+    n = len(passages)
+    return [(query, passages[(q * 37 + j * 53) % n]) for q, query in enumerate(query_texts)
+            for j in range(min(per_query, n))]
+
+
+def cross_encoder_cell(args: argparse.Namespace, passages: list[str], query_texts: list[str], batch: int,
+                       workdir: Path) -> dict[str, Any]:
+    """Pairs scored per second by ``CrossEncoder.predict`` or by rag_eval's scorer; scores saved for comparison."""
+    import torch
+
+    from rag_eval._models.embeddings.loading import load_scorer
+    from rag_eval._models.embeddings.options import EncoderOptions
+    from rag_eval._models.files import ResolvedModel
+
+    cuda = args.device.startswith("cuda")
+    folder = cross_encoder_folder(args.model, workdir)
+    pairs = ce_pairs(passages, query_texts, args.ce_pairs)
+    started = time.perf_counter()
+    if args.cell == "ce-predict":
+        from sentence_transformers import CrossEncoder
+
+        model = CrossEncoder(str(folder), device=args.device, max_length=CE_MAX_LENGTH)
+        model.model.half() if args.precision == "fp16" else model.model.float()
+
+        def score(items: list[tuple[str, str]]) -> np.ndarray:
+            out = model.predict(items, batch_size=batch, activation_fn=torch.nn.Identity(), convert_to_numpy=True,
+                                show_progress_bar=False)
+            return np.asarray(out, dtype=np.float32).reshape(-1)
+
+        path: Any = "CrossEncoder.predict()"
+    else:
+        scorer: Any = load_scorer(ResolvedModel(str(folder), folder, "local"), args.device,
+                                  EncoderOptions(precision=args.precision), None, CE_MAX_LENGTH, "bench")
+
+        def score(items: list[tuple[str, str]]) -> np.ndarray:
+            return scorer.score(items, batch_size=batch)
+
+        path = scorer.describe().get("tokenization")
+    out: dict[str, Any] = {"path": path, "load_s": time.perf_counter() - started, "pairs": len(pairs)}
+    score(pairs[: 4 * batch])  # warm-up: kernels for the first shapes
+    walls = []
+    scores = np.empty(0)
+    for _ in range(args.rounds):
+        if cuda:
+            torch.cuda.synchronize()
+        begin = time.perf_counter()
+        scores = score(pairs)
+        if cuda:
+            torch.cuda.synchronize()
+        walls.append(time.perf_counter() - begin)
+    np.save(workdir / f"{args.cell}-pairs.npy", scores)
+    out.update(walls=walls, pairs_per_s=len(pairs) / float(np.median(walls)))
+    if cuda:
+        out["peak_gpu_mib"] = torch.cuda.max_memory_allocated() / 2**20
+    return out
+
+
+def startup_cell() -> dict[str, Any]:
+    """Seconds a fresh process spends importing torch, initialising CUDA, importing sentence-transformers and rag_eval."""
+    out: dict[str, Any] = {}
+    begin = time.perf_counter()
+    import torch
+
+    out["import_torch_s"] = time.perf_counter() - begin
+    begin = time.perf_counter()
+    if torch.cuda.is_available():
+        torch.zeros(1, device="cuda")
+        torch.cuda.synchronize()
+    out["cuda_init_s"] = time.perf_counter() - begin
+    begin = time.perf_counter()
+    import sentence_transformers  # noqa: F401
+
+    out["import_sentence_transformers_s"] = time.perf_counter() - begin
+    begin = time.perf_counter()
+    import rag_eval.cli  # noqa: F401
+
+    out["import_rag_eval_cli_s"] = time.perf_counter() - begin
+    return out
+
+
 def tokenize_cell(args: argparse.Namespace, passages: list[str], scaled: list[str], batch: int) -> dict[str, Any]:
     """The Rust tokenizer alone: rag_eval's feed on every CPU, and the library's encode_batch_fast with its own threads."""
     from transformers import AutoTokenizer
@@ -309,6 +426,28 @@ def cosines(workdir: Path, cell: str, name: str) -> dict[str, float]:
     return {f"{name}_min_cos": float(cos.min()), f"{name}_mean_cos": float(cos.mean())}
 
 
+def score_differences(workdir: Path, cell: str) -> dict[str, float]:
+    """Largest and mean absolute difference of a cross-encoder cell's scores from ce-predict's, when both were saved."""
+    mine, base = workdir / f"{cell}-pairs.npy", workdir / "ce-predict-pairs.npy"
+    if not cell.startswith("ce-") or not mine.exists() or not base.exists():
+        return {}
+    a, b = np.load(mine).astype(np.float64), np.load(base).astype(np.float64)
+    if a.shape != b.shape:
+        return {"pairs_shape_differs": 1.0}
+    return {"max_abs_vs_predict": float(np.abs(a - b).max()), "mean_abs_vs_predict": float(np.abs(a - b).mean()),
+            "score_spread": float(b.std())}
+
+
+def print_profile(path: Path, lines: int = 30) -> None:
+    """The top of a cProfile statistics file, by cumulative and by own time."""
+    import pstats
+
+    for order in ("cumulative", "tottime"):
+        print(f"\n--- {path.name}: top {lines} by {order}", flush=True)
+        pstats.Stats(str(path), stream=sys.stdout).strip_dirs().sort_stats(order).print_stats(lines)
+    sys.stdout.flush()
+
+
 def print_table(rows: list[dict[str, Any]], scale: int) -> None:
     """The markdown table: one line per cell and per ``rag-eval run``."""
     base = next((r for r in rows if r.get("cell") == "encode()" and "passages_per_s" in r), None)
@@ -326,9 +465,21 @@ def print_table(rows: list[dict[str, Any]], scale: int) -> None:
             print(f"| {r.get('label', r.get('cell', r.get('run')))} | | | | | | {r.get('error') or r.get('skipped')} |")
             continue
         if r.get("stage") == "run":
-            print(f"| {r['run']} | | | | {number(r.get('ndcg10'), 4)} | | {number(r.get('passages_per_s'))} passages/s "
-                  f"over index_s {number(r.get('index_s'), 1)} s (model load included); "
+            print(f"| {r['run']} | {number(r.get('encoder_per_s'))} | | | {number(r.get('ndcg10'), 4)} | | "
+                  f"encoder {number(r.get('encoder_per_s'))} passages/s over its {number(r.get('encode_passages_s'), 2)} s; "
+                  f"{number(r.get('passages_per_s'))} passages/s over index_s {number(r.get('index_s'), 1)} s "
+                  f"(model load {number(r.get('model_load_s'), 1)} s included); wall {number(r.get('wall_s'), 1)} s; "
                   f"tokenization {json.dumps((r.get('encoder') or {}).get('tokenization'))} |")
+            continue
+        if r.get("cell") == "startup":
+            parts = [f"{k.removesuffix('_s')} {r[k]:.2f} s" for k in r if k.endswith("_s") and k not in ("process_s", "elapsed_s")]
+            print(f"| {r['label']} | | | | | | {'; '.join(parts)} |")
+            continue
+        if "pairs_per_s" in r:
+            diff = f"max abs score diff vs predict() {r['max_abs_vs_predict']:.2e} (score spread {r['score_spread']:.2f})" \
+                if "max_abs_vs_predict" in r else ""
+            print(f"| {r['label']} | {number(r['pairs_per_s'])} pairs/s | | | | | {r.get('pairs', 0):,} pairs; "
+                  f"{json.dumps(r.get('path'))}; peak {number(r.get('peak_gpu_mib'))} MiB; {diff} |")
             continue
         ratio = ""
         if base is not None and "passages_per_s" in r:
@@ -392,6 +543,8 @@ def main() -> None:
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder")
     parser.add_argument("--prepare", type=Path, metavar="DIR",
                         help="write what a lent GPU machine needs under DIR (model with fp16 weights, SciFact) and stop")
+    parser.add_argument("--ce-pairs", type=int, default=CE_PAIRS_PER_QUERY, help="cross-encoder pairs per query")
+    parser.add_argument("--profile-dir", type=Path, help="where profile-scaled's cProfile statistics are copied")
     parser.add_argument("--cell", help=argparse.SUPPRESS)
     parser.add_argument("--scaled", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--workdir", type=Path, help=argparse.SUPPRESS)
@@ -445,7 +598,7 @@ def main() -> None:
                 command = [sys.executable, str(Path(__file__).resolve()), "--cell", cell, "--model", str(args.model),
                            "--data", str(data), "--scaled", str(scaled), "--workdir", str(workdir), "--device",
                            args.device, "--precision", args.precision, "--batch-size", str(batch), "--rounds",
-                           str(args.rounds)]
+                           str(args.rounds), "--ce-pairs", str(args.ce_pairs)]
                 code, out, err, wall = run_child(command, env, timeout)
                 row: dict[str, Any] = {"cell": cell, "label": label, "process_s": wall}
                 result = next((line[7:] for line in out.splitlines() if line.startswith("RESULT ")), None)
@@ -453,17 +606,25 @@ def main() -> None:
                     row.update(json.loads(result))
                     for name in ("scifact", "scaled"):
                         row.update(cosines(workdir, cell, name))
+                    row.update(score_differences(workdir, cell))
                 else:
                     row["error"] = child_error(code, err, timeout)
                 emit(row)
-            elif cell in ("run-scifact", "run-scaled"):
+            elif cell in ("run-scifact", "run-scaled", "profile-scaled"):
                 folder = data if cell == "run-scifact" else scaled
                 params = {"model": str(args.model), "device": args.device, "precision": args.precision,
                           "batch_size": RUN_BATCH, "show_progress": False}
                 config = write_config(workdir / f"{cell}.yaml", folder, params, workdir / f"cache-{cell}")
                 name = "SciFact" if cell == "run-scifact" else f"{args.scale:,} passages"
-                emit({"stage": "run", "cell": cell, "run": f"rag-eval run, {name}, cold cache",
-                      **rag_eval_run(config, workdir / f"out-{cell}", env, timeout)})
+                profile = workdir / f"{cell}.pstats" if cell == "profile-scaled" else None
+                label = f"rag-eval run, {name}, cold cache" + (", under cProfile" if profile else "")
+                emit({"stage": "run", "cell": cell, "run": label,
+                      **rag_eval_run(config, workdir / f"out-{cell}", env, timeout, profile=profile)})
+                if profile is not None and profile.exists():
+                    print_profile(profile)
+                    if args.profile_dir:
+                        args.profile_dir.mkdir(parents=True, exist_ok=True)
+                        shutil.copyfile(profile, args.profile_dir / profile.name)
             else:
                 emit({"cell": cell, "error": "unknown cell"})
     finally:

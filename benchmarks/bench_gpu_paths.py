@@ -294,9 +294,16 @@ def write_config(
     return path
 
 
-def rag_eval_run(config: Path, output: Path, env: dict[str, str], timeout: float) -> dict[str, Any]:
-    """Run ``rag-eval run CONFIG --output OUTPUT``; the row: wall time, timings, nDCG@10, cache use (or the error)."""
-    command = [sys.executable, "-m", "rag_eval.cli", "run", str(config), "--output", str(output), "--no-progress"]
+def rag_eval_run(
+    config: Path, output: Path, env: dict[str, str], timeout: float, profile: Path | None = None
+) -> dict[str, Any]:
+    """Run ``rag-eval run CONFIG --output OUTPUT``; the row: wall time, timings, nDCG@10, cache use (or the error).
+
+    ``profile``: run it under cProfile, its statistics written there (the main thread's calls).
+    """
+    profiler = ["-m", "cProfile", "-o", str(profile)] if profile is not None else []
+    command = [sys.executable, *profiler, "-m", "rag_eval.cli", "run", str(config), "--output", str(output),
+               "--no-progress"]
     code, _, err, wall = run_child(command, env, timeout)
     row: dict[str, Any] = {"wall_s": wall}
     results = output / "dense.json"
@@ -322,6 +329,10 @@ def rag_eval_run(config: Path, output: Path, env: dict[str, str], timeout: float
                    "(stored_*: what the run that computed the ranking recorded)")
     elif passages and row["passages_encoded"] and timings.get("index_s"):
         row["passages_per_s"] = passages / timings["index_s"]  # index_s includes loading the model
+        seconds = description.get("seconds") or {}
+        row.update(model_load_s=seconds.get("model_load"), encode_passages_s=seconds.get("encode_passages"))
+        if seconds.get("encode_passages"):  # the encoder's own rate inside the run (the model's calls only)
+            row["encoder_per_s"] = row["passages_encoded"] / seconds["encode_passages"]
     return row
 
 
