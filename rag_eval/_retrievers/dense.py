@@ -234,6 +234,7 @@ class DenseRetriever:
     def _get_model(self) -> Encoder:
         """The encoder (loaded once): sentence-transformers, or its ONNX / OpenVINO export."""
         if self._model is None:
+            started = time.perf_counter()
             if self.resolved.path is None and self.options.backend == "torch":
                 # Not downloaded yet: sentence-transformers fetches it; the folder is found afterwards.
                 self._model = self._load_encoder(identity=None)
@@ -243,9 +244,8 @@ class DenseRetriever:
                     pass  # identity falls back to the name (see model_identity())
             else:
                 identity = self.model_identity() if self.resolved.path is not None else None
-                started = time.perf_counter()
                 self._model = self._load_encoder(identity=identity)
-                self._seconds["model_load"] = time.perf_counter() - started
+            self._seconds["model_load"] = time.perf_counter() - started  # a download from the Hub included
         return self._model
 
     def _load_encoder(self, identity: str | None) -> Encoder:

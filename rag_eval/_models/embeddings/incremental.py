@@ -25,9 +25,9 @@ def encode_missing(
     the store as soon as it is encoded, on a writer thread while the next batch encodes (a
     shard's fsync can take longer than a GPU takes to encode it): a run killed during encoding
     loses at most the batch in flight and the one being written, and an error in ``encode``
-    still lets every batch encoded before it reach the store. ``progress`` is called with each batch's size. Returns the array and
-    ``{"reused": r, "encoded": e, "duplicates": d}``: r + e distinct texts, d repeats of them
-    (r + e + d = len(texts)). With ``store=None`` every distinct text is encoded, nothing written.
+    still lets every batch encoded before it reach the store. ``progress`` is called with each
+    batch's size. Returns the array and ``{"reused": r, "encoded": e, "duplicates": d}``: r + e
+    distinct texts, d repeats of them (r + e + d = len(texts)). With ``store=None`` every distinct text is encoded, nothing written.
     ``write_every`` may be a callable, asked only when something is missing (it may load the model
     to decide: a GPU encodes more texts a call than a CPU).
 
