@@ -10,6 +10,7 @@ is taken from the ranking cache when nothing it depends on changed
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Mapping
 from typing import Any, Protocol
@@ -19,10 +20,8 @@ from rag_eval._data.config.schema import LoadedConfig
 from rag_eval._data.config.sections import RetrieverSpec
 from rag_eval._execution.context import executing
 from rag_eval._execution.ray_cluster import ray_missing
-from rag_eval._models.progress import showing_progress
+from rag_eval._models.progress import NoBar, showing_progress
 from rag_eval._retrievers.base import describe
-from rag_eval._retrievers.external.by_text import TextHitsRetriever
-from rag_eval._retrievers.external.vector_db import VectorDBRetriever
 from rag_eval._retrievers.shared_children import sharing
 from rag_eval._run.build import build_retrievers, one_line
 from rag_eval._run.checks import RetrieverRunError
@@ -97,12 +96,10 @@ class _Loop:
         self.progress = progress
 
     def run(self, retrievers: list[Any]) -> list[RetrieverOutcome]:
-        from tqdm.auto import tqdm
-
         specs = self.config.model.retrievers
         outcomes = []
         # The bar names the retriever and the stage running now ("bm25: search"), and which of the config's it is.
-        with tqdm(total=STEPS * len(specs), desc="retrieval", unit="step", disable=_disabled(self.progress)) as bar:
+        with self._bar(STEPS * len(specs)) as bar:
             for position, spec in enumerate(specs):
                 retriever, retrievers[position] = retrievers[position], None
                 bar.set_postfix_str(f"retriever {position + 1} of {len(specs)}", refresh=False)
@@ -111,6 +108,13 @@ class _Loop:
                 finally:
                     _release(retriever)  # a database client closed, an embedded server stopped: Ctrl-C too
         return outcomes
+
+    def _bar(self, total: int) -> Any:
+        if self.progress is False:  # --no-progress: tqdm is not even imported
+            return NoBar()
+        from tqdm.auto import tqdm
+
+        return tqdm(total=total, desc="retrieval", unit="step", disable=_disabled(self.progress))
 
     def _one(self, spec: RetrieverSpec, retriever: Any, bar: Any) -> RetrieverOutcome:
         """One retriever: its ranking (stored, or indexed and searched), checked, evaluated, stored."""
@@ -194,7 +198,14 @@ def _call(spec: RetrieverSpec, step: str, method: Any, *args: Any) -> Any:
 
 def _release(retriever: Any) -> None:
     """Close what an integration opened (its client, a server it started); plug-ins' own methods are not called."""
-    if isinstance(retriever, (VectorDBRetriever, TextHitsRetriever)):
+    # By the loaded modules: a retriever of these classes exists only once its module was imported, and
+    # importing them for a run without integrations cost a warm rerun ~16 ms.
+    kinds = []
+    if (vector_db := sys.modules.get("rag_eval._retrievers.external.vector_db")) is not None:
+        kinds.append(vector_db.VectorDBRetriever)
+    if (by_text := sys.modules.get("rag_eval._retrievers.external.by_text")) is not None:
+        kinds.append(by_text.TextHitsRetriever)
+    if any(isinstance(retriever, kind) for kind in kinds):
         retriever.close()
 
 

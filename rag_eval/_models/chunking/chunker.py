@@ -18,7 +18,7 @@ from rag_eval._models.chunking.methods import BUILDERS
 from rag_eval._models.chunking.packing import Advance
 from rag_eval._models.chunking.params import ChunkerParams, CustomParams, MarkdownParams, parse_spec
 from rag_eval._models.chunking.tokenizers import WORDS, Tokenizer, load_tokenizer, tokenizer_file
-from rag_eval._models.progress import tqdm_disable
+from rag_eval._models.progress import NoBar, tqdm_disable
 
 # Characters of text (all documents together) from which chunking shows a progress bar: about a
 # second of the slowest method; less is over before a bar would be read.
@@ -217,24 +217,11 @@ def _version(distribution: str) -> str:
 def _progress_bar(total: int, name: str) -> Any:
     """A tqdm bar of ``total`` characters (``update(n)``, ``n``), disabled when short or when the run has no progress."""
     if total < PROGRESS_MIN_CHARS:
-        return _NoBar()  # importing tqdm (and asyncio with it) took longer than chunking a small corpus
+        return NoBar()  # importing tqdm (and asyncio with it) took longer than chunking a small corpus
     from tqdm.auto import tqdm
 
     disable = tqdm_disable()
     return tqdm(total=total, desc=f"chunking {name}", unit="char", unit_scale=True, disable=disable, leave=False)
-
-
-class _NoBar(contextlib.AbstractContextManager[Any]):
-    """What a disabled tqdm bar does: count characters, show nothing."""
-
-    def __init__(self) -> None:
-        self.n = 0
-
-    def update(self, n: int = 1) -> None:
-        self.n += n
-
-    def __exit__(self, *exc: object) -> None:
-        return None
 
 
 def _config_folder(base: Path | None) -> contextlib.AbstractContextManager[None]:
