@@ -23,7 +23,7 @@ fi
 "${PIP[@]}" install -e ".[dense,ann,ray,onnx,openvino,integrations,test,judge-test,bench]" "torch==2.13.0"
 # Bytecode for the package now: an editable install writes none, and where PYTHONDONTWRITEBYTECODE is set
 # (this machine image sets it) Python never would, so every run compiled rag_eval again: a warm SciFact
-# rerun took 2.2 s instead of 1.7 s (about 0.5 s of CPU). A source file changed later is compiled
+# rerun took 2.05-2.22 s at best instead of 1.70 s. A source file changed later is compiled
 # afresh in memory: a stale bytecode file is never used.
 .venv/bin/python -m compileall -q rag_eval
 .venv/bin/python -c "import rag_eval, torch; print('rag_eval', rag_eval.__version__, '| torch', torch.__version__)"
