@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import _models
@@ -173,11 +174,17 @@ def test_scores_are_cosines_of_title_plus_text(tiny, tiny_reference, tmp_path):
 
 def test_the_description_says_where_index_and_search_spent_their_time(tiny, tmp_path):
     first = dense(tiny, tmp_path)
-    first.index(CORPUS)
+    started = time.perf_counter()
+    first.index(CORPUS)  # loads the model, then encodes the passages: both inside this call, one after the other
+    index_wall = time.perf_counter() - started
+    started = time.perf_counter()
     first.search(QUERIES, top_k=2)
+    search_wall = time.perf_counter() - started
     seconds = first.describe()["seconds"]
     assert set(seconds) == {"model_load", "encode_passages", "encode_queries"}
     assert all(value > 0 for value in seconds.values())
+    assert seconds["model_load"] + seconds["encode_passages"] <= index_wall + 0.002  # rounded to the millisecond
+    assert seconds["encode_queries"] <= search_wall + 0.001
     again = dense(tiny, tmp_path)  # everything cached: no model loaded, nothing encoded, no seconds to report
     again.index(CORPUS)
     again.search(QUERIES, top_k=2)
