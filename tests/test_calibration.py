@@ -327,17 +327,24 @@ output: out
 """
 
 
-def test_documents_are_ranked_with_the_spans_graded_as_a_merge_would_grade_them(tmp_path, capsys):
-    # Two spans, each graded by a person and by the model: d2 [0, 28) "Another text about forty two" and
-    # d3 [0, 9) "Unrelated".
-    rows = [("d2", 0, 28, "Another text about forty two", 1, 0), ("d3", 0, 9, "Unrelated", 0, 2)]
+def _document_sheets(tmp_path, rows, person=""):
+    """people.csv and model.csv grading q1's ``rows`` ``(doc, start, end, text, people's grade, model's grade)``,
+    beside DOC_SET and DOC_CONFIG: the paths of the two sheets."""
     human, model = tmp_path / "people.csv", tmp_path / "model.csv"
-    human.write_text(HEADER + "".join(f"q1,what is the answer,{d},{s},{e},{t},{h},human,ana,,,\r\n"
+    human.write_text(HEADER + "".join(f"q1,what is the answer,{d},{s},{e},{t},{h},human,{person},,,\r\n"
                                       for d, s, e, t, h, _ in rows), encoding="utf-8")
     model.write_text(HEADER + "".join(f"q1,what is the answer,{d},{s},{e},{t},{m},llm:judge-7b,,,,\r\n"
                                       for d, s, e, t, _, m in rows), encoding="utf-8")
     (tmp_path / "qs.yaml").write_text(DOC_SET, encoding="utf-8")
     (tmp_path / "config.yaml").write_text(DOC_CONFIG, encoding="utf-8")
+    return human, model
+
+
+def test_documents_are_ranked_with_the_spans_graded_as_a_merge_would_grade_them(tmp_path, capsys):
+    # Two spans, each graded by a person and by the model: d2 [0, 28) "Another text about forty two" and
+    # d3 [0, 9) "Unrelated".
+    rows = [("d2", 0, 28, "Another text about forty two", 1, 0), ("d3", 0, 9, "Unrelated", 0, 2)]
+    human, model = _document_sheets(tmp_path, rows, person="ana")
     code, lines = _calibrate(capsys, human, model, tmp_path / "config.yaml")
     assert code == 0
     # A span graded > 0 is evidence (its document graded by it); a span graded 0 grades its document 0
@@ -372,13 +379,7 @@ def test_a_refusal_names_the_sheet_whose_grades_are_refused(tmp_path, capsys):
     # The model grades d3 whole 0 and a span of it 2: a merge of its sheet would be refused (the document
     # graded both ways). The people's grades of the same rows are fine: the refusal names the model's sheet.
     rows = [("d3", "", "", "Unrelated words.", 0, 0), ("d3", 0, 9, "Unrelated", 0, 2)]
-    human, model = tmp_path / "people.csv", tmp_path / "model.csv"
-    human.write_text(HEADER + "".join(f"q1,what is the answer,{d},{s},{e},{t},{h},human,,,,\r\n"
-                                      for d, s, e, t, h, _ in rows), encoding="utf-8")
-    model.write_text(HEADER + "".join(f"q1,what is the answer,{d},{s},{e},{t},{m},llm:judge-7b,,,,\r\n"
-                                      for d, s, e, t, _, m in rows), encoding="utf-8")
-    (tmp_path / "qs.yaml").write_text(DOC_SET, encoding="utf-8")
-    (tmp_path / "config.yaml").write_text(DOC_CONFIG, encoding="utf-8")
+    human, model = _document_sheets(tmp_path, rows)
     with pytest.raises(InputFormatError) as caught:
         _calibrate(capsys, human, model, tmp_path / "config.yaml")
     message = str(caught.value)
