@@ -557,6 +557,39 @@ def test_a_ray_encoding_batch_re_encodes_texts_found_with_another_dimension(tmp_
     assert found.all() and got.tobytes() == expected(TEXTS).tobytes()
 
 
+def test_a_ray_actor_builds_its_encoder_only_at_the_first_text_the_store_lacks(tmp_path):
+    """A rerun whose store holds every passage loads no model on the workers; a miss builds it once."""
+    pytest.importorskip("pyarrow", reason="the Ray engine's batches are Arrow tables (pip install rag-eval-trec[ray])")
+    from rag_eval._execution.ray_engine import _EncodeBatches
+
+    built = []
+
+    class Factory:
+        def __call__(self):
+            built.append(1)
+
+            class Encoder:
+                def encode(self, texts):
+                    return expected(texts)
+
+            return Encoder()
+
+    store_at(tmp_path).put([text_key(t) for t in TEXTS[:6]], expected(TEXTS[:6]))
+
+    def rows(texts):
+        return {"doc_id": np.array([f"d{i}".encode() for i in range(len(texts))]), "text": np.array([t.encode() for t in texts])}
+
+    actor = _EncodeBatches(Factory(), str(tmp_path), "ns")
+    assert actor(rows(TEXTS[:3])).column("status").to_pylist() == [1, 1, 1]
+    assert actor(rows(TEXTS[3:6])).column("status").to_pylist() == [1, 1, 1]
+    assert built == []  # every text found: no encoder built
+    assert actor(rows(TEXTS[5:8])).column("status").to_pylist() == [1, 2, 2]
+    assert actor(rows(TEXTS[8:10])).column("status").to_pylist() == [2, 2]
+    assert built == [1]  # built at the first miss, then kept
+    got, found = store_at(tmp_path).get([text_key(t) for t in TEXTS])
+    assert found.all() and got.tobytes() == expected(TEXTS).tobytes()
+
+
 def test_a_ray_encoding_batch_that_cannot_be_stored_fails_the_run(tmp_path):
     """On Ray the store is how vectors reach the search: a write that fails is an error there (locally, a warning)."""
     pytest.importorskip("pyarrow", reason="the Ray engine's batches are Arrow tables (pip install rag-eval-trec[ray])")

@@ -4,9 +4,9 @@ What it changes is where the work runs, never a number:
 
 - :func:`encode_on_ray` streams the corpus (JSON Lines read in byte ranges by workers,
   Parquet by row groups; the driver never holds the texts), encodes on a pool of actors
-  that each load the model once (GPU actors when the cluster has GPUs), and writes every
-  batch to the shared :class:`~rag_eval._models.embeddings.store.EmbeddingStore` as soon as it is
-  encoded. A worker killed mid-batch is restarted and its batch retried: the batch first
+  that each load the model once, at their first text the store lacks (GPU actors when the
+  cluster has GPUs), and writes every batch to the shared
+  :class:`~rag_eval._models.embeddings.store.EmbeddingStore` as soon as it is encoded. A worker killed mid-batch is restarted and its batch retried: the batch first
   looks its texts up in the store, so what was written before the kill is not encoded again,
   and a shard's name comes from its keys, so a rewritten batch is the same file. The driver
   gets back only ``(doc_id, key)`` per passage, sorted by doc id: row ``i`` of the search.
@@ -97,7 +97,7 @@ def encode_on_ray(
     Parquet file or folder with the same columns, or ``(doc_id, text)`` pairs (text already
     title + text). The text encoded and keyed is ``prefix + title + " " + text``, exactly as
     the dense retriever encodes it. ``encoder_factory`` is pickled to the actors and called
-    once in each (that is where the model loads); its ``encode(list[str])`` returns float32
+    once in each, at its first batch with a text the store lacks (that is where the model loads); its ``encode(list[str])`` returns float32
     rows. The store's folder must be shared by every node (it is how vectors travel back).
     ``count_tokens`` (picklable, e.g. a :class:`rag_eval._models.embeddings.truncation.TokenCounter`)
     counts each text's tokens on the workers, so that the driver never reads the texts to say
@@ -177,7 +177,11 @@ def _encode_stage(
 
 
 class _EncodeBatches:
-    """A Ray Data actor: the encoder is built once, then each batch is looked up, encoded where missing and stored."""
+    """A Ray Data actor: each batch is looked up, encoded where missing and stored.
+
+    The encoder is built once, at the first batch with a text the store lacks: a rerun whose
+    store holds every passage loads no model on the workers (loading is most of a small run's time).
+    """
 
     def __init__(
         self,
@@ -186,9 +190,17 @@ class _EncodeBatches:
         namespace: str,
         count_tokens: TokenCounting | None = None,
     ) -> None:
-        self.encoder = encoder_factory()
+        self.encoder_factory = encoder_factory
+        self._encoder: Encoder | None = None
         self.store = EmbeddingStore(root, namespace)
         self.count_tokens = count_tokens
+
+    @property
+    def encoder(self) -> Encoder:
+        """The encoder, built by the factory at first use."""
+        if self._encoder is None:
+            self._encoder = self.encoder_factory()
+        return self._encoder
 
     def __call__(self, batch: dict[str, np.ndarray]) -> Any:
         pa = arrow()
