@@ -96,6 +96,12 @@ def scipy_perm_p(baseline: np.ndarray, candidate: np.ndarray) -> float:
     return float(res.pvalue)
 
 
+@pytest.fixture(autouse=True)
+def _fresh_bootstrap_memo():
+    """Each test draws its intervals itself: one remembered from another test would hide what it checks."""
+    stats._BOOTSTRAP_MEMO.clear()
+
+
 # ---------------------------------------------------------------------------
 # paired_deltas
 # ---------------------------------------------------------------------------
@@ -419,8 +425,31 @@ def test_bootstrap_is_the_percentile_interval_not_bca():
 def test_bootstrap_batches_do_not_change_the_draws(monkeypatch):
     deltas = BOOT_CASES[0]
     whole = bootstrap_ci(deltas, n_resamples=2_000, seed=9)
+    stats._BOOTSTRAP_MEMO.clear()  # drawn again, in batches, not remembered
     monkeypatch.setattr(stats, "_CHUNK_ELEMENTS", 7 * deltas.size)  # 7 resamples per batch, a ragged last one
     assert bootstrap_ci(deltas, n_resamples=2_000, seed=9) == whole
+
+
+def test_an_interval_asked_for_again_is_not_drawn_again(monkeypatch):
+    """The decision and the means plot ask for each variant's interval: the second ask draws nothing and
+    gives the first answer; any other argument (or other deltas) is drawn anew."""
+    deltas = BOOT_CASES[1]
+    draws = []
+    real = np.random.default_rng
+    monkeypatch.setattr(stats.np.random, "default_rng", lambda seed: draws.append(seed) or real(seed))
+    first = bootstrap_ci(deltas, n_resamples=2_000, seed=4)
+    assert bootstrap_ci(deltas.copy(), n_resamples=2_000, seed=4) == first and draws == [4]
+    assert bootstrap_ci(deltas, n_resamples=2_000, seed=5) != first and draws == [4, 5]
+    bootstrap_ci(deltas, n_resamples=2_001, seed=4)
+    bootstrap_ci(deltas, confidence=0.9, n_resamples=2_000, seed=4)
+    bootstrap_ci(deltas[::-1].copy(), n_resamples=2_000, seed=4)  # the same values in another order: other draws
+    assert draws == [4, 5, 4, 4, 4]
+    stats._BOOTSTRAP_MEMO.clear()
+    assert bootstrap_ci(deltas, n_resamples=2_000, seed=4) == first  # drawn again: the same interval
+    monkeypatch.setattr(stats, "_BOOTSTRAP_MEMO_SIZE", 2)
+    for seed in range(10, 15):
+        bootstrap_ci(deltas, n_resamples=200, seed=seed)
+    assert len(stats._BOOTSTRAP_MEMO) == 2  # bounded: the oldest are let go
 
 
 def test_importing_stats_does_not_load_scipy():
