@@ -14,7 +14,7 @@ import rag_eval._run.execute as runner
 from rag_eval._commands.outputs import write_outputs
 from rag_eval._core.output_manifest import MANIFEST
 from rag_eval._data.config.schema import load_config
-from rag_eval._retrievers.ranking_cache import RankingCacheWarning, plain_answer
+from rag_eval._retrievers.ranking_cache import RankingCacheWarning, entry_text, plain_answer
 from rag_eval._run.execute import execute
 
 OCEAN_FACTS = REPO / "datasets" / "ocean_facts.yaml"
@@ -155,11 +155,11 @@ def test_a_damaged_entry_is_a_miss_and_is_rewritten(tmp_path, calls, damage):
         elif damage == "garbage":
             entry.write_bytes(b"\xff\xfe not json")
         elif damage == "flip-score":  # still valid JSON: the checksum catches it
-            data = json.loads(text)
-            qid = next(q for q, docs in data["answer"].items() if docs)
-            doc = next(iter(data["answer"][qid]))
-            data["answer"][qid][doc] += 1.0
-            entry.write_text(json.dumps(data))
+            header, answer = (json.loads(line) for line in text.splitlines())
+            qid = next(q for q, docs in answer.items() if docs)
+            doc = next(iter(answer[qid]))
+            answer[qid][doc] += 1.0
+            entry.write_text(entry_text(header, json.dumps(answer)))
         else:
             entry.unlink()
             entry.mkdir()
@@ -272,16 +272,16 @@ def test_an_entry_that_fails_the_ranking_checks_is_a_miss_not_the_retrievers_err
 
     first = run(tmp_path, sweep_config(tmp_path, k1=(0.9,)))
     for entry in sorted((tmp_path / "cache" / "rankings").glob("*.json")):
-        data = json.loads(entry.read_text())
+        header, answer = (json.loads(line) for line in entry.read_text().splitlines())
         if tamper == "unknown doc":
-            data["answer"].setdefault("q-largest-ocean", {})["no-such-doc"] = 9.0
+            answer.setdefault("q-largest-ocean", {})["no-such-doc"] = 9.0
         elif tamper == "unasked query":
-            data["answer"]["q-never-asked"] = {"pacific-largest": 1.0}
+            answer["q-never-asked"] = {"pacific-largest": 1.0}
         else:
-            data["answer"].setdefault("q-largest-ocean", {})["pacific-largest"] = "1.0"
-        canonical = json.dumps(data["answer"], sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-        data["checksum"] = hashlib.sha256(canonical.encode()).hexdigest()
-        entry.write_text(json.dumps(data))
+            answer.setdefault("q-largest-ocean", {})["pacific-largest"] = "1.0"
+        answer_line = json.dumps(answer, ensure_ascii=False)
+        header["checksum"] = hashlib.sha256(answer_line.encode()).hexdigest()
+        entry.write_text(entry_text(header, answer_line))
     calls.clear()
     with pytest.warns(RankingCacheWarning, match="unusable") as warned:
         second = run(tmp_path, sweep_config(tmp_path, k1=(0.9,)))

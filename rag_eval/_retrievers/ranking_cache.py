@@ -1,8 +1,10 @@
 """On-disk cache of a built-in retriever's answer, so that re-running a config skips index() and search().
 
-One JSON file per entry, under ``<cache_dir>/rankings/<key>.json``, holding the answer
-(``{qid: {doc_id: score}}``), the retriever's ``describe()`` and the index and search
-times of the run that computed it.
+One file per entry, under ``<cache_dir>/rankings/<key>.json``: a JSON header line (format,
+key, the sha256 of the answer line, the retriever's ``describe()`` and the index and search
+times of the run that computed it), then the answer (``{qid: {doc_id: score}}``) as one JSON
+line. The checksum is of the answer line's bytes as written, so a load checks it without
+writing the answer out again (a canonical re-encoding of 300 rankings of 100 took ~25 ms a load).
 
 The key is a sha256 over everything the answer depends on, conservatively (a stale hit
 would print a wrong number; a needless miss only costs time):
@@ -51,7 +53,7 @@ from rag_eval._data.config.adapters import BUILTIN
 from rag_eval._models import files as models
 from rag_eval._retrievers.shared_children import SharedChild
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: a header line, then the answer line (its bytes checksummed)
 FOLDER = "rankings"
 
 # The modules whose source is hashed into every key (relative to the rag_eval package).
@@ -178,13 +180,17 @@ class RankingCache:
             kind = describe_kind(os.stat(path).st_mode)  # a FIFO would block forever if opened
             if kind:
                 return self._reject(path, f"it is {kind}, not a regular file")
-            entry = json.loads(path.read_text(encoding="utf-8"))
+            head, answer_line = split_entry(path.read_bytes())
+            header = json.loads(head)
+            problem = _check_header(header, key, answer_line)
+            if problem:
+                return self._reject(path, problem)
+            answer = json.loads(answer_line)
         except (OSError, ValueError) as error:
             return self._reject(path, f"unreadable ({type(error).__name__}: {error})")
-        problem = _check_entry(entry, key)
-        if problem:
-            return self._reject(path, problem)
-        return CachedRanking(entry["answer"], entry["description"], entry["timings"])
+        if plain_answer(answer) != answer:
+            return self._reject(path, "its answer is not {qid: {doc_id: score}}")
+        return CachedRanking(answer, header["description"], header["timings"])
 
     def save(
         self, key: str, answer: Mapping[str, Mapping[str, Any]], description: Mapping[str, Any],
@@ -196,15 +202,15 @@ class RankingCache:
             return False
         try:
             description_json = json.loads(json.dumps(dict(description), default=str))
-            entry = {
+            answer_line = json.dumps(plain, ensure_ascii=False, allow_nan=False)
+            header = {
                 "format": FORMAT_VERSION,
                 "key": key,
-                "checksum": _sha256(_canonical(plain)),
-                "answer": plain,
+                "checksum": _sha256(answer_line),
                 "description": description_json,
                 "timings": {name: float(value) for name, value in timings.items()},
             }
-            text = json.dumps(entry, ensure_ascii=False, allow_nan=False)
+            text = entry_text(header, answer_line)
         except (TypeError, ValueError):
             return False
 
@@ -257,24 +263,34 @@ def plain_answer(answer: Any) -> dict[str, dict[str, float]] | None:
     return plain
 
 
-def _check_entry(entry: Any, key: str) -> str | None:
-    if not isinstance(entry, dict):
+def entry_text(header: Mapping[str, Any], answer_line: str) -> str:
+    """An entry's text: the header as one JSON line, then the answer line (JSON never holds a raw line break)."""
+    return json.dumps(header, ensure_ascii=False, allow_nan=False) + "\n" + answer_line + "\n"
+
+
+def split_entry(raw: bytes) -> tuple[bytes, bytes]:
+    """An entry's header line and answer line (without its line end); ValueError when it is not two lines."""
+    head, _, rest = raw.partition(b"\n")
+    if not rest.endswith(b"\n") or b"\n" in rest[:-1]:
+        raise ValueError("not a header line and an answer line")
+    return head, rest[:-1]
+
+
+def _check_header(header: Any, key: str, answer_line: bytes) -> str | None:
+    if not isinstance(header, dict):
         return "not a JSON object"
-    missing = [name for name in ("format", "key", "checksum", "answer", "description", "timings") if name not in entry]
+    missing = [name for name in ("format", "key", "checksum", "description", "timings") if name not in header]
     if missing:
         return f"lacks {', '.join(missing)}"
-    if entry["format"] != FORMAT_VERSION:
-        return f"format {entry['format']!r}, expected {FORMAT_VERSION}"
-    if entry["key"] != key:
+    if header["format"] != FORMAT_VERSION:
+        return f"format {header['format']!r}, expected {FORMAT_VERSION}"
+    if header["key"] != key:
         return "its key does not match its file name"
-    answer = plain_answer(entry["answer"])
-    if answer is None or answer != entry["answer"]:
-        return "its answer is not {qid: {doc_id: score}}"
-    if entry["checksum"] != _sha256(_canonical(answer)):
+    if header["checksum"] != hashlib.sha256(answer_line).hexdigest():
         return "checksum mismatch (the file was modified or partly written)"
-    if not isinstance(entry["description"], dict):
+    if not isinstance(header["description"], dict):
         return "its description is not a JSON object"
-    timings = entry["timings"]
+    timings = header["timings"]
     if not isinstance(timings, dict) or not all(
         isinstance(v, (int, float)) and not isinstance(v, bool) for v in timings.values()
     ):
