@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rag_eval._core.errors import InputFormatError, RetrieverError
@@ -147,6 +147,18 @@ def test_snippet():
     assert snippet("  a\nb\tc ") == "a b c"
     assert snippet("x" * 70) == "x" * 59 + "…"
     assert snippet("word " * 20, limit=12) == "word word w…"
+    assert snippet(" " * 500 + "late words", limit=5) == "late…"  # white space beyond the prefix it reads first
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    text=st.lists(st.sampled_from(["a", "é", "語", " ", "\n", "\t", "\u3000", "\u00a0", "x" * 7, " " * 40]), max_size=60).map("".join),
+    limit=st.sampled_from([1, 2, 5, 12, 60]),
+)
+def test_snippet_reads_a_prefix_and_cuts_as_the_whole_text_would(text, limit):
+    # snippet() normalises only a prefix when that already runs past the limit: the same text as here.
+    whole = " ".join(text.split())
+    assert snippet(text, limit) == (whole if len(whole) <= limit else whole[: limit - 1].rstrip() + "…")
 
 
 def test_a_results_file_without_passages_still_loads(tmp_path):
