@@ -292,3 +292,40 @@ def test_an_entry_that_fails_the_ranking_checks_is_a_miss_not_the_retrievers_err
     calls.clear()
     run(tmp_path, sweep_config(tmp_path, k1=(0.9,)))  # rewritten: the third run hits
     assert calls == []
+
+
+def test_an_entry_is_a_header_line_and_its_checksummed_answer_line_read_without_re_encoding(tmp_path, monkeypatch):
+    """Format 2: the checksum is of the answer line's bytes, so a load never writes the answer out again;
+    a changed byte, an entry of the one-document layout (format 1) or a lost line end is a miss with a warning."""
+    import hashlib
+
+    from rag_eval._retrievers import ranking_cache
+
+    answer = {"q 1": {"dé": 2.5, "d\u3000x": 1.0000000000000002}, "q2": {}, "ü": {"d": -0.0}}
+    cache = ranking_cache.RankingCache(tmp_path)
+    assert cache.save("k", answer, {"note": "x"}, {"index": 1.5, "search": 0.25})
+    raw = cache.path("k").read_bytes()
+    head, answer_line = raw.split(b"\n")[:2]
+    assert raw == head + b"\n" + answer_line + b"\n"
+    header = json.loads(head)
+    assert header["format"] == 2 and header["checksum"] == hashlib.sha256(answer_line).hexdigest()
+    assert json.loads(answer_line) == answer
+
+    def no_re_encoding(value):
+        raise AssertionError("the answer was encoded again to check it")
+
+    monkeypatch.setattr(ranking_cache, "_canonical", no_re_encoding)
+    loaded = cache.load("k")
+    assert loaded is not None and loaded.answer == answer and loaded.timings == {"index": 1.5, "search": 0.25}
+    assert str(loaded.answer["ü"]["d"]) == "-0.0"  # every score as it was stored, the sign of zero too
+
+    cases = {
+        "a changed byte": raw.replace(b"2.5", b"2.6"),
+        "format 1 (one JSON document)": json.dumps({**header, "answer": answer}).encode(),
+        "no line end after the answer": raw[:-1],
+        "a third line": raw + b"{}\n",
+    }
+    for name, damaged in cases.items():
+        cache.path("k").write_bytes(damaged)
+        with pytest.warns(RankingCacheWarning, match="is unusable: (checksum mismatch|unreadable)"):
+            assert cache.load("k") is None, name
