@@ -34,6 +34,7 @@ and the CLI parser read :data:`MIN_RESAMPLES`,
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -166,6 +167,7 @@ def paired_deltas(baseline: np.ndarray, candidate: np.ndarray) -> np.ndarray:
 # the key (the deltas' bytes and every argument), so a remembered interval is the one a new draw would give.
 _BOOTSTRAP_MEMO: dict[tuple[bytes, float, int, int], tuple[float, float]] = {}
 _BOOTSTRAP_MEMO_SIZE = 256
+_BOOTSTRAP_MEMO_LOCK = threading.Lock()
 
 
 def bootstrap_ci(
@@ -226,9 +228,10 @@ def bootstrap_ci(
     alpha = (1.0 - confidence) / 2.0
     means.sort()
     interval = _linear_quantile(means, alpha), _linear_quantile(means, 1.0 - alpha)
-    if len(_BOOTSTRAP_MEMO) >= _BOOTSTRAP_MEMO_SIZE:
-        _BOOTSTRAP_MEMO.pop(next(iter(_BOOTSTRAP_MEMO)))  # the oldest: a long sweep keeps the memo bounded
-    _BOOTSTRAP_MEMO[key] = interval
+    with _BOOTSTRAP_MEMO_LOCK:  # callers of the public API may draw from several threads
+        while len(_BOOTSTRAP_MEMO) >= _BOOTSTRAP_MEMO_SIZE:
+            _BOOTSTRAP_MEMO.pop(next(iter(_BOOTSTRAP_MEMO)))  # the oldest: a long sweep keeps the memo bounded
+        _BOOTSTRAP_MEMO[key] = interval
     return interval
 
 
