@@ -577,7 +577,8 @@ def test_a_ray_actor_builds_its_encoder_only_at_the_first_text_the_store_lacks(t
     store_at(tmp_path).put([text_key(t) for t in TEXTS[:6]], expected(TEXTS[:6]))
 
     def rows(texts):
-        return {"doc_id": np.array([f"d{i}".encode() for i in range(len(texts))]), "text": np.array([t.encode() for t in texts])}
+        doc_ids = [f"d{i}".encode() for i in range(len(texts))]
+        return {"doc_id": np.array(doc_ids), "text": np.array([t.encode() for t in texts])}
 
     actor = _EncodeBatches(Factory(), str(tmp_path), "ns")
     assert actor(rows(TEXTS[:3])).column("status").to_pylist() == [1, 1, 1]

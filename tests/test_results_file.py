@@ -152,7 +152,9 @@ def test_snippet():
 
 @settings(max_examples=400, deadline=None)
 @given(
-    text=st.lists(st.sampled_from(["a", "é", "語", " ", "\n", "\t", "\u3000", "\u00a0", "x" * 7, " " * 40]), max_size=60).map("".join),
+    text=st.lists(
+        st.sampled_from(["a", "é", "語", " ", "\n", "\t", "\u3000", "\u00a0", "x" * 7, " " * 40]), max_size=60
+    ).map("".join),
     limit=st.sampled_from([1, 2, 5, 12, 60]),
 )
 def test_snippet_reads_a_prefix_and_cuts_as_the_whole_text_would(text, limit):

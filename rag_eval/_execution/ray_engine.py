@@ -6,7 +6,8 @@ What it changes is where the work runs, never a number:
   Parquet by row groups; the driver never holds the texts), encodes on a pool of actors
   that each load the model once, at their first text the store lacks (GPU actors when the
   cluster has GPUs), and writes every batch to the shared
-  :class:`~rag_eval._models.embeddings.store.EmbeddingStore` as soon as it is encoded. A worker killed mid-batch is restarted and its batch retried: the batch first
+  :class:`~rag_eval._models.embeddings.store.EmbeddingStore` as soon as it is encoded.
+  A worker killed mid-batch is restarted and its batch retried: the batch first
   looks its texts up in the store, so what was written before the kill is not encoded again,
   and a shard's name comes from its keys, so a rewritten batch is the same file. The driver
   gets back only ``(doc_id, key)`` per passage, sorted by doc id: row ``i`` of the search.
@@ -97,8 +98,9 @@ def encode_on_ray(
     Parquet file or folder with the same columns, or ``(doc_id, text)`` pairs (text already
     title + text). The text encoded and keyed is ``prefix + title + " " + text``, exactly as
     the dense retriever encodes it. ``encoder_factory`` is pickled to the actors and called
-    once in each, at its first batch with a text the store lacks (that is where the model loads); its ``encode(list[str])`` returns float32
-    rows. The store's folder must be shared by every node (it is how vectors travel back).
+    once in each, at its first batch with a text the store lacks (that is where the model
+    loads); its ``encode(list[str])`` returns float32 rows. The store's folder must be
+    shared by every node (it is how vectors travel back).
     ``count_tokens`` (picklable, e.g. a :class:`rag_eval._models.embeddings.truncation.TokenCounter`)
     counts each text's tokens on the workers, so that the driver never reads the texts to say
     how many the encoder cuts; where the encoder counted them while tokenising (a GPU actor),
