@@ -370,6 +370,32 @@ def test_results_json_is_the_same_json_as_the_standard_library_writes(document):
     assert text.endswith("\n")
 
 
+def _laid_out(value, level=0):
+    """The documented layout, written plainly: a list of scalars or of lists of scalars on one line, the rest indented."""
+    def flat(item):
+        return not isinstance(item, dict) and (
+            not isinstance(item, list) or not any(isinstance(part, (list, dict)) for part in item))
+
+    inner = "  " * (level + 1)
+    if isinstance(value, dict) and value:
+        items = [f"{inner}{json.dumps(k)}: {_laid_out(v, level + 1)}" for k, v in value.items()]
+        return "{\n" + ",\n".join(items) + "\n" + "  " * level + "}"
+    if isinstance(value, list) and value and not all(flat(item) for item in value):
+        return "[\n" + ",\n".join(inner + _laid_out(v, level + 1) for v in value) + "\n" + "  " * level + "]"
+    return json.dumps(value, separators=(", ", ": "))
+
+
+@given(st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=5),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
+    max_leaves=25,
+))
+def test_results_json_puts_on_one_line_exactly_the_lists_of_scalars_and_of_lists_of_scalars(document):
+    """The layout itself (the test above checks only the JSON read back): the type-based fast path of
+    rag_eval._core.files must give the bytes of the rule written plainly."""
+    assert results_json({"doc": document}) == _laid_out({"doc": document}) + "\n"
+
+
 @given(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text()
        | st.floats(width=32).filter(math.isfinite).map(np.float32).map(np.float64))
 def test_each_scalar_is_written_as_json_dumps_writes_it(value):
