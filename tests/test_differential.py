@@ -17,13 +17,11 @@
 
 from __future__ import annotations
 
-import json
 import math
-import subprocess
-import sys
 
 import numpy as np
 import pytest
+from _pytrec import pytrec_values
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
@@ -84,29 +82,12 @@ def build(cases) -> tuple[dict, dict]:
     return judgements, run
 
 
-# ---- pytrec_eval in a fresh process ---------------------------------------------
-
-_REFERENCE_SCRIPT = r"""
-import json, sys
-import pytrec_eval
-job = json.load(sys.stdin)
-evaluator = pytrec_eval.RelevanceEvaluator(job["qrels"], job["measures"], relevance_level=job["level"])
-json.dump(evaluator.evaluate(job["run"]), sys.stdout)
-"""
+# ---- pytrec_eval, each evaluation in a fresh process (tests/_pytrec.py) ---------------
 
 
 def trec_eval_reference(qrels: dict, run: dict, measures: list[str], level: int) -> dict[str, dict[str, float]]:
-    """pytrec_eval's per-query values, computed in a separate Python process."""
-    pytest.importorskip("pytrec_eval")
-    job = json.dumps({"qrels": qrels, "run": run, "measures": measures, "level": level})
-    try:
-        done = subprocess.run(
-            [sys.executable, "-c", _REFERENCE_SCRIPT], input=job, capture_output=True, text=True, timeout=60, check=False
-        )
-    except subprocess.TimeoutExpired:  # pragma: no cover - the hang this isolation guards against
-        pytest.fail("pytrec_eval did not answer within 60 s")
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
+    """pytrec_eval's per-query values."""
+    return pytrec_values(qrels, run, measures, level=level)
 
 
 CUT_LIST = ",".join(map(str, CUTS))

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from _pytrec import pytrec_values
 
 import rag_eval
 from rag_eval._commands.reference import FIELD_NOTES, render_config_reference, stale_notes, undocumented_fields
@@ -203,23 +204,9 @@ def test_semantics_evaluation_block_is_a_valid_section():
 
 # ---- claims about trec_eval, checked against trec_eval (pytrec_eval) -----------------------
 
-_PYTREC = r"""
-import json, sys
-import pytrec_eval
-job = json.load(sys.stdin)
-json.dump(pytrec_eval.RelevanceEvaluator(job["qrels"], set(job["measures"])).evaluate(job["run"]), sys.stdout)
-"""
-
-
 def trec_eval(qrels: dict, run: dict, measures: list[str]) -> dict:
-    """pytrec_eval's per-query values, in a fresh process (trec_eval keeps global state)."""
-    pytest.importorskip("pytrec_eval")
-    job = json.dumps({"qrels": qrels, "run": run, "measures": measures})
-    done = subprocess.run(
-        [sys.executable, "-c", _PYTREC], input=job, capture_output=True, text=True, timeout=60, check=False
-    )
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
+    """pytrec_eval's per-query values, each evaluation in a fresh process (trec_eval keeps global state)."""
+    return pytrec_values(qrels, run, measures)
 
 
 def test_single_precision_ties_are_where_trec_eval_differs():

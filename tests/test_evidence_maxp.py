@@ -9,11 +9,8 @@ same per-query values (trec_eval -c: a judged query without spans scores 0).
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-
 import pytest
+from _pytrec import pytrec_values
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -35,23 +32,9 @@ DOC_NAMES = {
     **{f"success_{k}": f"doc_hit_rate@{k}" for k in CUTS},
 }
 
-_REFERENCE_SCRIPT = r"""
-import json, sys
-import pytrec_eval
-job = json.load(sys.stdin)
-evaluator = pytrec_eval.RelevanceEvaluator(job["qrels"], job["measures"], relevance_level=job["level"])
-json.dump(evaluator.evaluate(job["run"]), sys.stdout)
-"""
-
-
 def trec_eval_reference(qrels: dict, run: dict, level: int) -> dict[str, dict[str, float]]:
-    """pytrec_eval's per-query values, computed in a separate Python process (it keeps global state)."""
-    pytest.importorskip("pytrec_eval")
-    job = json.dumps({"qrels": qrels, "run": run, "measures": TREC_REQUEST, "level": level})
-    done = subprocess.run([sys.executable, "-c", _REFERENCE_SCRIPT], input=job, capture_output=True, text=True,
-                          timeout=60, check=False)
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
+    """pytrec_eval's per-query values, each evaluation in a fresh process (it keeps global state)."""
+    return pytrec_values(qrels, run, TREC_REQUEST, level=level)
 
 
 @st.composite

@@ -1,7 +1,7 @@
 """``execute`` + ``write_outputs``: results files checked against pytrec_eval, retriever failures named.
 
-pytrec_eval runs in a subprocess per evaluation: it keeps global state between
-evaluators and was seen to hang when several are built in one process.
+pytrec_eval runs in a fresh process per evaluation (tests/_pytrec.py): it keeps global state
+between evaluators and was seen to hang when several are built in one process.
 """
 
 from __future__ import annotations
@@ -10,15 +10,14 @@ import itertools
 import json
 import math
 import platform
-import subprocess
 import sys
-import textwrap
 import uuid
 from importlib import metadata
 from pathlib import Path
 
 import pytest
 import yaml
+from _pytrec import pytrec_values, read_trec_run
 from conftest import REPO
 
 from rag_eval._commands.outputs import write_outputs
@@ -46,31 +45,9 @@ TREC_NAMES = {
     "r_precision": ("Rprec", "Rprec"),
 }
 
-PYTREC_SCRIPT = textwrap.dedent(
-    """
-    import json, sys
-    import pytrec_eval
-    qrels = json.load(open(sys.argv[1]))
-    run = {}
-    for line in open(sys.argv[2]):
-        qid, _, doc, _, score, _ = line.split()
-        run.setdefault(qid, {})[doc] = float(score)
-    evaluator = pytrec_eval.RelevanceEvaluator(qrels, set(sys.argv[3].split(";")))
-    print(json.dumps(evaluator.evaluate(run)))
-    """
-)
-
-
-def pytrec_eval_per_query(judgements: dict, run_file: Path, measures: list[str], tmp_path: Path) -> dict:
-    pytest.importorskip("pytrec_eval")
-    qrels_file = tmp_path / f"qrels-{uuid.uuid4().hex}.json"
-    qrels_file.write_text(json.dumps({q: {d: int(g) for d, g in docs.items()} for q, docs in judgements.items()}))
-    out = subprocess.run(
-        [sys.executable, "-c", PYTREC_SCRIPT, str(qrels_file), str(run_file), ";".join(measures)],
-        capture_output=True, text=True, timeout=120,
-    )
-    assert out.returncode == 0, out.stderr
-    return json.loads(out.stdout)
+def pytrec_eval_per_query(judgements: dict, run_file: Path, measures: list[str]) -> dict:
+    qrels = {q: {d: int(g) for d, g in docs.items()} for q, docs in judgements.items()}
+    return pytrec_values(qrels, read_trec_run(run_file), measures)
 
 
 def write_config(folder: Path, **overrides) -> Path:
@@ -179,7 +156,7 @@ def test_per_query_values_equal_pytrec_eval_on_the_written_run(ocean_run, tmp_pa
     run, _, out = ocean_run
     doc = json.loads((out / f"{label}.json").read_text())
     measures = sorted({asked for asked, _ in TREC_NAMES.values()})
-    reference = pytrec_eval_per_query(run.dataset.judgements, out / f"{label}.run", measures, tmp_path)
+    reference = pytrec_eval_per_query(run.dataset.judgements, out / f"{label}.run", measures)
     per_query = doc["results"]["per_query"]
     assert set(per_query) == set(run.dataset.judgements)
     compared = 0
