@@ -112,6 +112,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "ray_cluster" in getattr(item, "fixturenames", ()) or item.get_closest_marker("ray_state"):
             item.add_marker(pytest.mark.xdist_group("ray"))
+        elif item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::", 1)[0]))
     items.sort(key=lambda item: "ray_cluster" in getattr(item, "fixturenames", ()))
 
 

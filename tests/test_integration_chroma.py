@@ -11,6 +11,7 @@ are counted; nothing is written. Bad input exits 2 with one line and writes noth
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import os
 import re
@@ -20,13 +21,17 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 import yaml
 
-chromadb = pytest.importorskip("chromadb", reason="adapter chroma needs the chromadb package (pip install chromadb)")
+if TYPE_CHECKING:
+    from chromadb.config import Settings
 
-from chromadb.config import Settings  # noqa: E402
+if importlib.util.find_spec("chromadb") is None:
+    pytest.skip("adapter chroma needs the chromadb package (pip install chromadb)", allow_module_level=True)
+
 
 from rag_eval._data.datasets import load_dataset  # noqa: E402
 from rag_eval._retrievers import registry  # noqa: E402
@@ -44,6 +49,7 @@ FACTS_TOP_K = 20
 
 def settings() -> Settings:
     # The adapter's own settings: one process shares a folder's Chroma system only with equal settings.
+    from chromadb.config import Settings
     return Settings(anonymized_telemetry=False)
 
 
@@ -169,6 +175,7 @@ def test_second_run_reuses_the_collection_and_a_half_filled_one_is_filled_again(
 
 
 def test_managed_collections_lists_only_prefix_and_marker(managed, cache):
+    import chromadb
     path = cache / "chroma"
     client = chromadb.PersistentClient(path=str(path), settings=settings())
     try:
@@ -189,6 +196,7 @@ def test_managed_collections_lists_only_prefix_and_marker(managed, cache):
 @pytest.fixture
 def chroma_server(tmp_path: Path):
     """A real Chroma server (``chroma run``) on a free loopback port, stopped after the test."""
+    import chromadb
     executable = Path(sys.executable).parent / "chroma"
     if not executable.is_file():
         pytest.skip("the chroma command (chromadb's server) is not installed")
@@ -254,6 +262,7 @@ def team(tmp_path_factory: pytest.TempPathFactory, cache: Path) -> dict:
     offsets are 3 characters off (its text is found once: relocated). ``tiny_dim`` holds 8-dimensional vectors,
     ``empty`` nothing.
     """
+    import chromadb
     dataset = load_dataset({"path": str(DOCUMENTS)})
     chunks = {
         f"{doc}#{start}-{end}": {"title": "", "text": text[start:end]}
@@ -298,6 +307,7 @@ def read_only_params(team: dict, **extra) -> dict:
 
 
 def collection_state(path: Path) -> dict:
+    import chromadb
     client = chromadb.PersistentClient(path=str(path), settings=settings())
     try:
         state = {}
@@ -415,6 +425,7 @@ def test_bad_params_and_a_missing_collection_through_the_console_script(tmp_path
 
 
 def test_clean_removes_only_the_managed_collection(managed, cache, capsys):
+    import chromadb
     path = cache / "chroma"
     client = chromadb.PersistentClient(path=str(path), settings=settings())
     try:

@@ -15,6 +15,7 @@ What is held, with numbers derived apart from the adapter:
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import os
 from importlib.metadata import version
@@ -25,8 +26,9 @@ import numpy as np
 import pytest
 import yaml
 
-lancedb = pytest.importorskip("lancedb", reason="adapter lancedb needs lancedb (pip install lancedb pyarrow)")
-pa = pytest.importorskip("pyarrow", reason="adapter lancedb needs pyarrow (pip install lancedb pyarrow)")
+for _needed in ("lancedb", "pyarrow"):
+    if importlib.util.find_spec(_needed) is None:
+        pytest.skip(f"adapter lancedb needs {_needed} (pip install lancedb pyarrow)", allow_module_level=True)
 
 from rag_eval import cli  # noqa: E402
 from rag_eval._data.datasets import load_dataset  # noqa: E402
@@ -77,6 +79,7 @@ def ranked(ranking: dict[str, float]) -> list[str]:
 
 def table_checksum(uri: Path, name: str) -> tuple[int, int, str]:
     """(rows, version, sha256 of every row) of a table, read by a connection of the test's own."""
+    import lancedb
     table = lancedb.connect(str(uri)).open_table(name)
     rows = sorted(table.to_arrow().to_pylist(), key=lambda row: row["id"])
     return len(rows), table.version, hashlib.sha256(json.dumps(rows, sort_keys=True).encode()).hexdigest()
@@ -91,6 +94,7 @@ def folder_bytes(path: Path) -> dict[str, str]:
 
 
 def vectors_column(matrix: np.ndarray) -> Any:
+    import pyarrow as pa
     return pa.FixedSizeListArray.from_arrays(pa.array(np.ascontiguousarray(matrix, dtype=np.float32).ravel()), matrix.shape[1])
 
 
@@ -136,6 +140,8 @@ def assert_equals_dense(ranking: dict[str, dict[str, float]], dense: dict[str, d
 @pytest.fixture(scope="module")
 def team(tmp_path_factory: pytest.TempPathFactory, ocean: dict[str, Any]) -> dict[str, Any]:
     """A LanceDB folder filled as a team would: its chunks, its own vectors, an id column, a metadata struct."""
+    import lancedb
+    import pyarrow as pa
     from sentence_transformers import SentenceTransformer
 
     uri = tmp_path_factory.mktemp("team-lancedb")
@@ -164,6 +170,8 @@ def team(tmp_path_factory: pytest.TempPathFactory, ocean: dict[str, Any]) -> dic
 
 
 def test_managed_exact_equals_dense_and_is_reused(ocean, tmp_path):
+    import lancedb
+    import pyarrow as pa
     uri = tmp_path / "lance"
     first, ranking, info = run_once(ocean, uri=str(uri))
     worst = assert_equals_dense(ranking, ocean["dense"])
@@ -192,6 +200,8 @@ def test_managed_exact_equals_dense_and_is_reused(ocean, tmp_path):
 
 
 def test_an_unmarked_table_is_written_again(ocean, tmp_path):
+    import lancedb
+    import pyarrow as pa
     uri = tmp_path / "lance"
     first, _, _ = run_once(ocean, uri=str(uri))
     db = lancedb.connect(str(uri))  # as a run killed before the marker: the rows without the fingerprint
@@ -264,6 +274,7 @@ def test_read_only_maps_a_teams_chunks_to_spans_and_reports_the_stale(ocean, tea
 
 
 def test_managed_collections_lists_only_rag_evals_and_clean_removes_only_them(ocean, team, tmp_path):
+    import lancedb
     managed, _, _ = run_once(ocean, uri=str(team["uri"]))  # a managed table beside the team's
     retriever = build(ocean, uri=str(team["uri"]))
     retriever.connect()

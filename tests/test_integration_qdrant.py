@@ -14,6 +14,7 @@ What is held, with numbers derived apart from the adapter:
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import os
 import socket
@@ -30,8 +31,8 @@ import numpy as np
 import pytest
 import yaml
 
-qdrant_client = pytest.importorskip("qdrant_client", reason="adapter qdrant needs qdrant-client (pip install qdrant-client)")
-from qdrant_client import QdrantClient, models  # noqa: E402
+if importlib.util.find_spec("qdrant_client") is None:
+    pytest.skip("adapter qdrant needs qdrant-client (pip install qdrant-client)", allow_module_level=True)
 
 from rag_eval import cli  # noqa: E402
 from rag_eval._data.datasets import load_dataset  # noqa: E402
@@ -82,6 +83,7 @@ def ranked(ranking: dict[str, float]) -> list[str]:
 
 def points_checksum(path: Path, name: str) -> tuple[int, str]:
     """(points, sha256 of every id, vector and payload) of a local collection, read by a client of the test's own."""
+    from qdrant_client import QdrantClient
     client = QdrantClient(path=str(path))
     try:
         points, _ = client.scroll(name, limit=10_000, with_payload=True, with_vectors=True)
@@ -143,6 +145,7 @@ def assert_equals_dense(ranking: dict[str, dict[str, float]], dense: dict[str, d
 @pytest.fixture(scope="module")
 def team(tmp_path_factory: pytest.TempPathFactory, ocean: dict[str, Any]) -> dict[str, Any]:
     """A local Qdrant folder filled as a team would: its chunks, its own vectors (Cosine), its payload."""
+    from qdrant_client import QdrantClient, models
     from sentence_transformers import SentenceTransformer
 
     path = tmp_path_factory.mktemp("team-qdrant")
@@ -167,6 +170,7 @@ def team(tmp_path_factory: pytest.TempPathFactory, ocean: dict[str, Any]) -> dic
 
 
 def test_managed_exact_in_a_folder_equals_dense_and_is_reused(ocean, tmp_path):
+    from qdrant_client import QdrantClient
     path = tmp_path / "qdrant"
     first, ranking, info = run_once(ocean, path=str(path))
     worst = assert_equals_dense(ranking, ocean["dense"])
@@ -203,6 +207,7 @@ def test_in_memory_equals_dense(ocean):
 
 
 def test_a_half_filled_collection_is_filled_again(ocean, tmp_path):
+    from qdrant_client import QdrantClient, models
     path = tmp_path / "qdrant"
     first, _, _ = run_once(ocean, path=str(path))
     client = QdrantClient(path=str(path))  # as a run killed before the marker: metadata without the fingerprint
@@ -266,6 +271,7 @@ def test_read_only_maps_a_teams_chunks_to_spans_and_reports_the_stale(ocean, tea
 
 
 def test_managed_collections_lists_only_rag_evals_and_clean_removes_only_them(ocean, team, tmp_path):
+    from qdrant_client import QdrantClient
     managed, _, _ = run_once(ocean, path=str(team["path"]))  # a managed collection beside the team's
     retriever = build(ocean, path=str(team["path"]))
     retriever.connect()

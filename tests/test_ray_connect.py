@@ -8,6 +8,7 @@ starts Ray in the test process).
 
 from __future__ import annotations
 
+import csv
 import json
 import re
 import socket
@@ -90,15 +91,17 @@ def test_a_closed_port_fails_at_once():
 
 def test_a_ray_run_prints_its_result_lines_and_none_of_rays_log(tmp_path):
     """A local cluster started for the run: Ray's INFO and WARNING lines, its workers' output and Ray Data's
-    progress stay out of the terminal (they are in Ray's session logs)."""
-    config = tmp_path / "run.yaml"
-    config.write_text(yaml.safe_dump({
+    progress stay out of the terminal (they are in Ray's session logs). The passages of a YAML query set
+    go to the workers from the driver, are encoded there, and give the numbers of a local run."""
+    settings = {
         "name": "quiet", "dataset": {"path": str(REPO / "datasets" / "ocean_facts.yaml")},
         "retrievers": [{"label": "dense", "adapter": "dense", "params": {
             "model": str(_models.tiny_bi_encoder()), "device": "cpu", "show_progress": False}}],
         "metrics": ["ndcg@4"], "reuse_rankings": False, "cache_dir": str(tmp_path / "cache"), "output": "out",
         "execution": {"engine": "ray", "address": "local", "actors": 1},
-    }))
+    }
+    config = tmp_path / "run.yaml"
+    config.write_text(yaml.safe_dump(settings))
     started = time.monotonic()
     result = subprocess.run(
         [sys.executable, "-m", "rag_eval", "run", str(config), "--no-progress"],
@@ -111,6 +114,18 @@ def test_a_ray_run_prints_its_result_lines_and_none_of_rays_log(tmp_path):
     ray_log = re.compile(r"\s(DEBUG|INFO|WARNING)\s+\S+\.py:\d+ -- |^\[\S+ \S+ [DIW] \d+ \d+\]|\(\w+.* pid=\d+\)")
     noisy = [line for line in result.stderr.splitlines() if ray_log.search(line)]
     assert noisy == [], f"{len(noisy)} lines of Ray's log in {time.monotonic() - started:.0f} s:\n" + "\n".join(noisy)
+
+    from rag_eval._data.config import load_config
+    from rag_eval._run.execute import execute
+
+    local_config = tmp_path / "local" / "run.yaml"
+    local_config.parent.mkdir()
+    local_config.write_text(yaml.safe_dump({**settings, "execution": {"engine": "local"}, "cache_dir": str(tmp_path / "local")}))
+    (local,) = execute(load_config(local_config), progress=False).outcomes
+    with open(tmp_path / "out" / "per-query.csv", newline="", encoding="utf-8") as table:
+        on_ray = {row["qid"]: float(row["ndcg@4"]) for row in csv.DictReader(table)}
+    assert on_ray == {qid: values["ndcg@4"] for qid, values in local.results.per_query.items()}
+    assert len(on_ray) >= 10
 
 
 def test_the_probe_takes_a_ray_server_for_one(ray_cluster):
