@@ -36,7 +36,12 @@ from rag_eval._commands.exit_codes import (
     EXIT_REGRESSION,
 )
 from rag_eval._commands.failures import GuardedStdout, StdoutError, internal_error_line
-from rag_eval._commands.process_end import discard_stdout, end_despite_threads, lingering_threads
+from rag_eval._commands.process_end import (
+    discard_stdout,
+    end_despite_threads,
+    lingering_threads,
+    skip_final_collections,
+)
 from rag_eval._core.errors import RagEvalError
 
 __all__ = [
@@ -231,7 +236,9 @@ def console_main() -> None:
     Threads that are not daemons and outlive the command (a plug-in's) would keep the process
     alive after its outputs are written, and a CI job waiting on it would hang: they get
     :data:`rag_eval._commands.process_end.LINGER_S` seconds to end, then the process exits with ``code`` all the same, saying
-    which threads it left. Whatever they print meanwhile goes to stderr.
+    which threads it left. Whatever they print meanwhile goes to stderr. Otherwise the objects
+    alive at the end are left out of the teardown's garbage collections
+    (:func:`rag_eval._commands.process_end.skip_final_collections`: about 1 s after a torch model ran).
     """
     code = main()
     try:
@@ -248,6 +255,7 @@ def console_main() -> None:
     if lingering_threads():
         sys.stdout = sys.stderr  # the command's lines are out: a lingering thread's print must not follow them
         threading.Thread(target=end_despite_threads, args=(code,), name="rag-eval-exit", daemon=True).start()
+    skip_final_collections()
     sys.exit(code)
 
 

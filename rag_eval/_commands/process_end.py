@@ -7,6 +7,7 @@ then the process exits with the command's code all the same, saying which thread
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 import threading
@@ -41,6 +42,19 @@ def end_despite_threads(code: int) -> None:
     except (OSError, ValueError):
         pass
     os._exit(code)
+
+
+def skip_final_collections() -> None:
+    """Leave every object alive now out of the garbage collections of the interpreter's teardown.
+
+    Once a command is done, the teardown collects garbage again and again over every object still
+    alive: with torch, transformers and sentence-transformers loaded (any run of a model on the
+    torch backend), that took about 1.2 s of the process's end, 0.17 s with the objects frozen
+    (measured on this project's 2-core machine). Exit handlers still run (servers, encoding
+    processes and Ray stopped, temporary folders removed) and objects are still released as the
+    modules are cleared; only reference cycles among them are left to the operating system.
+    """
+    gc.freeze()
 
 
 def discard_stdout() -> None:
