@@ -115,6 +115,7 @@ def test_a_ray_run_prints_its_result_lines_and_none_of_rays_log(tmp_path):
     noisy = [line for line in result.stderr.splitlines() if ray_log.search(line)]
     assert noisy == [], f"{len(noisy)} lines of Ray's log in {time.monotonic() - started:.0f} s:\n" + "\n".join(noisy)
 
+    from rag_eval._core.trec import format_run
     from rag_eval._data.config import load_config
     from rag_eval._run.execute import execute
 
@@ -126,6 +127,8 @@ def test_a_ray_run_prints_its_result_lines_and_none_of_rays_log(tmp_path):
         on_ray = {row["qid"]: float(row["ndcg@4"]) for row in csv.DictReader(table)}
     assert on_ray == {qid: values["ndcg@4"] for qid, values in local.results.per_query.items()}
     assert len(on_ray) >= 10
+    # Same documents, same order, same float32 score bits as the local run.
+    assert (tmp_path / "out" / "dense.run").read_text(encoding="utf-8") == format_run(local.ranking, "dense")
 
 
 def test_the_probe_takes_a_ray_server_for_one(ray_cluster):
