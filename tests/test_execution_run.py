@@ -180,7 +180,7 @@ def test_on_ray_the_workers_read_the_corpus_file_and_the_numbers_are_those_of_lo
     monkeypatch.setattr(ray_engine, "encode_on_ray", recording)
     runs = {}
     for engine in ("local", "ray"):
-        execution = "{engine: local}" if engine == "local" else "{engine: ray, address: local, actors: 1, batch_size: 7}"
+        execution = "{engine: local}" if engine == "local" else "{engine: ray, address: local, actors: 1, batch_size: 7, shards: 2}"
         path = tmp_path / engine / "run.yaml"
         path.parent.mkdir()
         path.write_text(
