@@ -206,7 +206,7 @@ class RankingCache:
             header = {
                 "format": FORMAT_VERSION,
                 "key": key,
-                "checksum": _sha256(answer_line),
+                "checksum": _answer_checksum(answer_line.encode("utf-8")),
                 "description": description_json,
                 "timings": {name: float(value) for name, value in timings.items()},
             }
@@ -276,6 +276,11 @@ def split_entry(raw: bytes) -> tuple[bytes, bytes]:
     return head, rest[:-1]
 
 
+def _answer_checksum(answer_line: bytes) -> str:
+    """The checksum an entry's header holds: the sha256 of its answer line's bytes as written."""
+    return hashlib.sha256(answer_line).hexdigest()
+
+
 def _check_header(header: Any, key: str, answer_line: bytes) -> str | None:
     if not isinstance(header, dict):
         return "not a JSON object"
@@ -286,7 +291,7 @@ def _check_header(header: Any, key: str, answer_line: bytes) -> str | None:
         return f"format {header['format']!r}, expected {FORMAT_VERSION}"
     if header["key"] != key:
         return "its key does not match its file name"
-    if header["checksum"] != hashlib.sha256(answer_line).hexdigest():
+    if header["checksum"] != _answer_checksum(answer_line):
         return "checksum mismatch (the file was modified or partly written)"
     if not isinstance(header["description"], dict):
         return "its description is not a JSON object"
