@@ -430,10 +430,11 @@ def snippet(text: str, limit: int = SNIPPET_CHARS) -> str:
     """``text`` on one line, cut to ``limit`` characters with an ellipsis."""
     # The words of a prefix of the text, joined, are a prefix of the whole text's: where they already run
     # past the limit, the cut is the same, and a long passage is not split whole (a few thousand per report).
-    head = " ".join(text[: 2 * limit + 64].split())
+    window = 2 * limit + 64
+    head = " ".join(text[:window].split())
     if len(head) > limit:
         return head[: limit - 1].rstrip() + "…"
-    text = head if len(text) <= 2 * limit + 64 else " ".join(text.split())
+    text = head if len(text) <= window else " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
