@@ -9,6 +9,7 @@ order can be seen. There is no exception list.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from collections import defaultdict
 from pathlib import Path
@@ -67,7 +68,8 @@ def _layer(module: str) -> int:
     raise AssertionError(f"{module} is in no layer of docs/architecture.md; put it in a layer's package")
 
 
-def _imports(module: str) -> list[tuple[str, int, bool, str]]:
+@functools.cache  # each module parsed once for all the tests below, and not while the tests are collected
+def _imports(module: str) -> tuple[tuple[str, int, bool, str], ...]:
     """(imported rag_eval module or outside top-level name, line, inside a function, statement kind)."""
     path = MODULES[module]
     tree = ast.parse(path.read_text(encoding="utf-8"))
@@ -93,14 +95,18 @@ def _imports(module: str) -> list[tuple[str, int, bool, str]]:
                 while name not in MODULES:
                     name = name.rpartition(".")[0]
             found.append((name, node.lineno, id(node) in inside, type(node).__name__))
-    return found
+    return tuple(found)
 
 
-GRAPH: dict[str, set[str]] = defaultdict(set)
-for _module in MODULES:
-    for _target, *_ in _imports(_module):
-        if _target in MODULES and _target != _module:
-            GRAPH[_module].add(_target)
+@functools.cache
+def _graph() -> dict[str, set[str]]:
+    """Every import between the package's modules, those inside functions included: module -> imported modules."""
+    graph: dict[str, set[str]] = defaultdict(set)
+    for module in MODULES:
+        for target, *_ in _imports(module):
+            if target in MODULES and target != module:
+                graph[module].add(target)
+    return graph
 
 
 def test_every_module_sits_in_a_layer_and_imports_only_downward():
@@ -129,7 +135,7 @@ def _cycles() -> list[list[str]]:
         counter[0] += 1
         stack.append(node)
         on_stack.add(node)
-        for nxt in sorted(GRAPH.get(node, ())):
+        for nxt in sorted(_graph().get(node, ())):
             if nxt not in index:
                 visit(nxt)
                 low[node] = min(low[node], low[nxt])
@@ -158,8 +164,9 @@ def test_no_import_cycle_counting_every_import():
 
 def test_the_cycle_finder_sees_a_cycle(monkeypatch):
     # The check above would pass vacuously if the graph were empty or the finder blind.
-    assert sum(len(targets) for targets in GRAPH.values()) > 300
-    monkeypatch.setitem(GRAPH, "rag_eval._core.errors", GRAPH["rag_eval._core.errors"] | {"rag_eval._core.files"})
+    graph = _graph()
+    assert sum(len(targets) for targets in graph.values()) > 300
+    monkeypatch.setitem(graph, "rag_eval._core.errors", graph["rag_eval._core.errors"] | {"rag_eval._core.files"})
     assert ["rag_eval._core.errors", "rag_eval._core.files"] in _cycles()
 
 
