@@ -148,8 +148,10 @@ def test_cross_encoder_refuses_int8_with_torch(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_several_devices_encode_in_one_process_each_with_the_same_numbers(tmp_path: Path) -> None:
-    # On a CPU the pool's devices are [cpu, cpu]: two processes, each with its own model copy.
+def test_several_devices_encode_in_one_process_each_and_a_failed_call_stops_them_for_good(tmp_path: Path) -> None:
+    # On a CPU the pool's devices are [cpu, cpu]: two processes, each with its own model copy. One pool serves
+    # both checks (each costs two processes importing sentence-transformers, ~10 s on one core); the pool's
+    # stop when its encoder is collected is tests/test_backends.py's.
     single = _dense(tmp_path, use_cache=False)
     single.index(CORPUS)
     want = single.search(QUERIES, 5)
@@ -161,17 +163,21 @@ def test_several_devices_encode_in_one_process_each_with_the_same_numbers(tmp_pa
         assert [got[qid][d] for d in want[qid]] == pytest.approx(list(want[qid].values()), abs=1e-6)
     info = pooled.describe()
     assert info["device"] == "cpu,cpu" and info["parameters"]["devices"] == ["cpu", "cpu"]
-    processes = pooled._model.pool["processes"]
+    encoder = pooled._model
+    processes = list(encoder.pool["processes"])
     assert len(processes) == 2 and all(p.is_alive() for p in processes)
-    pids = [p.pid for p in processes]
-    del pooled, info, processes
-    import gc
-    import os
 
-    gc.collect()  # the pool stops with its encoder
-    for pid in pids:
-        with pytest.raises(ProcessLookupError):
-            os.kill(pid, 0)
+    # A call that stops early leaves results in the pool's queue: the pool is stopped, never reused.
+    def broken(*args, **kwargs):
+        raise RuntimeError("worker died unexpectedly")
+
+    original, encoder.model.encode = encoder.model.encode, broken
+    with pytest.raises(RuntimeError, match="died"):
+        encoder.encode(["tide"])
+    encoder.model.encode = original
+    assert encoder.pool is None and not any(p._closed is False and p.is_alive() for p in processes)
+    with pytest.raises(RetrieverError, match=r"encoding processes on cpu,cpu were stopped after an error; run again"):
+        encoder.encode(["tide"])
 
 
 @pytest.mark.parametrize(

@@ -418,25 +418,37 @@ def test_the_gpu_pipeline_stands_aside_for_a_model_with_a_default_prompt() -> No
     assert not encoder.pipeline_ready()
 
 
-def test_a_failed_call_stops_the_device_pool_for_good() -> None:
-    # A call that stops early leaves results in the pool's queue: the pool is stopped, never reused.
-    pytest.importorskip("sentence_transformers")
-    model = ResolvedModel("tiny", tiny_bi_encoder(), "local")
-    encoder = load_encoder(model, "cpu", EncoderOptions(), None, None, "dense", devices=["cpu", "cpu"])
-    processes = list(encoder.pool["processes"])
-    want = encoder.encode(["tide", "reef", "whale"], batch_size=2)
-    assert want.shape[0] == 3
+def test_a_device_pool_stops_when_its_encoder_is_collected(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What rag_eval adds to sentence-transformers' pool: it is stopped when its encoder goes, not left running.
 
-    def broken(*args, **kwargs):
-        raise RuntimeError("worker died unexpectedly")
+    The pool's two processes are real but only sleep: sentence-transformers' own workers (two processes
+    importing it, ~10 s on one core) are started, checked and stopped after a failed call in
+    tests/test_backend_params.py, by the same stop.
+    """
+    import gc
+    import multiprocessing
+    import time
 
-    original, encoder.model.encode = encoder.model.encode, broken
-    with pytest.raises(RuntimeError, match="died"):
-        encoder.encode(["tide"])
-    encoder.model.encode = original
-    assert encoder.pool is None and not any(p._closed is False and p.is_alive() for p in processes)
-    with pytest.raises(RetrieverError, match=r"encoding processes on cpu,cpu were stopped after an error; run again"):
-        encoder.encode(["tide"])
+    from sentence_transformers import SentenceTransformer
+
+    def sleeping_pool(self, target_devices=None):
+        context = multiprocessing.get_context("spawn")
+        processes = [context.Process(target=time.sleep, args=(300,), daemon=True) for _ in target_devices]
+        for process in processes:
+            process.start()
+        return {"input": context.Queue(), "output": context.Queue(), "processes": processes}
+
+    monkeypatch.setattr(SentenceTransformer, "start_multi_process_pool", sleeping_pool)
+    encoder = load_encoder(ResolvedModel("tiny", tiny_bi_encoder(), "local"), "cpu", EncoderOptions(), None, None,
+                           "dense", devices=["cpu", "cpu"])
+    processes = encoder.pool["processes"]
+    pids = [p.pid for p in processes]
+    assert len(pids) == 2 and all(p.is_alive() for p in processes)
+    del encoder, processes
+    gc.collect()  # the pool stops with its encoder
+    for pid in pids:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
 
 
 def test_the_encoder_asks_for_more_texts_a_call_on_a_gpu() -> None:
