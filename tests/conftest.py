@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import itertools
 import os
 import sys
@@ -44,6 +45,18 @@ def _pin_xdist_worker() -> None:
 
 
 _pin_xdist_worker()
+def skip_module_without(module: str, reason: str) -> None:
+    """Skip the calling test module when ``module`` is not installed, without importing it.
+
+    Every worker collects every module: a heavy client (Ray, a database's) imported at the top of a
+    module cost 0.4-1 s in each worker, also in the one that never runs its tests. Such a module
+    calls this at its top and imports the client in its tests or fixtures.
+    """
+    if importlib.util.find_spec(module) is None:
+        caller = sys._getframe(1).f_globals.get("__file__", "")  # pytest would name this file, not the module
+        pytest.skip(f"{Path(caller).name}: {reason}", allow_module_level=True)
+
+
 SHARED_DATASETS = Path(os.environ.get("RAG_EVAL_SHARED_DATASETS", REPO.parent / "shared" / "datasets"))
 
 

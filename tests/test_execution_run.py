@@ -8,10 +8,9 @@ from pathlib import Path
 
 import _models
 import pytest
+from conftest import skip_module_without
 
-# Found, not imported (about 0.4 s): every worker collects this module, only the one of the Ray tests needs Ray.
-if importlib.util.find_spec("ray") is None:
-    pytest.skip("Ray is not installed (pip install rag-eval-trec[ray])", allow_module_level=True)
+skip_module_without("ray", "Ray is not installed (pip install rag-eval-trec[ray])")
 
 from rag_eval._core.errors import RetrieverError  # noqa: E402
 from rag_eval._data.config import load_config  # noqa: E402

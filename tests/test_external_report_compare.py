@@ -8,7 +8,6 @@ The counts below follow from that by hand: per query 3 hits, 1 mapped, 1 stale, 
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 from pathlib import Path
@@ -16,10 +15,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
+from conftest import skip_module_without
 
-# Found, not imported: the client (about 1 s to import) is loaded by the fixture below, in the worker that runs these tests.
-if importlib.util.find_spec("qdrant_client") is None:
-    pytest.skip("needs qdrant-client (pip install 'rag-eval-trec[qdrant]')", allow_module_level=True)
+skip_module_without("qdrant_client", "needs qdrant-client (pip install 'rag-eval-trec[qdrant]')")  # imported by the fixture
 
 from rag_eval.cli import main  # noqa: E402
 

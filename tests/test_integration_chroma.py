@@ -11,7 +11,6 @@ are counted; nothing is written. Bad input exits 2 with one line and writes noth
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 import os
 import re
@@ -25,12 +24,12 @@ from typing import TYPE_CHECKING
 
 import pytest
 import yaml
+from conftest import skip_module_without
 
 if TYPE_CHECKING:
     from chromadb.config import Settings
 
-if importlib.util.find_spec("chromadb") is None:
-    pytest.skip("adapter chroma needs the chromadb package (pip install chromadb)", allow_module_level=True)
+skip_module_without("chromadb", "adapter chroma needs the chromadb package (pip install chromadb)")
 
 
 from rag_eval._data.datasets import load_dataset  # noqa: E402

@@ -15,7 +15,6 @@ What is held, with numbers derived apart from the adapter:
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 import os
 from importlib.metadata import version
@@ -25,10 +24,10 @@ from typing import Any
 import numpy as np
 import pytest
 import yaml
+from conftest import skip_module_without
 
 for _needed in ("lancedb", "pyarrow"):
-    if importlib.util.find_spec(_needed) is None:
-        pytest.skip(f"adapter lancedb needs {_needed} (pip install lancedb pyarrow)", allow_module_level=True)
+    skip_module_without(_needed, f"adapter lancedb needs {_needed} (pip install lancedb pyarrow)")
 
 from rag_eval import cli  # noqa: E402
 from rag_eval._data.datasets import load_dataset  # noqa: E402

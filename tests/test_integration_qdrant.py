@@ -14,7 +14,6 @@ What is held, with numbers derived apart from the adapter:
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 import os
 import socket
@@ -30,9 +29,9 @@ from typing import Any
 import numpy as np
 import pytest
 import yaml
+from conftest import skip_module_without
 
-if importlib.util.find_spec("qdrant_client") is None:
-    pytest.skip("adapter qdrant needs qdrant-client (pip install qdrant-client)", allow_module_level=True)
+skip_module_without("qdrant_client", "adapter qdrant needs qdrant-client (pip install qdrant-client)")
 
 from rag_eval import cli  # noqa: E402
 from rag_eval._data.datasets import load_dataset  # noqa: E402

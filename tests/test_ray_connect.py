@@ -24,10 +24,9 @@ from pathlib import Path
 import _models
 import pytest
 import yaml
+from conftest import skip_module_without
 
-# Found, not imported (about 0.4 s): every worker collects this module, only the one of the Ray tests needs Ray.
-if importlib.util.find_spec("ray") is None:
-    pytest.skip("Ray is not installed (pip install rag-eval-trec[ray])", allow_module_level=True)
+skip_module_without("ray", "Ray is not installed (pip install rag-eval-trec[ray])")
 # Each test starts Ray, or a run that would start it: beside the shared cluster's tests, never in parallel with them.
 pytestmark = pytest.mark.ray_state
 
