@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -29,6 +30,7 @@ from _models import copy_model, tiny_bi_encoder, tiny_cross_encoder  # noqa: E40
 
 from rag_eval._models.embeddings import export, threads, torch_backend  # noqa: E402
 from rag_eval._models.embeddings.export import ExportCacheWarning  # noqa: E402
+from rag_eval._models.embeddings.graph_session import ort_session  # noqa: E402
 from rag_eval._models.embeddings.loading import load_encoder, load_scorer  # noqa: E402
 from rag_eval._models.embeddings.options import EncoderOptions, cache_options, options_error  # noqa: E402
 from rag_eval._models.files import ResolvedModel, bundled_minilm_path  # noqa: E402
@@ -128,6 +130,29 @@ def test_onnx_int8_close_to_torch_and_batch_independent(minilm_torch: np.ndarray
     # One text per call: an embedding does not depend on the batch it was encoded in (cacheable per passage).
     alone = encoder.encode([TEXTS[4]], batch_size=1)
     assert np.array_equal(alone[0], got[4])
+
+
+def test_onnx_runs_the_residual_add_and_layer_norm_apart(export_dir: Path, tmp_path: Path) -> None:
+    """ONNX Runtime's SkipLayerNormalization kernel is slow (graph_session.DISABLED_FUSIONS): neither the
+    exported graph nor the session's own optimiser may fuse the residual Add into the LayerNormalization."""
+    import onnx
+    import onnxruntime as ort
+
+    encoder = load_encoder(_minilm(), "cpu", EncoderOptions(backend="onnx", quantize="int8"), export_dir, None, "dense")
+    graph = encoder.export_path / "model.onnx"
+    exported = Counter(node.op_type for node in onnx.load(str(graph)).graph.node)
+    ort_session(graph, 1, save_optimized=tmp_path / "as_run.onnx")
+    as_run = Counter(node.op_type for node in onnx.load(str(tmp_path / "as_run.onnx")).graph.node)
+    # MiniLM-L6: 6 layers, each with a layer norm after attention and one after the feed-forward block.
+    assert exported["SkipLayerNormalization"] == as_run["SkipLayerNormalization"] == 0
+    assert as_run["LayerNormalization"] == 12
+    assert as_run["QAttention"] == 6  # the attention fusion still applies (int8)
+    # Without the list ONNX Runtime fuses all twelve: the optimiser's name in the list is one it knows.
+    settings = ort.SessionOptions()
+    settings.optimized_model_filepath = str(tmp_path / "fused.onnx")
+    ort.InferenceSession(str(graph), settings, providers=["CPUExecutionProvider"])
+    fused = Counter(node.op_type for node in onnx.load(str(tmp_path / "fused.onnx")).graph.node)
+    assert fused["SkipLayerNormalization"] == 12 and fused["LayerNormalization"] == 0
 
 
 def test_openvino_fp32_equals_torch(minilm_torch: np.ndarray, export_dir: Path) -> None:
@@ -315,10 +340,13 @@ def test_cache_options_hold_what_changes_the_numbers() -> None:
         "backend": "onnx",
         "quantize": "int8",
         "precision": "fp32",
-        "export_format": export.EXPORT_FORMAT,
+        "export_format": export.EXPORT_FORMATS["onnx"],
         "onnxruntime": onnxruntime.__version__,  # int8 kernels and fusions change between releases
     }
     assert "onnxruntime" not in cache_options(EncoderOptions(backend="onnx"))
+    # Formats are per backend: the onnx recipe changed (format 2); OpenVINO's did not, so its caches stay valid.
+    assert cache_options(EncoderOptions(backend="onnx"))["export_format"] == 2
+    assert cache_options(EncoderOptions(backend="openvino"))["export_format"] == 1
     assert cache_options(EncoderOptions(threads=7)) == torch_keys  # speed only
     onnx = cache_options(EncoderOptions(backend="onnx"))
     assert cache_options(EncoderOptions(backend="onnx", threads=7, streams=3)) == onnx

@@ -35,11 +35,13 @@ from rag_eval._core.files import MiB, check_input_file
 from rag_eval._core.messages import error_line
 from rag_eval._core.versions import package_version
 from rag_eval._models import files as _models
+from rag_eval._models.embeddings.graph_session import ort_session
 from rag_eval._models.embeddings.pipeline import PROBES, Pipeline, pool_hidden
 from rag_eval._models.embeddings.store import EmbeddingCacheWarning
 
-#: Bump when the export recipe changes (it changes the numbers, so it is part of the cache key).
-EXPORT_FORMAT = 1
+#: Per backend: bump one when its export recipe changes (it changes the numbers, so it is part of the
+#: cache key). onnx 2: the residual Add and the LayerNormalization kept apart (no SkipLayerNormalization).
+EXPORT_FORMATS = {"onnx": 2, "openvino": 1}
 ONNX_OPSET = 17
 # fp32 export check: max abs difference of the last hidden state against torch (measured ~2e-6).
 _FP32_TOLERANCE = 1e-3
@@ -68,7 +70,7 @@ def cached_export(
     """
     name = f"{identity}-{backend}-{quantize}" + ("" if kind == "embeddings" else f"-{kind}")
     expected = {
-        "format": EXPORT_FORMAT,
+        "format": EXPORT_FORMATS[backend],
         "model_identity": identity,
         "backend": backend,
         "quantize": quantize,
@@ -311,16 +313,24 @@ def _export_graph(pipeline: Pipeline, target: Path, tokenizer: Any, adapter: str
 
 
 def _fuse(plain: Path, target: Path, transformer: Path) -> Path | None:
-    """ONNX Runtime's transformer fusions (attention, layer norm, gelu); None when they do not apply."""
+    """ONNX Runtime's transformer fusions (attention, bias-gelu; not skip-layer-norm); None when they do not apply."""
     try:
+        from onnxruntime.transformers.fusion_options import FusionOptions
         from onnxruntime.transformers.optimizer import optimize_model
 
+        options = FusionOptions("bert")
+        options.enable_skip_layer_norm = False  # its kernel is slow (graph_session.DISABLED_FUSIONS)
         config = json.loads((transformer / "config.json").read_text(encoding="utf-8"))
         heads, hidden = int(config.get("num_attention_heads", 0)), int(config.get("hidden_size", 0))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             optimized = optimize_model(
-                str(plain), model_type="bert", num_heads=heads, hidden_size=hidden, opt_level=0
+                str(plain),
+                model_type="bert",
+                num_heads=heads,
+                hidden_size=hidden,
+                opt_level=0,
+                optimization_options=options,
             )  # python fusions only: level 1 costs 2.5 s, no speed
             optimized.save_model_to_file(str(target))
         return target
@@ -361,9 +371,7 @@ def _quiet_root_logger(text: str) -> Iterator[None]:
 
 
 def _ort_infer(path: Path) -> Callable[[dict[str, np.ndarray]], np.ndarray]:
-    import onnxruntime as ort
-
-    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    session = ort_session(path, 0)
     return lambda feeds: session.run(None, feeds)[0]
 
 

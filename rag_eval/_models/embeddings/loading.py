@@ -10,7 +10,7 @@ backends: within 1e-4 per component, measured ~2e-7 on all-MiniLM-L6-v2), faster
 - ``onnx``: our own export of the local model's transformer (``torch.onnx.export``, the
   TorchScript exporter: the dynamo exporter needs ``onnxscript``, which is not installed),
   with dynamic batch and sequence axes, attention exported "eager" so that ONNX Runtime's
-  BERT fusions (fused attention, skip-layer-norm, bias-gelu) apply. The pooling and
+  BERT fusions (fused attention, bias-gelu; not skip-layer-norm, whose kernel is slow) apply. The pooling and
   normalisation of the model's ``modules.json`` (Transformer, Pooling: cls / max / mean /
   mean_sqrt_len_tokens, Normalize) are applied in numpy; any other module (Dense,
   weighted-mean or last-token pooling, ...) is refused with one line naming it.

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from rag_eval._core.versions import package_version
 from rag_eval._models.cpus import MAX_THREADS, check_threads
-from rag_eval._models.embeddings.export import EXPORT_FORMAT
+from rag_eval._models.embeddings.export import EXPORT_FORMATS
 
 
 class EncoderOptions(BaseModel):
@@ -144,7 +144,7 @@ def cache_options(options: EncoderOptions) -> dict[str, Any]:
         return {}
     keyed: dict[str, Any] = {"backend": options.backend, "quantize": options.quantize, "precision": options.precision}
     if options.backend != "torch":
-        keyed["export_format"] = EXPORT_FORMAT
+        keyed["export_format"] = EXPORT_FORMATS[options.backend]
     if options.quantize == "int8":  # int8 kernels and graph fusions differ between releases beyond rounding
         keyed["onnxruntime"] = package_version("onnxruntime")
     return keyed
