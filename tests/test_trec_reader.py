@@ -157,14 +157,18 @@ def test_packed_ids_round_trip_in_memory_proportional_to_the_ids():
     assert PackedIds.from_strings(["a", "bb"]).narrow
 
 
-def test_results_survive_hash_collisions(tmp_path, monkeypatch):
-    """Every match is confirmed on the ids, so even a hash that collides always is exact."""
+@pytest.mark.parametrize("depth", [25, 5])
+def test_results_survive_hash_collisions(tmp_path, monkeypatch, depth):
+    """Every match is confirmed on the ids, so even a hash that collides always is exact. Depth 25: the
+    judgements are looked up in the run (fewer judgements than run lines); depth 5: the other way round."""
     from rag_eval import evaluate
     from rag_eval._scoring.engine import pairs
 
     rng = random.Random(5)
     qrels = {f"q{q}": {f"d{rng.randint(0, 40)}": rng.randint(0, 3) for _ in range(15)} for q in range(20)}
-    run = {f"q{q}": {f"d{d}": float(rng.randint(0, 9)) for d in rng.sample(range(40), 25)} for q in range(22)}
+    run = {f"q{q}": {f"d{d}": float(rng.randint(0, 9)) for d in rng.sample(range(40), depth)} for q in range(22)}
+    judged, lines = sum(map(len, qrels.values())), sum(map(len, run.values()))
+    assert (judged < lines) == (depth == 25)
     (tmp_path / "q").write_text("".join(f"{q} 0 {d} {g}\n" for q, docs in qrels.items() for d, g in docs.items()))
     (tmp_path / "r").write_text(trec.format_run(run))
     metrics = ["ndcg@10", "map", "mrr", "recall@20", "precision@5"]

@@ -150,74 +150,92 @@ def find_pairs(
     """The (query, doc) pairs of ``judgements`` that ``run`` holds too: (judgement rows, run rows), in no order.
 
     Both indexes are sorted by pair hash, and a pair has the same hash in both tables
-    (:func:`query_parts`): each judgement's key is looked for in the run's keys (sorted needles:
-    a quick search) and every match is confirmed on the query (``as_run_code``: each judgement's
+    (:func:`query_parts`): each key of the shorter index is looked for in the longer one's keys
+    (sorted needles: a quick search; trec_eval's test qrels repeated hold 1.47M judgements for a
+    run of 600k lines) and every match is confirmed on the query (``as_run_code``: each judgement's
     query as a run code, -1 if the run has none) and the doc ids. A block at a time, so that the
     lookup's temporaries stay small next to the tables.
     """
     if run_index.kind != judged_index.kind:  # pragma: no cover - the caller packs both or neither
         raise ValueError("the indexes compare doc ids differently")
-    found_judged, found_run = [], []
-    for lo in range(0, judged_index.keys.size, _LOOKUP_BLOCK_ROWS):
-        judged, mine = _find_pairs_block(run, run_index, judgements, judged_index, as_run_code, lo)
-        found_judged.append(judged)
-        found_run.append(mine)
+    run_side = _Side(run, run_index, run.query_codes)
+    judged_side = _Side(judgements, judged_index, as_run_code)
+    needles, haystack = (
+        (judged_side, run_side) if judged_index.keys.size <= run_index.keys.size else (run_side, judged_side)
+    )
+    found_needles, found_haystack = [], []
+    for lo in range(0, needles.index.keys.size, _LOOKUP_BLOCK_ROWS):
+        mine, theirs = _find_pairs_block(needles, haystack, lo)
+        found_needles.append(mine)
+        found_haystack.append(theirs)
     none = np.empty(0, dtype=np.int64)
-    return np.concatenate([none, *found_judged]), np.concatenate([none, *found_run])
+    needle_rows, haystack_rows = np.concatenate([none, *found_needles]), np.concatenate([none, *found_haystack])
+    return (needle_rows, haystack_rows) if needles is judged_side else (haystack_rows, needle_rows)
 
 
-def _find_pairs_block(
-    run: FlatTable, run_index: PairIndex, judgements: FlatTable, judged_index: PairIndex, as_run_code: np.ndarray,
-    lo: int,
-) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`find_pairs` for the judgement keys [lo, lo + _LOOKUP_BLOCK_ROWS)."""
+@dataclass(frozen=True)
+class _Side:
+    """A table in :func:`find_pairs`, with its pair index and each row's query as a run code."""
+
+    table: FlatTable
+    index: PairIndex
+    run_codes: np.ndarray
+
+
+def _find_pairs_block(needles: _Side, haystack: _Side, lo: int) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`find_pairs` for the needles' keys [lo, lo + _LOOKUP_BLOCK_ROWS): (needle rows, haystack rows)."""
     none = np.empty(0, dtype=np.int64)
-    keys = run_index.keys
+    keys = haystack.index.keys
     if keys.size == 0:
         return none, none
     # The hashes are compared above both indexes' row bits: a match of fewer bits than a hash has
     # is only a candidate (confirmed below).
-    shift = max(run_index.shift, judged_index.shift)
+    shift = max(needles.index.shift, haystack.index.shift)
     high = ~np.uint64((1 << shift) - 1)
-    needles = judged_index.keys[lo : lo + _LOOKUP_BLOCK_ROWS] & high  # sorted, as the keys are
-    at = np.searchsorted(keys, needles)
+    sought = needles.index.keys[lo : lo + _LOOKUP_BLOCK_ROWS] & high  # sorted, as the keys are
+    at = np.searchsorted(keys, sought)
     inside = at < keys.size
     np.minimum(at, keys.size - 1, out=at)
     for start in range(0, at.size, _SCRATCH_ROWS):
         candidate = keys[at[start : start + _SCRATCH_ROWS]]
         candidate &= high
-        inside[start : start + _SCRATCH_ROWS] &= candidate == needles[start : start + _SCRATCH_ROWS]
+        inside[start : start + _SCRATCH_ROWS] &= candidate == sought[start : start + _SCRATCH_ROWS]
     hit_at = np.flatnonzero(inside)
-    del inside, needles
+    del inside, sought
     if not hit_at.size:
         return none, none
-    judged_mask = np.uint64((1 << judged_index.shift) - 1)
-    run_mask = np.uint64((1 << run_index.shift) - 1)
-    theirs = (judged_index.keys[lo + hit_at] & judged_mask).view(np.int64)  # judgement rows
+    needle_mask = np.uint64((1 << needles.index.shift) - 1)
+    haystack_mask = np.uint64((1 << haystack.index.shift) - 1)
+    mine = (needles.index.keys[lo + hit_at] & needle_mask).view(np.int64)
     at = at[hit_at]
-    mine = (keys[at] & run_mask).view(np.int64)  # run rows
-    same = run.query_codes[mine] == as_run_code[theirs]
-    same &= same_ids(run, mine, judgements, theirs, run_index.kind)
+    theirs = (keys[at] & haystack_mask).view(np.int64)
+    same = _same_pairs(needles, mine, haystack, theirs)
     if same.all():
-        return theirs, mine
-    # A hash shared by different pairs (a collision): look through all run rows with that hash.
-    extra_theirs, extra_mine = [], []
+        return mine, theirs
+    # A hash shared by different pairs (a collision): look through all haystack rows with that hash.
+    extra_mine, extra_theirs = [], []
     for k in np.flatnonzero(~same).tolist():
         j = int(at[k])
         needle = keys[j] & high
-        judged_row = np.array([int(theirs[k])])
+        needle_row = mine[k : k + 1]
         while j < keys.size and (keys[j] & high) == needle:
-            row = np.array([int(keys[j] & run_mask)])
-            same_query = run.query_codes[row[0]] == as_run_code[judged_row[0]]
-            if same_query and same_ids(run, row, judgements, judged_row, run_index.kind)[0]:
-                extra_theirs.append(int(judged_row[0]))
-                extra_mine.append(int(row[0]))
+            row = np.array([int(keys[j] & haystack_mask)])
+            if _same_pairs(needles, needle_row, haystack, row)[0]:
+                extra_mine.append(int(needle_row[0]))
+                extra_theirs.append(int(row[0]))
                 break
             j += 1
     return (
-        np.concatenate((theirs[same], np.array(extra_theirs, dtype=np.int64))),
         np.concatenate((mine[same], np.array(extra_mine, dtype=np.int64))),
+        np.concatenate((theirs[same], np.array(extra_theirs, dtype=np.int64))),
     )
+
+
+def _same_pairs(a: _Side, rows_a: np.ndarray, b: _Side, rows_b: np.ndarray) -> np.ndarray:
+    """Whether pair ``a[rows_a]`` equals pair ``b[rows_b]``, elementwise: the same run query, the same doc id."""
+    same = a.run_codes[rows_a] == b.run_codes[rows_b]
+    same &= same_ids(a.table, rows_a, b.table, rows_b, a.index.kind)
+    return same
 
 
 def same_ids(a: FlatTable, rows_a: np.ndarray, b: FlatTable, rows_b: np.ndarray, kind: str) -> np.ndarray:
