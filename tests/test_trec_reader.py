@@ -218,10 +218,12 @@ def test_dict_runs_in_rank_order_take_the_fast_join_and_agree(tmp_path, seed):
         assert np.array_equal(fast.values[name], general.values[name], equal_nan=True), name
 
 
+@pytest.mark.parametrize("depth", [30, 4])
 @pytest.mark.parametrize("block", [1, 3, 64])
-def test_files_joined_in_small_blocks_agree_with_the_dict_join(tmp_path, monkeypatch, block):
+def test_files_joined_in_small_blocks_agree_with_the_dict_join(tmp_path, monkeypatch, block, depth):
     """Large inputs are hashed and looked up a block at a time; forcing tiny blocks (and
-    judged queries the run never answered) must give the same numbers as the dict join."""
+    judged queries the run never answered) must give the same numbers as the dict join. Depth 30:
+    the judgements are looked up in the run; depth 4: the run (the shorter) in the judgements."""
     from rag_eval import evaluate
     from rag_eval._scoring.engine import pairs
 
@@ -231,8 +233,9 @@ def test_files_joined_in_small_blocks_agree_with_the_dict_join(tmp_path, monkeyp
     for q in range(28):
         if q % 7 == 3:
             continue  # a judged query without a ranking
-        scores = {f"d{d}": float(rng.randint(0, 20)) for d in rng.sample(range(60), 30)}
+        scores = {f"d{d}": float(rng.randint(0, 20)) for d in rng.sample(range(60), depth)}
         run[f"q{q}"] = dict(sorted(scores.items(), key=lambda item: -item[1]))
+    assert (sum(map(len, qrels.values())) < sum(map(len, run.values()))) == (depth == 30)
     (tmp_path / "q").write_text("".join(f"{q} 0 {d} {g}\n" for q, docs in qrels.items() for d, g in docs.items()))
     (tmp_path / "r").write_text(trec.format_run(run))
     metrics = ["ndcg@10", "ndcg", "map", "mrr", "recall@20", "precision@5", "r_precision"]

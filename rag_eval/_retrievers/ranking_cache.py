@@ -51,6 +51,7 @@ from rag_eval._core.files import describe_kind
 from rag_eval._core.versions import package_versions
 from rag_eval._data.config.adapters import BUILTIN
 from rag_eval._models import files as models
+from rag_eval._models.embeddings.options import cache_options
 from rag_eval._retrievers.shared_children import SharedChild
 
 FORMAT_VERSION = 2  # 2: a header line, then the answer line (its bytes checksummed)
@@ -104,6 +105,12 @@ def components(retriever: Any) -> dict[str, Any] | None:
             return None
         entry["model"] = models.model_identity(retriever.resolved.path)
         children = [retriever.first_stage]
+    if adapter in ("dense", "cross_encoder"):
+        # What changes the numbers beyond the parameters: the export's format, onnxruntime's release for
+        # int8. Empty for torch fp32, whose keys stay as they were.
+        encoding = cache_options(retriever.options)
+        if encoding:
+            entry["encoding"] = encoding
     elif adapter == "hybrid":
         children = list(retriever.children)
     elif adapter == "static":

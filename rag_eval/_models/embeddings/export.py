@@ -138,6 +138,11 @@ def check_export(folder: Path, expected: dict[str, Any]) -> str | None:
         manifest = _read_manifest(folder)
     except (OSError, ValueError, RetrieverError) as error:
         return f"manifest.json: {error}"
+    if manifest.get("format") != expected["format"]:  # an upgrade (or a downgrade), not damage
+        return (
+            f"exported by another version of rag_eval: export format {manifest.get('format')!r}, "
+            f"this one uses {expected['format']!r}"
+        )
     for key, value in expected.items():
         if manifest.get(key) != value:
             return f"manifest {key} is {manifest.get(key)!r}, expected {value!r}"

@@ -17,7 +17,8 @@ from rag_eval._core.errors import RetrieverError
 
 #: ONNX Runtime fusions never applied. SkipLayerNormFusion: ONNX Runtime's SkipLayerNormalization CPU
 #: kernel took 0.54 ms where Add + LayerNormalization took 0.10 (one 256 x 384 input, one thread, 1.32):
-#: 19% of MiniLM's int8 time. The exported graph keeps them apart too (export._fuse).
+#: 19% of MiniLM's int8 time. The exported graph keeps them apart too (export._fuse). The list changes the
+#: numbers: a change to it bumps export.EXPORT_FORMATS["onnx"] (the embedding caches' key).
 DISABLED_FUSIONS = ("SkipLayerNormFusion",)
 
 

@@ -57,7 +57,7 @@ def prepare(judgements: FlatTable, run: FlatTable, keep_unjudged: bool = False) 
     unjudged = sorted(run_queries_present.difference(judged_index))
     unanswered = sorted(set(judged_keys).difference(run_queries_present))
 
-    # Join on (query, doc): each judgement of an answered query looks for its run row.
+    # Join on (query, doc): the shorter table's pairs are looked up in the longer's (pairs.find_pairs).
     run_code = dict(zip(run.query_keys, range(len(run.query_keys))))
     query_run_code = np.fromiter(
         map(run_code.get, judgements.query_keys, repeat(-1)), dtype=np.int64, count=len(judgements.query_keys)

@@ -20,7 +20,7 @@ from rag_eval._scoring.engine.flat_table import FlatTable, packed
 from rag_eval._scoring.engine.packed_ids import mix
 
 _SCRATCH_ROWS = 1 << 16  # rows per step where a whole-length temporary would add to the peak memory
-_LOOKUP_BLOCK_ROWS = 1 << 20  # judgements looked up at once (sorted within a block for locality)
+_LOOKUP_BLOCK_ROWS = 1 << 20  # keys of the shorter index looked up at once (sorted within a block for locality)
 _SPLIT_SORT_ROWS = 1 << 18  # arrays at least this long are sorted as two halves on two threads, then merged
 
 
