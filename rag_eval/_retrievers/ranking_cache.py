@@ -105,16 +105,16 @@ def components(retriever: Any) -> dict[str, Any] | None:
             return None
         entry["model"] = models.model_identity(retriever.resolved.path)
         children = [retriever.first_stage]
+    elif adapter == "hybrid":
+        children = list(retriever.children)
+    elif adapter == "static":
+        entry["rankings"] = _sha256(_canonical(retriever.rankings))
     if adapter in ("dense", "cross_encoder"):
         # What changes the numbers beyond the parameters: the export's format, onnxruntime's release for
         # int8. Empty for torch fp32, whose keys stay as they were.
         encoding = cache_options(retriever.options)
         if encoding:
             entry["encoding"] = encoding
-    elif adapter == "hybrid":
-        children = list(retriever.children)
-    elif adapter == "static":
-        entry["rankings"] = _sha256(_canonical(retriever.rankings))
     nested = []
     for child in children:
         identity = components(child)
