@@ -157,6 +157,19 @@ def test_packed_ids_round_trip_in_memory_proportional_to_the_ids():
     assert PackedIds.from_strings(["a", "bb"]).narrow
 
 
+def _record_lookups(monkeypatch, pairs) -> list[tuple[int, int]]:
+    """(needle keys, haystack keys) of every block the join looks up, as pairs.find_pairs chose them."""
+    seen: list[tuple[int, int]] = []
+    original = pairs._find_pairs_block
+
+    def recording(needles, haystack, lo):
+        seen.append((needles.index.keys.size, haystack.index.keys.size))
+        return original(needles, haystack, lo)
+
+    monkeypatch.setattr(pairs, "_find_pairs_block", recording)
+    return seen
+
+
 @pytest.mark.parametrize("depth", [25, 5])
 def test_results_survive_hash_collisions(tmp_path, monkeypatch, depth):
     """Every match is confirmed on the ids, so even a hash that collides always is exact. Depth 25: the
@@ -182,7 +195,9 @@ def test_results_survive_hash_collisions(tmp_path, monkeypatch, depth):
     monkeypatch.setattr(PackedIds, "hashes", lambda self, rows=None: np.zeros(len(self) if rows is None else len(rows),
                                                                             dtype=np.uint64))
     in_memory = evaluate(qrels, run, metrics)
+    lookups = _record_lookups(monkeypatch, pairs)
     from_files = evaluate(engine.read_qrels(tmp_path / "q"), engine.read_run(tmp_path / "r"), metrics)
+    assert lookups and {needles for needles, _ in lookups} == {min(judged, lines)}  # the shorter side is sought
     for name in expected.aggregate:
         assert in_memory.aggregate[name] == expected.aggregate[name]
         assert from_files.aggregate[name] == expected.aggregate[name]
@@ -235,7 +250,8 @@ def test_files_joined_in_small_blocks_agree_with_the_dict_join(tmp_path, monkeyp
             continue  # a judged query without a ranking
         scores = {f"d{d}": float(rng.randint(0, 20)) for d in rng.sample(range(60), depth)}
         run[f"q{q}"] = dict(sorted(scores.items(), key=lambda item: -item[1]))
-    assert (sum(map(len, qrels.values())) < sum(map(len, run.values()))) == (depth == 30)
+    judged, lines = sum(map(len, qrels.values())), sum(map(len, run.values()))
+    assert (judged < lines) == (depth == 30)
     (tmp_path / "q").write_text("".join(f"{q} 0 {d} {g}\n" for q, docs in qrels.items() for d, g in docs.items()))
     (tmp_path / "r").write_text(trec.format_run(run))
     metrics = ["ndcg@10", "ndcg", "map", "mrr", "recall@20", "precision@5", "r_precision"]
@@ -243,9 +259,12 @@ def test_files_joined_in_small_blocks_agree_with_the_dict_join(tmp_path, monkeyp
 
     monkeypatch.setattr(pairs, "_LOOKUP_BLOCK_ROWS", block)
     monkeypatch.setattr(pairs, "_SCRATCH_ROWS", block)
+    lookups = _record_lookups(monkeypatch, pairs)
     from_files = evaluate(
         engine.read_qrels(tmp_path / "q"), engine.read_run(tmp_path / "r"), metrics, no_relevant="zero",
     )
+    shorter = min(judged, lines)  # the side sought, a block at a time
+    assert lookups == [(shorter, max(judged, lines))] * -(-shorter // block)
     for name in expected.aggregate:
         assert from_files.aggregate[name] == expected.aggregate[name], name
         assert np.array_equal(from_files.values[name], expected.values[name], equal_nan=True), name
