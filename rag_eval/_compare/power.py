@@ -16,6 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from rag_eval._scoring.distributions import noncentral_t_cdf, normal_quantile, t_tail_inverse
+
 __all__ = [
     "ALPHA",
     "POWER",
@@ -44,12 +46,10 @@ def t_test_power(difference: float, sd: float, n: int, alpha: float = ALPHA) -> 
         raise ValueError(f"the paired t-test needs at least 2 queries, got {n}")
     if not sd > 0:
         raise ValueError(f"sd must be > 0, got {sd!r}")
-    from scipy import special  # the distributions themselves: scipy.stats costs 0.5-0.7 s more to import
-
     df = n - 1
     nc = abs(difference) * math.sqrt(n) / sd
-    critical = float(special.stdtrit(df, 1.0 - alpha / 2.0))
-    return float((1.0 - special.nctdtr(df, nc, critical)) + special.nctdtr(df, nc, -critical))
+    critical = t_tail_inverse(alpha / 2.0, df)
+    return (1.0 - noncentral_t_cdf(critical, df, nc)) + noncentral_t_cdf(-critical, df, nc)
 
 
 def _check_levels(alpha: float, power: float) -> None:
@@ -67,8 +67,9 @@ def minimum_detectable_difference(deltas: Sequence[float] | np.ndarray, alpha: f
     ``n`` their number; the answer is the ``d`` solving ``t_test_power(d, sd, n, alpha) = power``
     (root found by bisection to 1e-14 of the bracket; the power grows with ``d``). For large n it approaches the
     normal approximation ``(z_{1-alpha/2} + z_power) * sd / sqrt(n)``. Returns 0.0 when every
-    difference is equal (no observed noise), NaN for fewer than 2 differences, and NaN when scipy's
-    noncentral t cannot reach ``power`` (it gives NaN far out, e.g. for 2 queries whose differences barely vary).
+    difference is equal (no observed noise), NaN for fewer than 2 differences, and NaN when the power needs a
+    noncentrality beyond what :func:`~rag_eval._scoring.distributions.noncentral_t_cdf` can sum (about 38:
+    2 queries at a power above 0.997).
     """
     _check_levels(alpha, power)
     d = np.asarray(deltas, dtype=np.float64)
@@ -80,12 +81,29 @@ def minimum_detectable_difference(deltas: Sequence[float] | np.ndarray, alpha: f
     sd = float(np.std(d, ddof=1))
     if sd == 0.0 or bool(np.all(d == d[0])):
         return 0.0
-    high = 3.0 * sd / math.sqrt(n)
+    low, high = 0.0, 3.0 * sd / math.sqrt(n)
     while (reached := t_test_power(high, sd, n, alpha)) < power:  # widen the bracket (only for very small n)
-        high *= 2.0
-    if math.isnan(reached):  # scipy's noncentral t gives NaN far out (2 queries, tiny sd): no estimate, not a crash
-        return math.nan
+        low, high = high, high * 2.0
+    if math.isnan(reached):  # doubled past what the noncentral t can sum: the bracket's top is sought below
+        high = _highest_reaching(lambda x: t_test_power(x, sd, n, alpha), power, low, high)
+        if math.isnan(high):  # the power is out of reach (2 queries, a high power): no estimate, not a crash
+            return math.nan
     return _bisect(lambda x: t_test_power(x, sd, n, alpha) - power, 0.0, high, 1e-14 * high)
+
+
+def _highest_reaching(power_at: Callable[[float], float], power: float, low: float, high: float) -> float:
+    """A difference in (low, high) whose power is a number >= ``power`` (power_at(low) < power; power_at(high)
+    is NaN), found by halving; NaN when every difference that reaches the power is beyond the computable."""
+    for _ in range(60):
+        middle = (low + high) / 2.0
+        reached = power_at(middle)
+        if reached >= power:
+            return middle
+        if math.isnan(reached):
+            high = middle
+        else:
+            low = middle
+    return math.nan
 
 
 def _bisect(f: Callable[[float], float], low: float, high: float, xtol: float) -> float:
@@ -116,9 +134,7 @@ def queries_needed(sd: float, difference: float, alpha: float = ALPHA, power: fl
         raise ValueError(f"sd must be a finite number >= 0, got {sd!r}")
     if sd == 0.0:
         return 2
-    from scipy import special
-
-    z = float(special.ndtri(1.0 - alpha / 2.0) + special.ndtri(power))
+    z = normal_quantile(1.0 - alpha / 2.0) + normal_quantile(power)
     n = max(2, math.ceil((z * sd / abs(difference)) ** 2))
     while t_test_power(difference, sd, n, alpha) < power:
         n += 1

@@ -12,7 +12,7 @@ here works on those paired deltas:
   (written here: enumerating 2**n sign patterns as one matrix product is much faster
   than ``scipy.stats.permutation_test`` for the n <= 16 exact case);
 * :func:`paired_t_test`: the classical paired t-test (``scipy.stats.ttest_1samp``'s arithmetic on the deltas,
-  with ``scipy.special``'s t distribution);
+  with the t distribution of :mod:`rag_eval._scoring.distributions`);
 * :func:`holm`: Holm-Bonferroni adjustment when several metrics are checked at once;
 * :func:`win_tie_loss`: per-query counts;
 * :func:`compare_paired`: all of the above in one :class:`PairedComparison`;
@@ -25,10 +25,9 @@ takes a ``seed`` and builds its own :class:`numpy.random.Generator`, so a report
 is reproducible bit for bit. All arithmetic is float64 and nothing is rounded;
 rounding is the renderer's job.
 
-Only ``scipy.special`` is used (the t distribution), imported inside the function that needs it;
-``scipy.stats`` (0.5-0.7 s to import) never is. Importing this module is cheap: the config schema
-and the CLI parser read :data:`MIN_RESAMPLES`,
-:data:`MAX_RESAMPLES` and the checks of the resampling from here without loading scipy.
+scipy is not imported (``scipy.stats`` takes 0.5-0.7 s to import, ``scipy.special`` about 0.2 s): the
+t distribution is :mod:`rag_eval._scoring.distributions`, the rest numpy. The config schema and the
+CLI parser read :data:`MIN_RESAMPLES`, :data:`MAX_RESAMPLES` and the checks of the resampling from here.
 """
 
 from __future__ import annotations
@@ -39,6 +38,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+
+from rag_eval._scoring.distributions import t_tail
 
 __all__ = [
     "MAX_RESAMPLES",
@@ -354,15 +355,12 @@ def paired_t_test(deltas: np.ndarray) -> float:
     # (deltas ~1e-170) or overflowing (~1e170), where scipy alone gives p = 0 or 1.
     _, exponent = math.frexp(float(np.abs(d).max()))
     d = np.ldexp(d, -exponent)
-    # scipy.stats.ttest_1samp's arithmetic with the t distribution's CDF from scipy.special (importing
-    # scipy.stats costs ~0.5-0.7 s of a warm rerun): t = mean / sqrt(var / n), p = 2 F_t(-|t|; n - 1).
+    # scipy.stats.ttest_1samp's arithmetic: t = mean / sqrt(var / n), p = 2 P(T_{n-1} >= |t|).
     # Deltas equal but for rounding give a tiny variance, t huge and p ~ 0: the limit of equal deltas above.
-    from scipy import special
-
     mean = float(d.mean())
     variance = float(np.var(d, ddof=1))
     t = mean / math.sqrt(variance / n) if variance > 0 else math.copysign(math.inf, mean)
-    p = float(2.0 * special.stdtr(n - 1, -abs(t)))
+    p = 2.0 * t_tail(abs(t), n - 1)
     if math.isnan(p):  # cannot happen after rescaling (sd > 0); never hand NaN to a gate regardless
         return 1.0 if float(d.mean()) == 0.0 else 0.0
     return p
