@@ -81,10 +81,12 @@ def test_rag_eval_run_no_progress_prints_no_bar_of_any_library(tmp_path):
     assert done.stderr == "", done.stderr
 
 
-def test_a_rerun_without_progress_imports_no_bar_library_and_no_integration(tmp_path):
-    """--no-progress needs no tqdm (nor the asyncio tqdm.auto pulls in), and a run without integrations
-    never imports their modules just to check whether a retriever is one of theirs. Measured on a rerun
-    whose ranking comes from the cache: bm25s itself imports tqdm when it runs."""
+@pytest.mark.parametrize("flags", [["--no-progress"], []], ids=["no-progress", "stderr-not-a-terminal"])
+def test_a_rerun_without_progress_imports_no_bar_library_and_no_integration(tmp_path, flags):
+    """--no-progress needs no tqdm (nor the asyncio tqdm.auto pulls in), nor does a run whose stderr is not a
+    terminal (tqdm would show no bar there: here a pipe), and a run without integrations never imports their
+    modules just to check whether a retriever is one of theirs. Measured on a rerun whose ranking comes from
+    the cache: bm25s itself imports tqdm when it runs."""
     config = tmp_path / "run.yaml"
     config.write_text(
         f"dataset: {{path: {REPO / 'datasets' / 'ocean_facts.yaml'}}}\n"
@@ -93,13 +95,13 @@ def test_a_rerun_without_progress_imports_no_bar_library_and_no_integration(tmp_
     )
     probe = (
         "import sys\nfrom rag_eval.cli import main\n"
-        "try:\n    main(['run', sys.argv[1], '--no-progress'])\nexcept SystemExit as done:\n    assert not done.code, done\n"
+        "try:\n    main(['run', *sys.argv[1:]])\nexcept SystemExit as done:\n    assert not done.code, done\n"
         "names = ('tqdm', 'asyncio', 'bm25s', 'rag_eval._retrievers.external.vector_db',\n"
         "         'rag_eval._retrievers.external.by_text')\n"
         "print(sorted(name for name in names if name in sys.modules))\n"
     )
     env = {**os.environ, "RAG_EVAL_CACHE_DIR": str(tmp_path / "cache")}
-    runs = [subprocess.run([sys.executable, "-c", probe, str(config)], capture_output=True, text=True, cwd=tmp_path,
+    runs = [subprocess.run([sys.executable, "-c", probe, str(config), *flags], capture_output=True, text=True, cwd=tmp_path,
                            env=env, timeout=120, check=False) for _ in range(2)]
     assert all(done.returncode == 0 for done in runs), [done.stderr for done in runs]
     assert runs[0].stdout.splitlines()[-1] == "['asyncio', 'bm25s', 'tqdm']", runs[0].stdout  # bm25 ran

@@ -112,6 +112,8 @@ class _Loop:
     def _bar(self, total: int) -> Any:
         if self.progress is False:  # --no-progress: tqdm is not even imported
             return NoBar()
+        if self.progress is None and not _on_a_terminal(sys.stderr):
+            return NoBar()  # tqdm's rule for disable=None (no bar off a terminal) without its import: ~30 ms
         from tqdm.auto import tqdm
 
         return tqdm(total=total, desc="retrieval", unit="step", disable=_disabled(self.progress))
@@ -207,6 +209,11 @@ def _release(retriever: Any) -> None:
         kinds.append(by_text.TextHitsRetriever)
     if any(isinstance(retriever, kind) for kind in kinds):
         retriever.close()
+
+
+def _on_a_terminal(stream: Any) -> bool:
+    isatty = getattr(stream, "isatty", None)
+    return bool(isatty()) if isatty is not None else True  # tqdm shows a bar on a stream that cannot say
 
 
 def _disabled(progress: bool | None) -> bool | None:
