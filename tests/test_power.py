@@ -11,6 +11,7 @@ import math
 
 import numpy as np
 import pytest
+from scipy import optimize
 from scipy import stats as sps
 
 from rag_eval._compare.power import minimum_detectable_difference, queries_needed, t_test_power
@@ -108,3 +109,31 @@ def test_degenerate_inputs():
         queries_needed(0.1, 0.05, alpha=1.5)
     with pytest.raises(ValueError, match="finite"):
         minimum_detectable_difference([0.1, float("nan")])
+
+
+def test_queries_needed_for_tiny_differences_ends_and_is_exact():
+    """Stepping one query at a time never ended for a difference of 1e-6 sd (7.8e12 queries): now doubling steps
+    and bisection, and beyond 10^7 queries the two-sided z-test's count plus Guenther's z^2/2 for the t.
+
+    Exact values: the power by quadrature of the noncentral t's definition over the chi-square (mpmath), at the
+    critical value scipy gives. At 7.8e8 queries the power crosses 0.8 between 784,886,052 and 784,886,053 (the
+    one-tailed normal formula n_z would say 784,887,972: the opposite tail is worth 1,919 queries)."""
+    assert queries_needed(1.0, 1e-4) == 784_886_053
+    # Just below 10^7 the search answers; the power there by quadrature: 0.80000003 at 9,908,929, and the count
+    # below falls short (checked the same way: 0.79999999).
+    assert queries_needed(1.0, 8.9e-4) == 9_908_929
+    # At 10^12 queries, the formula worked out with scipy: both tails of the z-test, then the t's correction.
+    z = sps.norm.ppf(0.975)
+    nc = optimize.brentq(lambda x: sps.norm.cdf(x - z) + sps.norm.cdf(-x - z) - 0.8, 0.0, 4.0, xtol=1e-15)
+    assert queries_needed(1.0, 1e-6) == math.ceil((nc / 1e-6) ** 2 + z**2 / 2)
+    with pytest.raises(ValueError, match="too small next to sd"):
+        queries_needed(1.0, 1e-160)
+
+
+def test_two_queries_have_a_minimum_detectable_difference():
+    """scipy's noncentral t gave NaN on this way (so did every 2-query MDE); the series here sums it."""
+    d = np.array([0.1, 0.3])
+    for power in (0.8, 0.9, 0.99):
+        mde = minimum_detectable_difference(d, power=power)
+        assert t_test_power(mde, float(np.std(d, ddof=1)), 2) == pytest.approx(power, abs=1e-9)
+    assert math.isnan(minimum_detectable_difference(d, power=0.999))  # beyond the summable noncentrality

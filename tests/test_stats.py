@@ -154,6 +154,14 @@ def test_paired_t_test_matches_scipy(baseline, candidate):
     assert paired_t_test(-d) == pytest.approx(p, rel=1e-12, abs=1e-12)
 
 
+def test_paired_t_test_where_the_beta_function_switches_sides():
+    """These 18 deltas put t at 1.638..., where x and 1 - x, rounded, once sent the incomplete beta function
+    from one side to the other until RecursionError (found by a review)."""
+    d = np.array([0.266, 0.294, 0.107, 0.565, -0.149, 0.328, -0.023, -0.1, 0.242, -0.059, 0.31, -0.197, 0.104,
+                  -0.116, 0.036, 0.002, -0.187, 0.05383563568361793])
+    assert paired_t_test(d) == pytest.approx(sps.ttest_1samp(d, 0.0).pvalue, rel=1e-12)
+
+
 def test_paired_t_test_closed_forms():
     # n = 2 -> 1 degree of freedom (Cauchy): P(|T| >= t) = 1 - (2/pi) atan(t).
     # deltas [1, 3]: mean 2, sd sqrt(2), t = 2 / (sqrt(2)/sqrt(2)) = 2.

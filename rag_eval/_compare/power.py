@@ -29,6 +29,7 @@ __all__ = [
 
 ALPHA = 0.05
 POWER = 0.8
+_Z_TEST_FROM = 1e7  # queries: from here the count comes from the z-test with Guenther's correction for the t
 
 
 # ---- power of the paired t-test -------------------------------------------------------------
@@ -123,9 +124,12 @@ def _bisect(f: Callable[[float], float], low: float, high: float, xtol: float) -
 def queries_needed(sd: float, difference: float, alpha: float = ALPHA, power: float = POWER) -> int:
     """Smallest number of queries n (>= 2) at which the paired t-test detects ``difference`` with ``power``.
 
-    Starts from the normal approximation ``((z_{1-alpha/2} + z_power) * sd / difference) ** 2`` and
-    steps n until ``t_test_power(difference, sd, n, alpha) >= power`` holds at n and not at n - 1.
-    ``sd`` 0 (no noise): 2, the fewest a t-test takes.
+    Starts from the normal approximation ``n_z = ((z_{1-alpha/2} + z_power) * sd / difference) ** 2`` and
+    searches (doubling steps, then bisection) for the n where ``t_test_power(difference, sd, n, alpha) >= power``
+    holds and not at n - 1. Beyond 10^7 queries (where the t tail's own rounding passes 1e-10), the z-test's
+    count with both its tails plus Guenther's ``z_{1-alpha/2}^2 / 2`` for the t: equal to the search's count at
+    10^7 and to exact values at 7.8e8 (the opposite tail alone is worth 1,900 queries there). ``sd`` 0 (no noise): 2, the fewest a t-test takes. ValueError when
+    ``n_z`` is not a finite number (a difference ~1e-150 times sd).
     """
     _check_levels(alpha, power)
     if not difference != 0 or not math.isfinite(difference):
@@ -134,13 +138,51 @@ def queries_needed(sd: float, difference: float, alpha: float = ALPHA, power: fl
         raise ValueError(f"sd must be a finite number >= 0, got {sd!r}")
     if sd == 0.0:
         return 2
-    z = normal_quantile(1.0 - alpha / 2.0) + normal_quantile(power)
-    n = max(2, math.ceil((z * sd / abs(difference)) ** 2))
-    while t_test_power(difference, sd, n, alpha) < power:
-        n += 1
-    while n > 2 and t_test_power(difference, sd, n - 1, alpha) >= power:
-        n -= 1
-    return n
+    z_alpha = normal_quantile(1.0 - alpha / 2.0)
+    ratio = (z_alpha + normal_quantile(power)) * sd / abs(difference)
+    normal_n = ratio * ratio
+    if not math.isfinite(normal_n):
+        raise ValueError(f"difference {difference!r} is too small next to sd {sd!r}: no count of queries detects it")
+    if normal_n > _Z_TEST_FROM:
+        nc = _two_sided_normal_noncentrality(z_alpha, power)
+        return math.ceil((nc * sd / abs(difference)) ** 2 + z_alpha * z_alpha / 2.0)
+
+    def reaches(n: int) -> bool:
+        return t_test_power(difference, sd, n, alpha) >= power
+
+    n = max(2, math.ceil(normal_n))
+    if reaches(n):  # look below: the largest count that falls short, by doubling steps
+        if n == 2:
+            return 2
+        high, step = n, 1
+        while True:
+            low = max(2, high - step)
+            if not reaches(low):
+                break
+            if low == 2:
+                return 2
+            high, step = low, step * 2
+    else:  # look above: the first count that reaches the power, by doubling steps
+        low, step = n, 1
+        while not reaches(high := low + step):
+            low, step = high, step * 2
+    while high - low > 1:  # reaches(high), not reaches(low)
+        middle = (low + high) // 2
+        if reaches(middle):
+            high = middle
+        else:
+            low = middle
+    return high
+
+
+def _two_sided_normal_noncentrality(z_alpha: float, power: float) -> float:
+    """The mean shift at which the two-sided z-test at critical value ``z_alpha`` reaches ``power``:
+    ``Phi(nc - z) + Phi(-nc - z) = power``, by bisection (the left side grows with nc)."""
+
+    def reached(nc: float) -> float:
+        return 0.5 * math.erfc((z_alpha - nc) / math.sqrt(2.0)) + 0.5 * math.erfc((z_alpha + nc) / math.sqrt(2.0))
+
+    return _bisect(lambda nc: reached(nc) - power, 0.0, z_alpha + normal_quantile(power), 1e-15)
 
 
 @dataclass(frozen=True)

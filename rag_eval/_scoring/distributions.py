@@ -14,9 +14,12 @@ scipy.special over grids of arguments (tests/test_distributions.py):
 * :func:`normal_quantile`: ``scipy.special.ndtri`` (the standard library's ``NormalDist``).
 
 Degrees of freedom are those of a paired test (n - 1 for n queries), so at least 1. Measured against
-mpmath at 40 digits: the t tail within 5e-14 of the exact value (relative) up to 29 degrees of freedom,
-5e-13 up to 999 and 5.3e-11 at 100,000, where scipy.special.stdtr is off by up to 4e-9 near t = 0;
-the noncentral t within 2e-13 (absolute), and within 2e-11 of scipy.special.nctdtr wherever that is not NaN.
+mpmath at 40-60 digits (tests/test_distributions.py): the t tail within 1e-13 of the exact value
+(relative) up to 1,000 degrees of freedom and for any t down to tails of 1e-300, 4e-12 up to 100,000 and
+5e-11 at 1,000,000 (the continued fraction near the distribution's middle loses digits with the degrees
+of freedom; scipy.special.stdtr is off by 3e-9 at 1 degree of freedom near t = 0); the noncentral t
+within 2e-13 (absolute) in a power analysis's range, within 2e-11 of scipy.special.nctdtr wherever that
+is not NaN, within 1e-9 in the normal approximation above 400,000 degrees of freedom.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ _TINY = 1e-300  # keeps the Lentz recurrence off zero
 _LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
 # Stirling's series for log Gamma: the Bernoulli terms B_2k / (2k (2k - 1)), k = 1..8.
 _STIRLING = (1 / 12, -1 / 360, 1 / 1260, -1 / 1680, 1 / 1188, -691 / 360360, 1 / 156, -3617 / 122400)
+_HUGE_T = 1e100  # beyond it t^2 is near overflow and df / (df + t^2) below the continued fraction's use
 _STIRLING_FROM = 10.0  # at and above this, the series's first 8 terms are exact to double precision
 
 
@@ -44,7 +48,7 @@ def t_tail(t: float, df: float) -> float:
     """``P(T >= t)`` for Student's t with ``df`` degrees of freedom (``df >= 1``; any real ``t``).
 
     The upper tail is computed directly (not as 1 minus the CDF), so p-values far below 1e-12 keep
-    their relative precision.
+    their relative precision, down to the smallest positive float.
     """
     t, df = float(t), float(df)
     if math.isnan(t):
@@ -53,19 +57,27 @@ def t_tail(t: float, df: float) -> float:
         return 0.0 if t > 0 else 1.0
     if t < 0:
         return 1.0 - t_tail(-t, df)
+    a = 0.5 * df
+    if t > _HUGE_T:
+        # x = df / (df + t^2) below ~1e-185: I_x(a, 1/2) is its first term, x^a / (a B(a, 1/2)), taken in
+        # logs (t^2 would overflow, x^a underflow).
+        log_x = math.log(df) - 2.0 * math.log(t) - math.log1p(df / t / t)
+        return 0.5 * math.exp(a * log_x - _log_beta(a, 0.5)) / a
     square = t * t
     # x = df / (df + t^2) and 1 - x, each without cancellation: P(T >= t) = I_x(df/2, 1/2) / 2.
     x, y = df / (df + square), square / (df + square)
-    return 0.5 * regularized_beta(x, y, 0.5 * df, 0.5)
+    return 0.5 * regularized_beta(x, y, a, 0.5)
 
 
 @lru_cache(maxsize=256)
 def t_tail_inverse(p: float, df: float) -> float:
     """The ``t >= 0`` with ``P(T >= t) = p`` (``0 < p <= 1/2``): the critical value of a test at level 2p.
 
-    Newton's method on the tail, kept inside a shrinking bracket (bisection when a step leaves it),
-    to the last bit; cached, as a power analysis asks for the same critical value many times.
+    Newton's method on the log of the tail (quadratic in the far tail too), kept inside a shrinking
+    bracket (bisection when a step leaves it), to the last bit; cached, as a power analysis asks for
+    the same critical value many times. ``inf`` for a ``p`` below the tail of the largest float.
     """
+    p, df = float(p), float(df)
     if not 0.0 < p <= 0.5:
         raise ValueError(f"p must be in (0, 1/2], got {p!r}")
     if p == 0.5:
@@ -73,23 +85,27 @@ def t_tail_inverse(p: float, df: float) -> float:
     low, high = 0.0, 1.0
     while t_tail(high, df) > p:  # bracket the root: the tail falls as t grows
         low, high = high, high * 2.0
+        if math.isinf(high):
+            return math.inf
+    target = math.log(p)
     t = min(max(-normal_quantile(p), low), high)
-    for _ in range(200):
-        excess = t_tail(t, df) - p
-        if excess == 0.0:
+    for _ in range(400):
+        tail = t_tail(t, df)
+        if tail == p:
             return t
-        if excess > 0.0:
+        if tail > p:
             low = t
         else:
             high = t
-        step = excess / _t_density(t, df)  # the tail's derivative is minus the density
-        candidate = t + step
+        density = _t_density(t, df)
+        # d log(tail) / dt = -density / tail: a step of Newton on log(tail) - log(p).
+        candidate = t + (math.log(tail) - target) * tail / density if tail > 0.0 and density > 0.0 else math.nan
         if not low < candidate < high:
             candidate = (low + high) / 2.0
-        if candidate == t or high - low <= 2.0 * math.ulp(t):
+        if candidate == t or high - low <= 2.0 * math.ulp(high):
             return candidate
         t = candidate
-    return t  # pragma: no cover - Newton with bisection ends within about 60 steps
+    return t  # pragma: no cover - each step at least halves the bracket once Newton stalls
 
 
 def noncentral_t_cdf(t: float, df: float, nc: float) -> float:
@@ -98,21 +114,27 @@ def noncentral_t_cdf(t: float, df: float, nc: float) -> float:
     AS 243 (Lenth, 1989): for ``t >= 0``, ``P(T <= t) = Phi(-nc) + sum_j (p_j I_x(j + 1/2, df/2) +
     q_j I_x(j + 1, df/2))`` with ``x = t^2 / (t^2 + df)`` and Poisson weights of ``nc^2 / 2``; a
     negative ``t`` by ``P(T <= t; nc) = 1 - P(T <= -t; -nc)``. The series stops once its remainder
-    is below 1e-13 (at most 2,000 terms). NaN where it cannot converge (a noncentrality whose weights
-    underflow, beyond about 38), as scipy gives NaN far out.
+    is below 1e-13 (at most 2,000 terms); the factors that step I_x from term to term are kept in logs,
+    as they start far below the smallest float for large ``t`` and ``df``. Above 400,000 degrees of
+    freedom, the normal approximation AS 243 uses. NaN where the series cannot be summed: a
+    noncentrality whose Poisson weights underflow (beyond about 38).
     """
     t, df, nc = float(t), float(df), float(nc)
     if math.isnan(t) or math.isnan(nc):
         return math.nan
     if t < 0:
         return 1.0 - noncentral_t_cdf(-t, df, -nc)
+    if math.isinf(t):
+        return 1.0
     if df > 4e5:  # the normal approximation AS 243 uses for huge df
         s = 1.0 / (4.0 * df)
-        return _normal_cdf((t * (1.0 - s) - nc) / math.sqrt(1.0 + t * t * 2.0 * s))
+        return _normal_cdf((t * (1.0 - s) - nc) / math.hypot(1.0, t * math.sqrt(2.0 * s)))  # hypot: t^2 may overflow
     total = 0.0
-    if t > 0:
-        square = t * t
-        x, y = square / (square + df), df / (square + df)
+    square = t * t
+    if math.isinf(square):
+        return 1.0  # x = 1: every I_x is 1 and the weights sum to 1 - Phi(-nc)
+    x, y = square / (square + df), df / (square + df)
+    if x > 0.0:  # (t so small that x is 0 leaves Phi(-nc) alone: the series starts at x^(1/2))
         lam = nc * nc
         p = 0.5 * math.exp(-0.5 * lam)
         if p == 0.0:
@@ -122,19 +144,19 @@ def noncentral_t_cdf(t: float, df: float, nc: float) -> float:
         if s < 1e-7:
             s = -0.5 * math.expm1(-0.5 * lam)
         a, b = 0.5, 0.5 * df
-        rxb = math.exp(b * _log(y, x))  # (1 - x)^(df/2)
-        log_beta_ab = _log_beta(a, b)
+        log_x, log_y = _log(x, y), _log(y, x)
+        log_rxb = b * log_y  # log (1 - x)^(df/2)
         x_odd = regularized_beta(x, y, a, b)
-        g_odd = 2.0 * rxb * math.exp(a * _log(x, y) - log_beta_ab)
-        x_even = 1.0 - rxb if b * x >= _EPSILON else b * x
-        g_even = b * x * rxb
+        log_g_odd = math.log(2.0) + log_rxb + a * log_x - _log_beta(a, b)
+        x_even = -math.expm1(log_rxb) if b * x >= _EPSILON else b * x  # I_x(1, b) = 1 - (1 - x)^b
+        log_g_even = math.log(b * x) + log_rxb
         total = p * x_odd + q * x_even
         for j in range(1, 2001):
             a += 1.0
-            x_odd -= g_odd
-            x_even -= g_even
-            g_odd *= x * (a + b - 1.0) / a
-            g_even *= x * (a + b - 0.5) / (a + 0.5)
+            x_odd -= math.exp(log_g_odd)
+            x_even -= math.exp(log_g_even)
+            log_g_odd += math.log(x * (a + b - 1.0) / a)
+            log_g_even += math.log(x * (a + b - 0.5) / (a + 0.5))
             p *= lam / (2 * j)
             q *= lam / (2 * j + 1)
             total += p * x_odd + q * x_even
@@ -143,26 +165,31 @@ def noncentral_t_cdf(t: float, df: float, nc: float) -> float:
                 return math.nan
             if s <= 0 and j > 1:
                 break
-            if abs(2.0 * s * (x_odd - g_odd)) < 1e-13:
+            if abs(2.0 * s * (x_odd - math.exp(log_g_odd))) < 1e-13:
                 break
         else:
             return math.nan
     total += _normal_cdf(-nc)
-    return min(total, 1.0)
+    return min(max(total, 0.0), 1.0)
 
 
 def regularized_beta(x: float, y: float, a: float, b: float) -> float:
     """``I_x(a, b)``, the regularised incomplete beta function, given ``x`` and ``y = 1 - x`` (each exact).
 
     The continued fraction converges fast below the mean ``(a + 1) / (a + b + 2)``; above it the
-    symmetry ``I_x(a, b) = 1 - I_y(b, a)`` is used.
+    symmetry ``I_x(a, b) = 1 - I_y(b, a)`` is used. The side is chosen once: x + y is 1 only up to
+    rounding, so testing again after the swap could swap back forever.
     """
     if x <= 0.0:
         return 0.0
     if y <= 0.0:
         return 1.0
     if x > (a + 1.0) / (a + b + 2.0):
-        return 1.0 - regularized_beta(y, x, b, a)
+        return 1.0 - _beta_below_mean(y, x, b, a)
+    return _beta_below_mean(x, y, a, b)
+
+
+def _beta_below_mean(x: float, y: float, a: float, b: float) -> float:
     front = math.exp(a * _log(x, y) + b * _log(y, x) - _log_beta(a, b))
     return front * _beta_fraction(x, y, a, b) / a
 
@@ -177,7 +204,8 @@ def _beta_fraction(x: float, y: float, a: float, b: float) -> float:
     """The continued fraction of ``I_x(a, b)`` (modified Lentz) until a step changes it by under half an ulp."""
     qab, qap, qam = a + b, a + 1.0, a - 1.0
     c = 1.0
-    d = (1.0 - b + qab * y) / qap  # 1 - (a + b) x / (a + 1), written with y: no cancellation for x near 1
+    # 1 - (a + b) x / (a + 1): for x near 1, written with y, which holds the digits x lost to rounding.
+    d = 1.0 - qab * x / qap if x < 0.5 else (1.0 - b + qab * y) / qap
     d = 1.0 / (d if abs(d) > _TINY else _TINY)
     h = d
     limit = 1000 + int(20.0 * math.sqrt(max(a, b)))
