@@ -62,8 +62,7 @@ def prepare(judgements: FlatTable, run: FlatTable, keep_unjudged: bool = False) 
     query_run_code = np.fromiter(
         map(run_code.get, judgements.query_keys, repeat(-1)), dtype=np.int64, count=len(judgements.query_keys)
     )
-    as_run_code = query_run_code[judgements.query_codes] if len(judgements) else np.empty(0, np.int64)
-    joined = None if keep_unjudged else _join_dicts(judgements, run, query_run_code, as_run_code)
+    joined = None if keep_unjudged else _join_dicts(judgements, run, query_run_code)
     if joined is not None:
         judged_rows, ranks = joined
         query, grades = jq[judged_rows], judgements.values[judged_rows]
@@ -73,8 +72,7 @@ def prepare(judgements: FlatTable, run: FlatTable, keep_unjudged: bool = False) 
         kind = _doc_kind(judgements, run)
         run_pairs = pair_index(run, kind)  # also rejects a document listed twice for one query
         judged_pairs = pair_index(judgements, kind, "judgements")  # (made when the judgements were read)
-        judged_rows, run_rows = find_pairs(run, run_pairs, judgements, judged_pairs, as_run_code)
-        del as_run_code  # before ranking: it adds to the peak memory
+        judged_rows, run_rows = find_pairs(run, run_pairs, judgements, judged_pairs, query_run_code)
         if keep_unjudged:
             query, ranks, grades = _every_row(judgements, run, judged_index, ranker, judged_rows, run_rows)
         else:
@@ -110,7 +108,7 @@ def _every_row(
 
 
 def _join_dicts(
-    judgements: FlatTable, run: FlatTable, query_run_code: np.ndarray, as_run_code: np.ndarray
+    judgements: FlatTable, run: FlatTable, query_run_code: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray] | None:
     """(judgement rows, their ranks) for judgements and a run given as dicts, or None.
 
@@ -147,7 +145,7 @@ def _join_dicts(
     )
     rows = np.flatnonzero(~np.isnan(scores))
     score = scores[rows]
-    code = as_run_code[rows]
+    code = query_run_code[judgements.query_codes[rows]]
     lo, hi = starts[code], ends[code]
     # First row of the query with a score <= the document's (scores descend): its rank.
     for _ in range(int(lengths.max()).bit_length()):

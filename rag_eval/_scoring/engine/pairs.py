@@ -145,21 +145,21 @@ def _check_repeats(table: FlatTable, index: PairIndex, what: str) -> None:
 
 
 def find_pairs(
-    run: FlatTable, run_index: PairIndex, judgements: FlatTable, judged_index: PairIndex, as_run_code: np.ndarray
+    run: FlatTable, run_index: PairIndex, judgements: FlatTable, judged_index: PairIndex, query_run_code: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """The (query, doc) pairs of ``judgements`` that ``run`` holds too: (judgement rows, run rows), in no order.
 
     Both indexes are sorted by pair hash, and a pair has the same hash in both tables
     (:func:`query_parts`): each key of the shorter index is looked for in the longer one's keys
     (sorted needles: a quick search; trec_eval's test qrels repeated hold 1.47M judgements for a
-    run of 600k lines) and every match is confirmed on the query (``as_run_code``: each judgement's
-    query as a run code, -1 if the run has none) and the doc ids. A block at a time, so that the
-    lookup's temporaries stay small next to the tables.
+    run of 600k lines) and every match is confirmed on the query (``query_run_code``: each of the
+    judgements' query keys as a run code, -1 if the run has none; taken at the matched rows only) and
+    the doc ids. A block at a time, so that the lookup's temporaries stay small next to the tables.
     """
     if run_index.kind != judged_index.kind:  # pragma: no cover - the caller packs both or neither
         raise ValueError("the indexes compare doc ids differently")
-    run_side = _Side(run, run_index, run.query_codes)
-    judged_side = _Side(judgements, judged_index, as_run_code)
+    run_side = _Side(run, run_index, None)
+    judged_side = _Side(judgements, judged_index, query_run_code)
     needles, haystack = (
         (judged_side, run_side) if judged_index.keys.size <= run_index.keys.size else (run_side, judged_side)
     )
@@ -175,11 +175,16 @@ def find_pairs(
 
 @dataclass(frozen=True)
 class _Side:
-    """A table in :func:`find_pairs`, with its pair index and each row's query as a run code."""
+    """A table in :func:`find_pairs`, with its pair index and its query keys as run codes (None: the run)."""
 
     table: FlatTable
     index: PairIndex
-    run_codes: np.ndarray
+    key_run_codes: np.ndarray | None
+
+    def run_codes(self, rows: np.ndarray) -> np.ndarray:
+        """The query of each of ``rows`` as a run code (-1: a query the run does not have)."""
+        codes = self.table.query_codes[rows]
+        return codes if self.key_run_codes is None else self.key_run_codes[codes]
 
 
 def _find_pairs_block(needles: _Side, haystack: _Side, lo: int) -> tuple[np.ndarray, np.ndarray]:
@@ -233,7 +238,7 @@ def _find_pairs_block(needles: _Side, haystack: _Side, lo: int) -> tuple[np.ndar
 
 def _same_pairs(a: _Side, rows_a: np.ndarray, b: _Side, rows_b: np.ndarray) -> np.ndarray:
     """Whether pair ``a[rows_a]`` equals pair ``b[rows_b]``, elementwise: the same run query, the same doc id."""
-    same = a.run_codes[rows_a] == b.run_codes[rows_b]
+    same = a.run_codes(rows_a) == b.run_codes(rows_b)
     same &= same_ids(a.table, rows_a, b.table, rows_b, a.index.kind)
     return same
 
