@@ -37,7 +37,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
 LAZY_ALLOWED = frozenset(
     {
         "torch", "transformers", "sentence_transformers", "tokenizers", "huggingface_hub", "safetensors",
-        "onnx", "onnxruntime", "openvino", "faiss", "ray", "pyarrow", "scipy", "pandas",
+        "onnx", "onnxruntime", "openvino", "faiss", "ray", "pyarrow", "pandas",
         "bm25s", "Stemmer", "markdown_it", "tqdm", "fcntl", "msvcrt",
         # database clients and frameworks of the integrations (optional extras)
         "psycopg", "pgvector", "pgserver", "qdrant_client", "chromadb", "lancedb", "langchain_core",
