@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rag_eval._scoring.distributions import noncentral_t_cdf, normal_quantile, t_tail_inverse
+from rag_eval._scoring.distributions import noncentral_t_cdf, normal_cdf, normal_quantile, t_tail_inverse
 
 __all__ = [
     "ALPHA",
@@ -180,7 +180,7 @@ def _two_sided_normal_noncentrality(z_alpha: float, power: float) -> float:
     ``Phi(nc - z) + Phi(-nc - z) = power``, by bisection (the left side grows with nc)."""
 
     def reached(nc: float) -> float:
-        return 0.5 * math.erfc((z_alpha - nc) / math.sqrt(2.0)) + 0.5 * math.erfc((z_alpha + nc) / math.sqrt(2.0))
+        return normal_cdf(nc - z_alpha) + normal_cdf(-nc - z_alpha)
 
     return _bisect(lambda nc: reached(nc) - power, 0.0, z_alpha + normal_quantile(power), 1e-15)
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 from functools import lru_cache
 
-__all__ = ["noncentral_t_cdf", "normal_quantile", "t_tail", "t_tail_inverse"]
+__all__ = ["noncentral_t_cdf", "normal_cdf", "normal_quantile", "t_tail", "t_tail_inverse"]
 
 _EPSILON = 2.0**-53  # half an ulp of 1.0: where the continued fraction has converged
 _TINY = 1e-300  # keeps the Lentz recurrence off zero
@@ -77,7 +77,7 @@ def normal_quantile(p: float) -> float:
     if p > 0.25:  # Phi(x) - p near the middle by erf, with p - 1/2 exact: no cancellation for x near 0
         error = 0.5 * math.erf(x / math.sqrt(2.0)) - (p - 0.5)
     else:
-        error = 0.5 * math.erfc(-x / math.sqrt(2.0)) - p
+        error = normal_cdf(x) - p
     u = error * math.sqrt(2.0 * math.pi) * math.exp(0.5 * x * x)
     return x - u / (1.0 + 0.5 * x * u)
 
@@ -166,7 +166,7 @@ def noncentral_t_cdf(t: float, df: float, nc: float) -> float:
         return 1.0
     if df > 4e5:  # the normal approximation AS 243 uses for huge df
         s = 1.0 / (4.0 * df)
-        return _normal_cdf((t * (1.0 - s) - nc) / math.hypot(1.0, t * math.sqrt(2.0 * s)))  # hypot: t^2 may overflow
+        return normal_cdf((t * (1.0 - s) - nc) / math.hypot(1.0, t * math.sqrt(2.0 * s)))  # hypot: t^2 may overflow
     total = 0.0
     square = t * t
     if math.isinf(square):
@@ -207,7 +207,7 @@ def noncentral_t_cdf(t: float, df: float, nc: float) -> float:
                 break
         else:
             return math.nan
-    total += _normal_cdf(-nc)
+    total += normal_cdf(-nc)
     return min(max(total, 0.0), 1.0)
 
 
@@ -297,5 +297,6 @@ def _t_density(t: float, df: float) -> float:
     return math.exp(log_density)
 
 
-def _normal_cdf(z: float) -> float:
+def normal_cdf(z: float) -> float:
+    """``P(Z <= z)`` for the standard normal (by ``erfc``: the lower tail keeps its relative precision)."""
     return 0.5 * math.erfc(-z / math.sqrt(2.0))
