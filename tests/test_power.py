@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 import pytest
-from scipy import optimize
+from scipy import optimize, special
 from scipy import stats as sps
 
 from rag_eval._compare.power import minimum_detectable_difference, queries_needed, t_test_power
@@ -131,9 +131,23 @@ def test_queries_needed_for_tiny_differences_ends_and_is_exact():
 
 
 def test_two_queries_have_a_minimum_detectable_difference():
-    """scipy's noncentral t gave NaN on this way (so did every 2-query MDE); the series here sums it."""
+    """scipy's noncentral t gave NaN on this way (so did every 2-query MDE); the series here sums it, and scipy's
+    power at each MDE is the power asked for (checked: within 1e-12)."""
     d = np.array([0.1, 0.3])
-    for power in (0.8, 0.9, 0.99):
+    sd = float(np.std(d, ddof=1))
+    critical = float(special.stdtrit(1, 0.975))
+    for power in (0.8, 0.9, 0.99, 0.999, 0.9999):
         mde = minimum_detectable_difference(d, power=power)
-        assert t_test_power(mde, float(np.std(d, ddof=1)), 2) == pytest.approx(power, abs=1e-9)
-    assert math.isnan(minimum_detectable_difference(d, power=0.999))  # beyond the summable noncentrality
+        nc = mde * math.sqrt(2) / sd
+        assert 1 - special.nctdtr(1, nc, critical) + special.nctdtr(1, nc, -critical) == pytest.approx(power, abs=1e-9)
+
+
+@pytest.mark.parametrize("sd", [1e-20, 1e-6, 1e-4, 4.04e-4, 4.05e-4])
+def test_a_difference_far_above_the_noise_needs_two_queries(sd):
+    """A review found 400,002 here: the power at 2 queries was NaN (noncentrality above 38), so the search doubled
+    until the normal approximation took over. scipy's power at 2 queries is above 0.8 (and the old code said 2)."""
+    nc = 0.01 * math.sqrt(2) / sd
+    critical = float(special.stdtrit(1, 0.975))
+    if nc < 1e6:  # (scipy's nctdtr is NaN further out)
+        assert 1 - special.nctdtr(1, nc, critical) > 0.8
+    assert queries_needed(sd, 0.01) == 2

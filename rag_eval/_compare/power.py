@@ -69,8 +69,8 @@ def minimum_detectable_difference(deltas: Sequence[float] | np.ndarray, alpha: f
     (root found by bisection to 1e-14 of the bracket; the power grows with ``d``). For large n it approaches the
     normal approximation ``(z_{1-alpha/2} + z_power) * sd / sqrt(n)``. Returns 0.0 when every
     difference is equal (no observed noise), NaN for fewer than 2 differences, and NaN when the power needs a
-    noncentrality beyond what :func:`~rag_eval._scoring.distributions.noncentral_t_cdf` can sum (about 38:
-    2 queries at a power above 0.997).
+    noncentrality beyond what :func:`~rag_eval._scoring.distributions.noncentral_t_cdf` can sum (a critical
+    value above 60 with a noncentrality above 600: not at alpha 0.05).
     """
     _check_levels(alpha, power)
     d = np.asarray(deltas, dtype=np.float64)

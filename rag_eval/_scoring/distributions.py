@@ -152,10 +152,11 @@ def noncentral_t_cdf(t: float, df: float, nc: float) -> float:
     AS 243 (Lenth, 1989): for ``t >= 0``, ``P(T <= t) = Phi(-nc) + sum_j (p_j I_x(j + 1/2, df/2) +
     q_j I_x(j + 1, df/2))`` with ``x = t^2 / (t^2 + df)`` and Poisson weights of ``nc^2 / 2``; a
     negative ``t`` by ``P(T <= t; nc) = 1 - P(T <= -t; -nc)``. The series stops once its remainder
-    is below 1e-13 (at most 2,000 terms); the factors that step I_x from term to term are kept in logs,
-    as they start far below the smallest float for large ``t`` and ``df``. Above 400,000 degrees of
-    freedom, the normal approximation AS 243 uses. NaN where the series cannot be summed: a
-    noncentrality whose Poisson weights underflow (beyond about 38).
+    is below 1e-13; the Poisson weights and the factors that step I_x from term to term are kept in logs,
+    as they start far below the smallest float for a large noncentrality (the weights, beyond about 38)
+    or large ``t`` and ``df`` (the factors). 0 where ``nc >= 10 t + 10`` (below 3e-23). Above 400,000
+    degrees of freedom, the normal approximation AS 243 uses. NaN where the series would need more than
+    200,000 terms (a noncentrality beyond about 600 with ``t`` beyond 60).
     """
     t, df, nc = float(t), float(df), float(nc)
     if math.isnan(t) or math.isnan(nc):
@@ -172,12 +173,18 @@ def noncentral_t_cdf(t: float, df: float, nc: float) -> float:
     if math.isinf(square):
         return 1.0  # x = 1: every I_x is 1 and the weights sum to 1 - Phi(-nc)
     x, y = square / (square + df), df / (square + df)
+    if nc >= 10.0 * t + 10.0:
+        # T <= t needs t S >= Z + nc (S = sqrt(chi2_df / df)): S >= 10 or Z <= -10, together below 3e-23.
+        return 0.0
     if x > 0.0:  # (t so small that x is 0 leaves Phi(-nc) alone: the series starts at x^(1/2))
         lam = nc * nc
-        p = 0.5 * math.exp(-0.5 * lam)
-        if p == 0.0:
-            return math.nan
-        q = math.sqrt(2.0 / math.pi) * p * nc
+        # The Poisson weights p_j = e^(-lam/2) (lam/2)^j / j! / 2 (and q_j) in logs: for a noncentrality above
+        # ~38 the first ones underflow, and the sum's mass lies around j = lam / 2.
+        log_lam = math.log(lam) if lam > 0.0 else -math.inf
+        log_p = math.log(0.5) - 0.5 * lam
+        log_q = 0.5 * math.log(2.0 / math.pi) + log_p + (math.log(abs(nc)) if nc else -math.inf)
+        sign = 1.0 if nc >= 0.0 else -1.0
+        p, q = math.exp(log_p), sign * math.exp(log_q)
         s = 0.5 - p
         if s < 1e-7:
             s = -0.5 * math.expm1(-0.5 * lam)
@@ -189,14 +196,15 @@ def noncentral_t_cdf(t: float, df: float, nc: float) -> float:
         x_even = -math.expm1(log_rxb) if b * x >= _EPSILON else b * x  # I_x(1, b) = 1 - (1 - x)^b
         log_g_even = math.log(b * x) + log_rxb
         total = p * x_odd + q * x_even
-        for j in range(1, 2001):
+        for j in range(1, _series_terms(lam)):
             a += 1.0
             x_odd -= math.exp(log_g_odd)
             x_even -= math.exp(log_g_even)
             log_g_odd += math.log(x * (a + b - 1.0) / a)
             log_g_even += math.log(x * (a + b - 0.5) / (a + 0.5))
-            p *= lam / (2 * j)
-            q *= lam / (2 * j + 1)
+            log_p += log_lam - math.log(2 * j)
+            log_q += log_lam - math.log(2 * j + 1)
+            p, q = math.exp(log_p), sign * math.exp(log_q)
             total += p * x_odd + q * x_even
             s -= p
             if s < -1e-10:  # the weights lost precision (large noncentrality): no trustworthy answer
@@ -209,6 +217,12 @@ def noncentral_t_cdf(t: float, df: float, nc: float) -> float:
             return math.nan
     total += normal_cdf(-nc)
     return min(max(total, 0.0), 1.0)
+
+
+def _series_terms(lam: float) -> int:
+    """Terms AS 243 may take: past the Poisson mode lam / 2 by 40 standard deviations, at most 200,000."""
+    half = 0.5 * lam
+    return min(2001 + int(half + 40.0 * math.sqrt(half)), 200_000)
 
 
 def regularized_beta(x: float, y: float, a: float, b: float) -> float:
