@@ -455,3 +455,24 @@ def test_the_verdict_ships_the_cheapest_variant_the_queries_cannot_tell_from_the
     assert line == (f"**Ship b**: the best mean `evidence_recall@30chars` is d's ({D.mean():.4f}), but the queries "
                     f"cannot tell 1 variant from it, and **b** is the cheapest of them (2 tokens of context per query "
                     f"against 6) at {B.mean():.4f}.")
+
+
+def test_two_queries_shifted_alike_are_not_called_equal_and_one_query_is_one():
+    """A stranger's attack: with 2 queries, r2 behind r1 by 0.2033 on both was described as "equal to the best on
+    every query" (its MDE is 0: every difference alike); and 1 query read "1 paired query ... are too few"."""
+    qids = ("q1", "q2")
+    results = {"r1": res([0.5, 0.7], qids), "r2": res([0.5 - 0.2033, 0.7 - 0.2033], qids),
+               "r3": res([0.5, 0.7], qids)}
+    run = _run([_outcome(label, results[label]) for label in results])
+    run.dataset.queries = {qid: Query(qid, "text", ()) for qid in qids}
+    text = "\n".join(decision_lines(run, M, None, n_resamples=2000))
+    tie = next(line for line in text.splitlines() if line.startswith("Statistically indistinguishable"))
+    assert "r2 (0.2033 behind; the same difference on every query)" in tie
+    assert "r3 (0.0000 apart; equal to the best on every query)" in tie
+
+    one = ("q1",)
+    results = {"r1": res([0.5], one), "r2": res([0.3], one)}
+    run = _run([_outcome(label, results[label]) for label in results])
+    run.dataset.queries = {"q1": Query("q1", "text", ())}
+    text = "\n".join(decision_lines(run, M, "r1", n_resamples=2000))
+    assert "Power: 1 paired query (r2 vs r1) is too few to estimate it." in text

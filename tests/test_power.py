@@ -8,13 +8,14 @@ power 0.8), the normal approximation for large n, and a seeded simulation of the
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pytest
 from scipy import optimize, special
 from scipy import stats as sps
 
-from rag_eval._compare.power import minimum_detectable_difference, queries_needed, t_test_power
+from rag_eval._compare.power import Power, minimum_detectable_difference, queries_needed, t_test_power
 from rag_eval._scoring import stats
 
 Z = sps.norm.ppf(0.975) + sps.norm.ppf(0.8)  # 2.8016: the normal-approximation multiplier
@@ -151,3 +152,19 @@ def test_a_difference_far_above_the_noise_needs_two_queries(sd):
     if nc < 1e6:  # (scipy's nctdtr is NaN further out)
         assert 1 - special.nctdtr(1, nc, critical) > 0.8
     assert queries_needed(sd, 0.01) == 2
+
+
+def test_power_of_differences_near_the_float_limit():
+    """A stranger's attack: dcg@10 values near 1e200 made the sample sd overflow to inf (squares beyond 1e308),
+    and `rag-eval compare` exited 3 from queries_needed. The sd is taken on the differences scaled by a power of
+    two: the same figures as for the scaled differences, times the scale."""
+    unit = np.array([0.3, -0.1, 0.25, 0.05, -0.2, 0.4])
+    scale = 2.0**660  # about 4.8e198
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no numpy overflow warning either
+        small, huge = Power.of("a", "b", unit), Power.of("a", "b", unit * scale)
+    assert huge.sd == small.sd * scale
+    assert huge.mde == pytest.approx(small.mde * scale, rel=1e-12)
+    assert huge.mean_difference == small.mean_difference * scale
+    assert huge.queries_for(0.01 * scale) == small.queries_for(0.01)
+    assert huge.queries_for(0.01) is None  # 0.01 next to an sd of 1e198: no count of queries is a number

@@ -78,7 +78,7 @@ def power_line(verdict: Verdict, metric: str) -> str:
     if power.n < 2 or not power.mde > 0 or needed is None:
         return ""
     return (
-        f"power\t{metric}\twith {power.n} queries the smallest detectable difference is {power.mde:.4f} "
+        f"power\t{metric}\twith {power.n:,} queries the smallest detectable difference is {power.mde:.4f} "
         f"(paired t-test, alpha {power.alpha:g}, power {power.power:g}); detecting {POWER_TARGET:g} would need "
         f"{needed:,} queries"
     )

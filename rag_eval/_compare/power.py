@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from rag_eval._scoring.distributions import noncentral_t_cdf, normal_cdf, normal_quantile, t_tail_inverse
+from rag_eval._scoring.stats import rescaled, sample_sd
 
 __all__ = [
     "ALPHA",
@@ -79,7 +80,7 @@ def minimum_detectable_difference(deltas: Sequence[float] | np.ndarray, alpha: f
     n = int(d.size)
     if n < 2:
         return math.nan
-    sd = float(np.std(d, ddof=1))
+    sd = sample_sd(d)
     if sd == 0.0 or bool(np.all(d == d[0])):
         return 0.0
     low, high = 0.0, 3.0 * sd / math.sqrt(n)
@@ -206,15 +207,20 @@ class Power:
         The one constructor: a sweep's decision and a regression verdict's power line both state it.
         """
         d = np.asarray(deltas, dtype=np.float64)
-        mean = float(d.mean()) if d.size else math.nan
+        scaled, exponent = rescaled(d)
+        mean = math.ldexp(float(scaled.mean()), exponent) if d.size else math.nan
         if d.size < 2:
             return cls(baseline, other, int(d.size), math.nan, math.nan, alpha, mean_difference=mean)
-        sd = float(np.std(d, ddof=1))
+        sd = sample_sd(d)
         return cls(baseline, other, int(d.size), sd, minimum_detectable_difference(d, alpha, POWER), alpha,
                    mean_difference=mean)
 
     def queries_for(self, difference: float) -> int | None:
-        """Queries needed to detect ``difference`` with this sd (None when sd is 0 or undefined)."""
-        if not self.sd > 0:
+        """Queries needed to detect ``difference`` with this sd (None when sd is 0 or undefined, or so large
+        next to ``difference`` that no count of queries is a number)."""
+        if not (self.sd > 0 and math.isfinite(self.sd)):
             return None
-        return queries_needed(self.sd, difference, self.alpha, self.power)
+        try:
+            return queries_needed(self.sd, difference, self.alpha, self.power)
+        except ValueError:  # the normal approximation's count overflows: sd ~1e300 times the difference
+            return None

@@ -337,8 +337,9 @@ def _tie_detail(variant: VariantDecision) -> str:
     if power is None or power.n < 2 or math.isnan(power.mde):
         return f"{name} (too few paired queries to say what the pair can detect)"
     gap = f"{fmt(abs(power.mean_difference))} {'behind' if power.mean_difference else 'apart'}"
-    if power.mde == 0.0:
-        return f"{name} ({gap}; equal to the best on every query)"
+    if power.mde == 0.0:  # every per-query difference equal: none at all, or one shift of every query
+        same = "equal to the best on every query" if power.mean_difference == 0 else "the same difference on every query"
+        return f"{name} ({gap}; {same})"
     return f"{name} ({gap}; this pair detects differences above {fmt(power.mde)} only)"
 
 
@@ -352,7 +353,7 @@ def power_line(decision: Decision) -> str:
     pairs = [v.power_vs_baseline for v in decision.variants
              if v.power_vs_baseline is not None and v.power_vs_baseline.n >= 2
              and v.power_vs_baseline.mde > 0 and not math.isnan(v.power_vs_baseline.mde)]
-    if len(pairs) >= 2 and len({round(p.mde, 12) for p in pairs}) > 1:
+    if len(pairs) >= 2 and len({fmt(p.mde) for p in pairs}) > 1:  # a range only where the printed figures differ
         return _power_range_line(decision, pairs)
     return _one_pair_power_line(decision)
 
@@ -363,12 +364,12 @@ def _power_range_line(decision: Decision, pairs: Sequence[Power]) -> str:
     n_low, n_high = low.queries_for(POWER_TARGET), high.queries_for(POWER_TARGET)
     reference = "baseline" if decision.baseline_declared else "best"
     queries = sorted({p.n for p in pairs})
-    n_text = f"{queries[0]}" if len(queries) == 1 else f"{queries[0]} to {queries[-1]}"
+    n_text = f"{queries[0]:,}" if len(queries) == 1 else f"{queries[0]:,} to {queries[-1]:,}"
     return (f"Power (paired t-test, alpha {low.alpha:g}, power {low.power:g}): with {n_text} paired queries, the "
             f"smallest difference in {decision.metric} a comparison with the {reference} can detect ranges from "
             f"{fmt(low.mde)} ({escape_inline(low.other)}, sd of its per-query differences {fmt(low.sd)}) to "
             f"{fmt(high.mde)} ({escape_inline(high.other)}, sd {fmt(high.sd)}); the MDE column gives each pair. "
-            f"Detecting {POWER_TARGET:g} would need from {n_low:,} to {n_high:,} queries.")
+            f"Detecting {POWER_TARGET:g} would need from {_count(n_low)} to {_count(n_high)} queries.")
 
 
 def _one_pair_power_line(decision: Decision) -> str:
@@ -379,14 +380,20 @@ def _one_pair_power_line(decision: Decision) -> str:
     pair = f"{escape_inline(power.other)} vs {escape_inline(power.baseline)}"
     settings = f"paired t-test, alpha {power.alpha:g}, power {power.power:g}"
     if power.n < 2 or math.isnan(power.mde):
-        return f"Power: {power.n} paired quer{'y' if power.n == 1 else 'ies'} ({pair}) are too few to estimate it."
+        queries = "1 paired query" if power.n == 1 else f"{power.n} paired queries"
+        return f"Power: {queries} ({pair}) {'is' if power.n == 1 else 'are'} too few to estimate it."
     if power.mde == 0.0:
         return (f"Power: the per-query differences {pair} are all equal, so their variance gives no estimate "
                 "of the smallest detectable difference.")
     needed = power.queries_for(POWER_TARGET)
-    return (f"Power: with {power.n} queries, differences below {fmt(power.mde)} in {metric} cannot be told from "
+    return (f"Power: with {power.n:,} queries, differences below {fmt(power.mde)} in {metric} cannot be told from "
             f"noise ({settings}; sd of the per-query differences {pair}: {fmt(power.sd)}); detecting "
-            f"{POWER_TARGET:g} would need {needed:,} queries.")
+            f"{POWER_TARGET:g} would need {_count(needed)} queries.")
+
+
+def _count(queries: int | None) -> str:
+    """A count of queries as the power lines print it (None: more than any count, sd ~1e300 times the target)."""
+    return f"{queries:,}" if queries is not None else "more"
 
 
 def _mde_cell(power: Power | None) -> str:

@@ -54,6 +54,8 @@ __all__ = [
     "paired_t_test",
     "permutation_test",
     "resamples_problem",
+    "rescaled",
+    "sample_sd",
     "seed_problem",
     "win_tie_loss",
 ]
@@ -131,6 +133,22 @@ def _check_n_resamples(n_resamples: int) -> int:
     if problem:
         raise ValueError(f"n_resamples {problem}, got {n_resamples:,}")
     return int(n_resamples)
+
+
+def rescaled(deltas: np.ndarray) -> tuple[np.ndarray, int]:
+    """``(deltas / 2**e, e)`` with the largest ``|delta|`` in [0.5, 1) (exact: a power of two), so that squares
+    neither underflow (deltas ~1e-170) nor overflow (~1e170, beyond 1e154 already); ``e`` 0 for all zeros."""
+    top = float(np.abs(deltas).max()) if deltas.size else 0.0
+    if top == 0.0:
+        return deltas, 0
+    _, exponent = math.frexp(top)
+    return np.ldexp(deltas, -exponent), exponent
+
+
+def sample_sd(deltas: np.ndarray) -> float:
+    """The sample standard deviation (ddof=1) of 2 or more finite deltas, without overflow or underflow."""
+    scaled, exponent = rescaled(np.asarray(deltas, dtype=np.float64))
+    return math.ldexp(float(np.std(scaled, ddof=1)), exponent)
 
 
 def _is_constant(deltas: np.ndarray) -> bool:
@@ -353,8 +371,7 @@ def paired_t_test(deltas: np.ndarray) -> float:
     # t is scale-invariant; rescaling by a power of two (exact) so that the largest
     # |delta| is in [0.5, 1) keeps the squares in the variance from underflowing
     # (deltas ~1e-170) or overflowing (~1e170), where scipy alone gives p = 0 or 1.
-    _, exponent = math.frexp(float(np.abs(d).max()))
-    d = np.ldexp(d, -exponent)
+    d, _ = rescaled(d)
     # scipy.stats.ttest_1samp's arithmetic: t = mean / sqrt(var / n), p = 2 P(T_{n-1} >= |t|).
     # Deltas equal but for rounding give a tiny variance, t huge and p ~ 0: the limit of equal deltas above.
     mean = float(d.mean())
