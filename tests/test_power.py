@@ -16,6 +16,7 @@ from scipy import optimize, special
 from scipy import stats as sps
 
 from rag_eval._compare.power import Power, minimum_detectable_difference, queries_needed, t_test_power
+from rag_eval._report.format import fmt_mde
 from rag_eval._scoring import stats
 
 Z = sps.norm.ppf(0.975) + sps.norm.ppf(0.8)  # 2.8016: the normal-approximation multiplier
@@ -168,3 +169,10 @@ def test_power_of_differences_near_the_float_limit():
     assert huge.mean_difference == small.mean_difference * scale
     assert huge.queries_for(0.01 * scale) == small.queries_for(0.01)
     assert huge.queries_for(0.01) is None  # 0.01 next to an sd of 1e198: no count of queries is a number
+
+
+def test_a_detectable_difference_below_the_printed_digits_is_not_shown_as_zero():
+    assert fmt_mde(2.1e-5) == "< 0.0001"
+    assert fmt_mde(0.0) == "0.0000"  # no noise at all: a figure of its own (the report words it apart)
+    assert fmt_mde(0.00005) == "0.0001" and fmt_mde(0.0347) == "0.0347"
+    assert fmt_mde(math.nan) == "n/a"

@@ -11,6 +11,7 @@ from rag_eval._compare.hole_flips import GateHoles
 from rag_eval._compare.power import Power
 from rag_eval._compare.regression import GateResult, Verdict
 from rag_eval._report.decision import POWER_TARGET
+from rag_eval._report.format import fmt_mde
 from rag_eval._report.incomparable import render_incomparable
 from rag_eval._report.markdown import approximation_note
 from rag_eval._run.results_file import ResultsFile
@@ -78,7 +79,7 @@ def power_line(verdict: Verdict, metric: str) -> str:
     if power.n < 2 or not power.mde > 0 or needed is None:
         return ""
     return (
-        f"power\t{metric}\twith {power.n:,} queries the smallest detectable difference is {power.mde:.4f} "
+        f"power\t{metric}\twith {power.n:,} queries the smallest detectable difference is {fmt_mde(power.mde)} "
         f"(paired t-test, alpha {power.alpha:g}, power {power.power:g}); detecting {POWER_TARGET:g} would need "
         f"{needed:,} queries"
     )

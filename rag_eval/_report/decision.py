@@ -21,7 +21,7 @@ from rag_eval._compare.hole_flips import DecisionFlip, decision_flips, percent, 
 from rag_eval._compare.power import Power
 from rag_eval._compare.segments import SegmentTable, segment_table
 from rag_eval._compare.variants import sweep_points
-from rag_eval._report.format import code_span, escape_cell, escape_inline, fmt, fmt_p, signed
+from rag_eval._report.format import code_span, escape_cell, escape_inline, fmt, fmt_mde, fmt_p, signed
 from rag_eval._scoring.metrics.measures import parse_metric
 
 if TYPE_CHECKING:
@@ -340,7 +340,7 @@ def _tie_detail(variant: VariantDecision) -> str:
     if power.mde == 0.0:  # every per-query difference equal: none at all, or one shift of every query
         same = "equal to the best on every query" if power.mean_difference == 0 else "the same difference on every query"
         return f"{name} ({gap}; {same})"
-    return f"{name} ({gap}; this pair detects differences above {fmt(power.mde)} only)"
+    return f"{name} ({gap}; this pair detects differences above {fmt_mde(power.mde)} only)"
 
 
 def power_line(decision: Decision) -> str:
@@ -353,7 +353,7 @@ def power_line(decision: Decision) -> str:
     pairs = [v.power_vs_baseline for v in decision.variants
              if v.power_vs_baseline is not None and v.power_vs_baseline.n >= 2
              and v.power_vs_baseline.mde > 0 and not math.isnan(v.power_vs_baseline.mde)]
-    if len(pairs) >= 2 and len({fmt(p.mde) for p in pairs}) > 1:  # a range only where the printed figures differ
+    if len(pairs) >= 2 and len({fmt_mde(p.mde) for p in pairs}) > 1:  # a range only where the printed figures differ
         return _power_range_line(decision, pairs)
     return _one_pair_power_line(decision)
 
@@ -367,8 +367,8 @@ def _power_range_line(decision: Decision, pairs: Sequence[Power]) -> str:
     n_text = f"{queries[0]:,}" if len(queries) == 1 else f"{queries[0]:,} to {queries[-1]:,}"
     return (f"Power (paired t-test, alpha {low.alpha:g}, power {low.power:g}): with {n_text} paired queries, the "
             f"smallest difference in {decision.metric} a comparison with the {reference} can detect ranges from "
-            f"{fmt(low.mde)} ({escape_inline(low.other)}, sd of its per-query differences {fmt(low.sd)}) to "
-            f"{fmt(high.mde)} ({escape_inline(high.other)}, sd {fmt(high.sd)}); the MDE column gives each pair. "
+            f"{fmt_mde(low.mde)} ({escape_inline(low.other)}, sd of its per-query differences {fmt(low.sd)}) to "
+            f"{fmt_mde(high.mde)} ({escape_inline(high.other)}, sd {fmt(high.sd)}); the MDE column gives each pair. "
             f"Detecting {POWER_TARGET:g} would need from {_count(n_low)} to {_count(n_high)} queries.")
 
 
@@ -386,7 +386,7 @@ def _one_pair_power_line(decision: Decision) -> str:
         return (f"Power: the per-query differences {pair} are all equal, so their variance gives no estimate "
                 "of the smallest detectable difference.")
     needed = power.queries_for(POWER_TARGET)
-    return (f"Power: with {power.n:,} queries, differences below {fmt(power.mde)} in {metric} cannot be told from "
+    return (f"Power: with {power.n:,} queries, differences below {fmt_mde(power.mde)} in {metric} cannot be told from "
             f"noise ({settings}; sd of the per-query differences {pair}: {fmt(power.sd)}); detecting "
             f"{POWER_TARGET:g} would need {_count(needed)} queries.")
 
@@ -401,7 +401,7 @@ def _mde_cell(power: Power | None) -> str:
         return "–"
     if power.n < 2 or math.isnan(power.mde):
         return "n/a"
-    return fmt(power.mde)
+    return fmt_mde(power.mde)
 
 
 def _segment_lines(table: SegmentTable, decision: Decision) -> list[str]:

@@ -303,6 +303,14 @@ def signed(value: float) -> str:
     return "n/a" if value is None or math.isnan(value) else f"{value:+.4f}"
 
 
+def fmt_mde(value: float | None) -> str:
+    """A minimum detectable difference: as :func:`fmt`, or '< 0.0001' when positive but printed as 0.0000
+    (a pair whose differences barely vary detects tiny differences, not none)."""
+    if value is not None and 0.0 < value < 0.5 * 10.0**-DECIMALS:
+        return f"< {10.0**-DECIMALS:.{DECIMALS}f}"
+    return fmt(value)
+
+
 def fmt_p(value: float) -> str:
     """p-values: 4 decimals, or '< 0.0001'."""
     if value is None or math.isnan(value):
