@@ -129,8 +129,9 @@ def queries_needed(sd: float, difference: float, alpha: float = ALPHA, power: fl
     searches (doubling steps, then bisection) for the n where ``t_test_power(difference, sd, n, alpha) >= power``
     holds and not at n - 1. Beyond 10^7 queries (where the t tail's own rounding passes 1e-10), the z-test's
     count with both its tails plus Guenther's ``z_{1-alpha/2}^2 / 2`` for the t: equal to the search's count at
-    10^7 and to exact values at 7.8e8 (the opposite tail alone is worth 1,900 queries there). ``sd`` 0 (no noise): 2, the fewest a t-test takes. ValueError when
-    ``n_z`` is not a finite number (a difference ~1e-150 times sd).
+    10^7 and to exact values at 7.8e8 (the opposite tail alone is worth 1,900 queries there). ``sd`` 0 (no
+    noise): 2, the fewest a t-test takes. ValueError when ``n_z`` is not a finite number (a difference ~1e-150
+    times sd).
     """
     _check_levels(alpha, power)
     if not difference != 0 or not math.isfinite(difference):
