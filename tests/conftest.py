@@ -45,6 +45,8 @@ def _pin_xdist_worker() -> None:
 
 
 _pin_xdist_worker()
+
+
 def skip_module_without(module: str, reason: str) -> None:
     """Skip the calling test module when ``module`` is not installed, without importing it.
 
