@@ -111,3 +111,21 @@ def test_nothing_is_said_when_every_query_counts_as_usual(tmp_path, capsys, poli
     (tmp_path / "tiny.yaml").write_text(yaml.safe_dump(tiny, sort_keys=False))
     assert main(["run", str(path), "--no-progress"]) == 0
     assert headline(capsys) == "replay\tndcg@3\t1.0000"
+
+
+def test_no_query_with_a_value_prints_n_a_and_a_report_without_a_decision(tmp_path, capsys):
+    # The attack's case: two retrievers, a relevance threshold above every grade (2), so each query is left out.
+    # Before: `run` ended in an internal error (exit 3) after all the retrieval work, and wrote nothing.
+    path = tiny_config(tmp_path, "skip", {"q1": ["d1"], "q3": ["d3"]})
+    config = yaml.safe_load(path.read_text())
+    config["retrievers"].append({"label": "other", "adapter": "static", "params": {"rankings": {"q1": ["d2", "d1"]}}})
+    config["evaluation"]["relevance_threshold"] = 3  # binary metrics (mrr) need a grade of 3: none has one
+    config["metrics"] = ["mrr@3"]
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    assert main(["run", str(path), "--no-progress"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split("\t")[:3] for line in lines[:2]] == [["replay", "mrr@3", "n/a"], ["other", "mrr@3", "n/a"]]
+    report = (tmp_path / "out" / "report.md").read_text(encoding="utf-8")
+    decision = report.split("## 🏁 Decision", 1)[1].split("\n## ", 1)[0]
+    assert "No decision: no variant has a value of `mrr@3` for any query" in decision
+    assert "Ship" not in decision

@@ -21,7 +21,7 @@ from rag_eval._core.errors import ComparisonError, RetrieverError
 from rag_eval._core.output_folder import check_replaceable, hold_output_folder
 from rag_eval._data.config.schema import LoadedConfig, load_config
 from rag_eval._report.comparison import render_comparison
-from rag_eval._report.format import mean_notes
+from rag_eval._report.format import fmt, mean_notes
 from rag_eval._run.checks import RetrieverRunError
 from rag_eval._run.execute import execute
 from rag_eval._run.inputs import check_outputs_are_not_inputs
@@ -122,6 +122,6 @@ def headline_lines(run: RunOutcome) -> list[str]:
             continue
         value = outcome.results.aggregate[main_metric]
         notes = mean_notes(outcome.results, main_metric, run.dataset.judgements, run.dataset.evidence)
-        line = f"{outcome.label}\t{main_metric}\t{value:.4f}"
+        line = f"{outcome.label}\t{main_metric}\t{fmt(value)}"  # n/a where no query has a value, as in the report
         lines.append(line + (f"\t({'; '.join(notes)})" if notes else ""))
     return lines

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from rag_eval._compare.context_size import ContextSize, mean_context_size
-from rag_eval._compare.decision import Decision, VariantDecision, decide_run
+from rag_eval._compare.decision import Decision, VariantDecision, decide_run, defined_values
 from rag_eval._compare.hole_flips import DecisionFlip, decision_flips, percent, unjudged_by_label
 from rag_eval._compare.power import Power
 from rag_eval._compare.segments import SegmentTable, segment_table
@@ -52,6 +52,13 @@ def decision_lines(
     if len(outcomes) < 2:
         return []
     results = {o.label: o.results for o in outcomes}
+    if not any(defined_values(res, main).size for res in results.values()):
+        return [
+            "## 🏁 Decision", "",
+            f"No decision: no variant has a value of {code_span(main)} for any query (each query was left out, "
+            "e.g. for having no relevant document at the relevance threshold); decide on another metric, or "
+            "check the judgements' grades against `evaluation.relevance_threshold`.", "",
+        ]
     if baseline is not None and baseline not in results:
         baseline = None
     decision = decide_run(results, main, baseline, n_resamples=n_resamples, seed=seed)
