@@ -259,7 +259,7 @@ def test_decision_lines_render_the_verdict_power_and_segments():
     # first: what to ship. d is best and b cannot be told from it; no contexts, so the cheaper by time (equal
     # here: 1.5 + 0.25 each) keeps the rank order, d; d beats the declared baseline a on every query
     assert lines[2] == (f"**Ship d**: the highest mean `ndcg@10` ({D.mean():.4f}); 1 other variant cannot be told "
-                        f"from it, so the costs in the table may decide. Against the baseline a: {(D - A).mean():+.4f} (better than it, "
+                        f"from it, so cost may decide (report.md's table gives each variant's index and search time). Against the baseline a: {(D - A).mean():+.4f} (better than it, "
                         f"p {3 * 2 / 256:.4f} Holm).")
     lines = lines[2:]  # the table and what follows, as before the verdict paragraph
     from rag_eval._compare.power import minimum_detectable_difference, queries_needed
@@ -276,7 +276,7 @@ def test_decision_lines_render_the_verdict_power_and_segments():
     # b's gap to the best and what the b-d pair itself can detect (not another pair's figure)
     mde_b_vs_d = minimum_detectable_difference(B - D)
     assert (f"Statistically indistinguishable from the best (d): b ({abs((B - D).mean()):.4f} behind; this pair "
-            f"detects differences above {mde_b_vs_d:.4f} only)") in text
+            f"finds a difference of {mde_b_vs_d:.4f} 80% of the time)") in text
     # three pairs with the baseline, three sds: the line gives the range, each end named with its pair
     low, high = min(mde, key=mde.__getitem__), max(mde, key=mde.__getitem__)
     sd = {label: np.std(RUN[label].values[M] - A, ddof=1) for label in mde}
@@ -297,12 +297,12 @@ def test_only_one_best_sentence_and_context_column():
     lines = decision_lines(run, M, None, n_resamples=2000)
     text = "\n".join(lines)
     assert lines[2].startswith("**Ship b**: the highest mean `ndcg@10`")
-    assert "better than every other variant beyond doubt" in lines[2]
+    assert "better than every other variant (paired permutation tests against it, Holm-corrected, p < 0.05)" in lines[2]
     lines = lines[2:]
     assert lines[2].endswith("| Context top 10 (tokens / chars) |")
     # every query: "one two" (7 chars, 2 tokens) + "three four" (10 chars, 2 tokens)
     assert lines[4].endswith("| 0.250 | 4 / 17 |")
-    assert "Only b is best beyond doubt" in text
+    assert "Only b is significantly best" in text
 
 
 def test_fewer_than_two_retrievers_have_no_decision_section():
@@ -391,8 +391,8 @@ def test_power_statements_follow_each_pair_when_spreads_differ_tenfold():
     assert tied  # the noisy pair cannot separate its variants
     for v in tied:
         own = minimum_detectable_difference(results[v.label].values[M] - results[best].values[M])
-        assert f"{v.label} ({abs(v.power_vs_best.mean_difference):.4f} behind; this pair detects differences " \
-               f"above {own:.4f} only)" in tie
+        assert f"{v.label} ({abs(v.power_vs_best.mean_difference):.4f} behind; this pair finds a difference " \
+               f"of {own:.4f} 80% of the time)" in tie
 
 
 def test_a_cut_off_metric_over_units_of_different_sizes_is_flagged_first_with_the_context_it_reads():
@@ -476,3 +476,16 @@ def test_two_queries_shifted_alike_are_not_called_equal_and_one_query_is_one():
     run.dataset.queries = {"q1": Query("q1", "text", ())}
     text = "\n".join(decision_lines(run, M, "r1", n_resamples=2000))
     assert "Power: 1 paired query (r2 vs r1) is too few to estimate it." in text
+
+
+def test_one_query_has_no_interval_not_a_zero_width_one():
+    # The attack's case: one query gave "1.0000 [1.0000, 1.0000]", certainty from a single value.
+    one = {"a": res([1.0], ("q1",)), "b": res([0.8597], ("q1",))}
+    decision = decide_run(one, M, n_resamples=2000)
+    assert [(v.label, v.n, v.mean) for v in decision.variants] == [("a", 1, 1.0), ("b", 1, 0.8597)]
+    assert all(math.isnan(v.ci_low) and math.isnan(v.ci_high) for v in decision.variants)
+    text = "\n".join(decision_lines(_run([_outcome("a", one["a"]), _outcome("b", one["b"])]), M, n_resamples=2000))
+    assert "| 1 | **a (best)** | 1.0000 [n/a, n/a] |" in text and "| 2 | b | 0.8597 [n/a, n/a] |" in text
+    # two queries already give an interval, the bootstrap's (scipy's percentile interval, same seed)
+    two = decide_run({"a": res([1.0, 0.5], ("q1", "q2")), "b": res([0.8, 0.5], ("q1", "q2"))}, M, n_resamples=2000)
+    assert (two.variant("a").ci_low, two.variant("a").ci_high) == pytest.approx(scipy_ci([1.0, 0.5]), abs=1e-12)

@@ -72,10 +72,13 @@ def defined_values(results: Results, metric: str) -> np.ndarray:
 
 def mean_row(label: str, results: Results, metric: str, *, confidence: float = 0.95, n_resamples: int = 10_000,
              seed: int = 0) -> MeanRow | None:
-    """``label``'s mean of ``metric`` with its bootstrap CI (seeded: the same numbers each run); None without values."""
+    """``label``'s mean of ``metric`` with its bootstrap CI (seeded: the same numbers each run; NaN bounds for
+    a single query); None without values."""
     values = defined_values(results, metric)
     if values.size == 0:
         return None
+    if values.size == 1:  # one query: nothing to resample, so no interval (printed n/a, not [v, v])
+        return MeanRow(label, float(values[0]), math.nan, math.nan, 1)
     low, high = stats.bootstrap_ci(values, confidence=confidence, n_resamples=n_resamples, seed=seed)
     return MeanRow(label, float(values.mean()), low, high, int(values.size))
 

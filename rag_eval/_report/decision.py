@@ -109,10 +109,11 @@ def verdict_line(decision: Decision, contexts: Mapping[str, ContextSize]) -> str
     name = f"**{escape_inline(choice.label)}**"
     if len(tied) == 1:
         why = (f"the highest mean {metric} ({fmt(best.mean)} [{fmt(best.ci_low)}, {fmt(best.ci_high)}]), better "
-               "than every other variant beyond doubt")
+               f"than every other variant (paired permutation tests against it, Holm-corrected, p < {decision.alpha:g})")
     elif choice is best and not contexts:
         why = (f"the highest mean {metric} ({fmt(best.mean)}); {len(tied) - 1} other variant"
-               f"{'s' if len(tied) > 2 else ''} cannot be told from it, so the costs in the table may decide")
+               f"{'s' if len(tied) > 2 else ''} cannot be told from it, so cost may decide (report.md's table "
+               "gives each variant's index and search time)")
     elif choice is best:
         why = (f"the highest mean {metric} ({fmt(best.mean)}); {len(tied) - 1} other variant"
                f"{'s' if len(tied) > 2 else ''} cannot be told from it, none of them clearly cheaper in context "
@@ -311,11 +312,11 @@ def _explanation(decision: Decision, reference: str, pct: str, what: str | None,
     reference_text = (f"the declared baseline {escape_inline(decision.baseline)}" if reference == "baseline"
                       else f"the best mean ({escape_inline(decision.best)})")
     text = (f"Ranked by the mean of {decision.metric} over the queries each variant scored, with a {pct} percentile "
-            f"bootstrap interval. Δ: mean per-query difference to {reference_text}, over the queries both scored; "
+            f"bootstrap interval (none from a single query). Δ: mean per-query difference to {reference_text}, over the queries both scored; "
             "p: paired permutation test, Holm-corrected over every variant compared; W/T/L: queries better / equal "
-            f"/ worse than the {reference}; MDE: the smallest difference that variant's comparison with the "
-            f"{reference} can detect (paired t-test, alpha {decision.alpha:g}, power 0.8, from that pair's own "
-            "per-query differences).")
+            f"/ worse than the {reference}; MDE: the difference that variant's comparison with the "
+            f"{reference} finds 80% of the time (paired t-test, alpha {decision.alpha:g}, power 0.8, from that pair's "
+            "own per-query differences; smaller ones are found less often).")
     if holes_k is not None:
         text += (f" Unjudged: mean share of the top {holes_k} nobody judged (counted as not relevant; the summary's "
                  "Holes table gives the bounds).")
@@ -329,7 +330,7 @@ def _tie_sentence(decision: Decision) -> str:
     others = decision.indistinguishable
     alpha = f"{decision.alpha:g}"
     if not others:
-        return (f"Only {best} is best beyond doubt: every other variant is worse by a paired permutation test "
+        return (f"Only {best} is significantly best: every other variant is worse by a paired permutation test "
                 f"against it (Holm-corrected, p < {alpha}).")
     names = "; ".join(_tie_detail(decision.variant(label)) for label in others)
     return (f"Statistically indistinguishable from the best ({best}): {names} (paired permutation test against "
@@ -338,7 +339,7 @@ def _tie_sentence(decision: Decision) -> str:
 
 
 def _tie_detail(variant: VariantDecision) -> str:
-    """``b (−0.0123 behind; this pair detects differences above 0.0456)``: the gap and the pair's own power."""
+    """``b (0.0123 behind; this pair finds a difference of 0.0456 80% of the time)``: the gap and the pair's own power."""
     name = escape_inline(variant.label)
     power = variant.power_vs_best
     if power is None or power.n < 2 or math.isnan(power.mde):
@@ -347,7 +348,7 @@ def _tie_detail(variant: VariantDecision) -> str:
     if power.mde == 0.0:  # every per-query difference equal: none at all, or one shift of every query
         same = "equal to the best on every query" if power.mean_difference == 0 else "the same difference on every query"
         return f"{name} ({gap}; {same})"
-    return f"{name} ({gap}; this pair detects differences above {fmt_mde(power.mde)} only)"
+    return f"{name} ({gap}; this pair finds a difference of {fmt_mde(power.mde)} {power.power:.0%} of the time)"
 
 
 def power_line(decision: Decision) -> str:
@@ -393,9 +394,10 @@ def _one_pair_power_line(decision: Decision) -> str:
         return (f"Power: the per-query differences {pair} are all equal, so their variance gives no estimate "
                 "of the smallest detectable difference.")
     needed = power.queries_for(POWER_TARGET)
-    return (f"Power: with {power.n:,} queries, differences below {fmt_mde(power.mde)} in {metric} cannot be told from "
-            f"noise ({settings}; sd of the per-query differences {pair}: {fmt(power.sd)}); detecting "
-            f"{POWER_TARGET:g} would need {_count(needed)} queries.")
+    # The MDE is the difference found with the power asked for, not a floor: smaller ones are found, less often.
+    return (f"Power: with {power.n:,} queries, a difference of {fmt_mde(power.mde)} in {metric} is found "
+            f"{power.power:.0%} of the time, smaller ones less often ({settings}; sd of the per-query differences "
+            f"{pair}: {fmt(power.sd)}); finding {POWER_TARGET:g} as often would need {_count(needed)} queries.")
 
 
 def _count(queries: int | None) -> str:
