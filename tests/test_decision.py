@@ -489,3 +489,21 @@ def test_one_query_has_no_interval_not_a_zero_width_one():
     # two queries already give an interval, the bootstrap's (scipy's percentile interval, same seed)
     two = decide_run({"a": res([1.0, 0.5], ("q1", "q2")), "b": res([0.8, 0.5], ("q1", "q2"))}, M, n_resamples=2000)
     assert (two.variant("a").ci_low, two.variant("a").ci_high) == pytest.approx(scipy_ci([1.0, 0.5]), abs=1e-12)
+
+
+def test_a_tag_key_with_a_value_per_query_shows_only_the_values_with_most_queries():
+    # The attack's case: a tag per user made one row per query (819 KB of a 832 KB report.md).
+    from rag_eval._compare.segments import Segment, SegmentTable
+    from rag_eval._report.decision import MAX_SEGMENT_ROWS, _segment_lines
+
+    decision = decide_run({"a": res(A), "b": res(B)}, M, n_resamples=200)
+    counts = [1] * 40 + [5, 3, 2]  # 43 values: the three largest and 27 of the 1-query values fit in 30 rows
+    segments = [Segment(f"u{i:02d}", n, {"a": 0.5, "b": 0.25}) for i, n in enumerate(counts)]
+    lines = _segment_lines(SegmentTable("user", segments), decision)
+    rows = [line for line in lines if line.startswith("| u")]
+    assert MAX_SEGMENT_ROWS == 30 and len(rows) == 30
+    assert [row.split(" | ")[0] for row in rows] == [f"| u{i:02d}" for i in [*range(27), 40, 41, 42]]
+    assert lines[-1] == ("30 of the 43 values of `user`, those with the most queries; 13 more, 13 queries in all, "
+                         "are left out of report.md: report.html filters the queries by any tag.")
+    few = _segment_lines(SegmentTable("user", segments[:30]), decision)
+    assert len([line for line in few if line.startswith("| u")]) == 30 and not few[-1].startswith("30 of")

@@ -80,6 +80,9 @@ def decision_lines(
     return lines + sensitivity_lines(run, main)
 
 
+# Rows of a tag key's table in report.md: the values with the most queries (report.html filters by any tag).
+MAX_SEGMENT_ROWS = 30
+
 # A variant tied with the best is shipped instead of it when it costs at most this share of the best's cost.
 CLEAR_SAVING = 0.9
 
@@ -421,7 +424,17 @@ def _segment_lines(table: SegmentTable, decision: Decision) -> list[str]:
         "| Value | Queries | " + " | ".join(escape_cell(label) for label in labels) + " |",
         "|---|---:|" + "---:|" * len(labels),
     ]
-    for segment in table.segments:
+    shown = table.segments
+    if len(shown) > MAX_SEGMENT_ROWS:  # a key such as a user id: one row per query would swamp the report
+        kept = sorted(range(len(shown)), key=lambda i: -shown[i].count)[:MAX_SEGMENT_ROWS]
+        shown = [shown[i] for i in sorted(kept)]  # the values with the most queries, in value order
+    for segment in shown:
         cells = " | ".join(fmt(segment.means[label]) for label in labels)
         lines.append(f"| {escape_cell(segment.value)} | {segment.count} | {cells} |")
+    left = len(table.segments) - len(shown)
+    if left:
+        queries = sum(segment.count for segment in table.segments) - sum(segment.count for segment in shown)
+        lines += ["", f"{len(shown)} of the {len(table.segments):,} values of {code_span(table.key)}, those with the "
+                      f"most queries; {left:,} more, {queries:,} queries in all, are left out of report.md: report.html "
+                      "filters the queries by any tag."]
     return lines
