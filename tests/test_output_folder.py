@@ -600,10 +600,12 @@ NOT_RECOGNISED = "not recognisably written by rag_eval (the folder has no manife
 OLDER_SET = {"report.md": b"new\n", "bm25.json": b"{}\n", "bm25.run": b"", "comparison.md": b"new\n"}
 
 
-def refusal(path: Path, why: str) -> str:
+def refusal(path: Path, why: str, *more: str) -> str:
+    """The one line refusing ``path``; ``more``: the other files in the way, named in the same line."""
+    also = f" (and {len(more)} more in the same folder: {', '.join(more)})" if more else ""
     return (
-        f"{path}: {why}, and this run would replace it; move it elsewhere or choose another output folder "
-        "(output: or --output)"
+        f"{path}: {why}, and this run would replace it{also}; move {'them' if more else 'it'} elsewhere or choose "
+        "another output folder (output: or --output)"
     )
 
 
@@ -653,7 +655,7 @@ def test_a_folder_without_manifest_written_by_an_older_rag_eval_is_replaced(tmp_
         ({"bm25.json": OLDER_RESULTS, "bm25.run": b"q1 Q0 d1 1 2.0 Anserini\n"}, "bm25.run"),
         # A run file tagged bm25, but no results file of rag_eval's beside it.
         ({"bm25.run": OLDER_RUN}, "bm25.run"),
-        ({"bm25.json": b'{"kind": "something else"}\n', "bm25.run": OLDER_RUN}, "bm25.json"),
+        ({"bm25.json": b'{"kind": "something else"}\n', "bm25.run": OLDER_RUN}, ("bm25.json", "bm25.run")),
         # A results-like JSON whose kind is not rag_eval's.
         ({"bm25.json": OLDER_RESULTS.replace(b"rag_eval.results", b"my.results")}, "bm25.json"),
         # A markdown file that is not a generated report, a folder, a link to a report.
@@ -677,7 +679,8 @@ def test_what_an_older_rag_eval_did_not_write_is_not_mistaken_for_its_output(tmp
     before = snapshot(folder)
     with pytest.raises(RagEvalError) as excinfo:
         replace_output_set(folder, OLDER_SET)
-    assert str(excinfo.value) == refusal(folder / refused, NOT_RECOGNISED)
+    first, *more = (refused,) if isinstance(refused, str) else refused
+    assert str(excinfo.value) == refusal(folder / first, NOT_RECOGNISED, *more)
     assert snapshot(folder) == before
 
 
@@ -727,7 +730,7 @@ def test_rag_eval_run_refuses_a_users_files_before_any_retrieval_and_keeps_them(
     (users / "a.json").write_bytes(b"mine\n")
     assert main(["run", str(config), "--output", str(users), "--no-progress"]) == 2
     captured = capsys.readouterr()
-    assert captured.err == "rag-eval: error: " + refusal(users / "a.json", NOT_RECOGNISED) + "\n"
+    assert captured.err == "rag-eval: error: " + refusal(users / "a.json", NOT_RECOGNISED, "report.md") + "\n"
     assert not mark.exists()  # refused before the retriever indexed anything
     assert snapshot(users) == {"a.json": b"mine\n", "report.md": b"mine\n"}
     assert sorted(os.listdir(tmp_path)) == ["marking_plugin.py", "run.yaml", "u"]
@@ -815,3 +818,58 @@ def test_rag_eval_run_refuses_a_users_folder_where_a_listed_file_was_before_any_
     why = f"a folder where the file rag_eval wrote was (the folder's {MANIFEST} lists a file)"
     assert capsys.readouterr().err == "rag-eval: error: " + refusal(tmp_path / "out" / "first.run", why) + "\n"
     assert snapshot(tmp_path / "out") == before and sorted(os.listdir(tmp_path)) == ["out", "run.yaml"]
+
+
+def test_a_runs_folder_that_lost_its_manifest_is_replaced_and_the_users_files_stay(tmp_path):
+    # The attack: a CI artifact without the hidden .rag_eval.json was refused one file per run (six runs:
+    # per-query.csv, then plot-at-k.svg, plot-deltas.svg, ...). rag_eval's own outputs are now recognised.
+    from rag_eval.cli import main
+
+    config = tmp_path / "run.yaml"
+    (tmp_path / "set.yaml").write_text(yaml.safe_dump({
+        "corpus": [{"id": "a", "text": "whales sing"}, {"id": "b", "text": "tides turn"}],
+        "queries": [{"id": "q1", "text": "whales", "judgements": {"a": 1}},
+                    {"id": "q2", "text": "tides", "judgements": {"b": 2}}],
+    }))
+    config.write_text(yaml.safe_dump({
+        "dataset": {"path": "set.yaml"}, "top_k": 2, "metrics": ["ndcg@2"], "output": "out",
+        "retrievers": [{"label": "bm25", "adapter": "bm25"},
+                       {"label": "seed", "adapter": "static", "params": {"rankings": {"q1": ["b", "a"]}}}],
+    }))
+    assert main(["run", str(config), "--no-progress"]) == 0
+    out = tmp_path / "out"
+    written = sorted(os.listdir(out))
+    assert {"per-query.csv", "plot-at-k.svg", "plot-deltas.svg", "plot-means.svg", "report.html"} <= set(written)
+    (out / MANIFEST).unlink()
+    (out / "notes.txt").write_text("mine\n")
+    assert main(["run", str(config), "--no-progress"]) == 0
+    assert sorted(os.listdir(out)) == sorted([*written, "notes.txt"]) and (out / "notes.txt").read_text() == "mine\n"
+
+    # Without the manifest again, the user's own CSV and SVG in the outputs' places are both named, in one line.
+    (out / MANIFEST).unlink()
+    (out / "per-query.csv").write_text("a,b\n1,2\n")
+    (out / "plot-means.svg").write_text("<svg><title>my plot</title></svg>\n")
+    before = snapshot(out)
+    with pytest.raises(RagEvalError) as excinfo:
+        output_folder.check_replaceable(out, written)
+    assert str(excinfo.value) == (
+        f"{out / 'per-query.csv'}: {NOT_RECOGNISED}, and this run would replace it (and 1 more in the same folder: "
+        "plot-means.svg); move them elsewhere or choose another output folder (output: or --output)"
+    )
+    assert snapshot(out) == before
+
+
+def test_tables_and_plots_are_recognised_only_beside_a_report_of_rag_evals(tmp_path):
+    # A CSV starting "variant,qid," or a plot-like SVG alone could be anybody's: a report of rag_eval's vouches.
+    from rag_eval._core.old_outputs import written_by_old_rag_eval
+
+    folder = tmp_path / "u"
+    folder.mkdir()
+    (folder / "per-query.csv").write_text("variant,qid,ndcg@10\nbm25,q1,1.0\n")
+    (folder / "plot-means.svg").write_text('<svg xmlns="http://www.w3.org/2000/svg">\n<title id="plot-title">x</title>\n')
+    (folder / "report.html").write_text("<!DOCTYPE html>\n<html><head><title>mine</title></head></html>\n")
+    assert [written_by_old_rag_eval(folder, n) for n in ("per-query.csv", "plot-means.svg", "report.html")] == [
+        False, False, False]
+    (folder / "report.md").write_bytes(OLDER_REPORT)
+    assert [written_by_old_rag_eval(folder, n) for n in ("per-query.csv", "plot-means.svg", "report.html")] == [
+        True, True, False]

@@ -1,10 +1,14 @@
-"""The outputs rag_eval <= 0.1 wrote (before output folders had a manifest), recognised by their first bytes.
+"""rag_eval's outputs in a folder without a manifest, recognised by their first bytes.
 
-In a folder without a manifest, a file a new run would replace is replaced only when it is
-recognisably such an output: report.md whose third line is the generated ``## 📚 What was
-evaluated``, comparison.md starting ``# Regression check: ✅ PASS`` (or ``❌ FAIL``),
-<label>.json starting with ``"schema_version"`` and ``"kind": "rag_eval.results"``, <label>.run
-whose first line is a TREC run line tagged <label> (or is empty) beside such a <label>.json.
+Such a folder was written by rag_eval <= 0.1 (before output folders had a manifest), or lost its
+``.rag_eval.json`` on the way (a CI artifact upload skips hidden files), or is the user's. A file a
+new run would replace is replaced only when it is recognisably rag_eval's output: report.md whose
+third line is the generated ``## 📚 What was evaluated``, comparison.md starting ``# Regression
+check: ✅ PASS`` (or ``❌ FAIL``), <label>.json starting with ``"schema_version"`` and ``"kind":
+"rag_eval.results"``, <label>.run whose first line is a TREC run line tagged <label> (or is empty)
+beside such a <label>.json, report.html carrying ``<meta name="generator" content="rag_eval">``;
+per-query.csv starting ``variant,qid,`` and plot-*.svg holding the plots' ``id="plot-title"``
+only beside such a report.md or report.html (a CSV or an SVG alone could be anybody's).
 """
 
 from __future__ import annotations
@@ -21,10 +25,13 @@ _OLD_COMPARISON_TITLES = (
 )
 _OLD_RESULTS_START = re.compile(rb'\A\{\s*"schema_version":\s*\d+,\s*"kind":\s*"rag_eval\.results",')
 _RECOGNISE_BYTES = 1 << 16
+_PAGE_GENERATOR = b'<meta name="generator" content="rag_eval">'
+_PER_QUERY_HEADER = "variant,qid,"
+_PLOT_TITLE = b'id="plot-title"'
 
 
 def written_by_old_rag_eval(folder: Path, name: str) -> bool:
-    """Whether ``folder/name`` is, by its first bytes, one of the outputs rag_eval wrote before manifests."""
+    """Whether ``folder/name`` is, by its first bytes, one of rag_eval's outputs (for a folder without a manifest)."""
     head = _head(folder / name)
     if head is None:
         return False
@@ -42,7 +49,18 @@ def written_by_old_rag_eval(folder: Path, name: str) -> bool:
         tagged = not head or (len(fields) == 6 and fields[1] == "Q0" and fields[5] == label)
         # A run file alone could be the user's own run of the same name: only its results file vouches for it.
         return tagged and results is not None and bool(_OLD_RESULTS_START.match(results))
+    if name == "report.html":
+        return head.startswith(b"<!DOCTYPE html>") and _PAGE_GENERATOR in head[:4096]
+    if name == "per-query.csv":
+        return lines[0].startswith(_PER_QUERY_HEADER) and _beside_a_report(folder)
+    if name.startswith("plot-") and name.endswith(".svg"):
+        return head.startswith(b"<svg") and _PLOT_TITLE in head[:4096] and _beside_a_report(folder)
     return False
+
+
+def _beside_a_report(folder: Path) -> bool:
+    """Whether ``folder`` holds a report.md or report.html recognisably rag_eval's: it vouches for the tables and plots."""
+    return any(written_by_old_rag_eval(folder, report) for report in ("report.md", "report.html"))
 
 
 def _head(path: Path) -> bytes | None:

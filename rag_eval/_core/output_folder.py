@@ -34,9 +34,10 @@ On disk, for an output folder ``P/N``:
   line is the generated ``## 📚 What was evaluated``, comparison.md starting
   ``# Regression check: ✅ PASS`` (or ``❌ FAIL``), <label>.json starting with
   ``"schema_version"`` and ``"kind": "rag_eval.results"``, <label>.run whose first line is
-  a TREC run line tagged <label> (or is empty) beside such a <label>.json -- and refused
-  otherwise. A ``.rag_eval.json`` that is not a manifest is refused too. Every entry the
-  new set does not name is kept.
+  a TREC run line tagged <label> (or is empty) beside such a <label>.json, report.html,
+  per-query.csv and plots as :mod:`rag_eval._core.old_outputs` says -- and refused
+  otherwise (one line naming every file in the way). A ``.rag_eval.json`` that is not a
+  manifest is refused too. Every entry the new set does not name is kept.
 
 The lock is taken by :mod:`rag_eval._core.folder_lock`, the manifest is read by
 :mod:`rag_eval._core.output_manifest`, a set is staged, swapped in and a kill repaired by
@@ -57,6 +58,7 @@ from pathlib import Path
 from rag_eval._core import folder_lock
 from rag_eval._core.errors import RagEvalError
 from rag_eval._core.files import describe_kind
+from rag_eval._core.messages import some_of
 from rag_eval._core.old_outputs import written_by_old_rag_eval
 from rag_eval._core.output_manifest import MANIFEST, plain_name, read_manifest
 from rag_eval._core.output_swap import repair, replace_files
@@ -104,6 +106,7 @@ def check_replaceable(folder: str | os.PathLike[str], names: Iterable[str]) -> N
             f"{Path(folder) / MANIFEST}: not a manifest rag_eval wrote, and a run would replace it; "
             "move it elsewhere or choose another output folder (output: or --output)"
         )
+    refused: list[tuple[str, str]] = []  # every file in the way, said at once: not one per run
     for name in sorted(set(names) - {MANIFEST}):
         try:
             mode = os.lstat(real / name).st_mode
@@ -120,9 +123,15 @@ def check_replaceable(folder: str | os.PathLike[str], names: Iterable[str]) -> N
             why = "not recognisably written by rag_eval (the folder has no manifest)"
         else:
             continue
+        refused.append((name, why))
+    if refused:
+        name, why = refused[0]
+        more = "" if len(refused) == 1 else (
+            f" (and {len(refused) - 1} more in the same folder: {some_of([n for n, _ in refused[1:]], 5)})")
+        them = "it" if len(refused) == 1 else "them"
         raise RagEvalError(
-            f"{Path(folder) / name}: {why}, and this run would replace it; move it elsewhere or choose another "
-            "output folder (output: or --output)"
+            f"{Path(folder) / name}: {why}, and this run would replace it{more}; move {them} elsewhere or choose "
+            "another output folder (output: or --output)"
         )
 
 
