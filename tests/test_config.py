@@ -815,3 +815,16 @@ def test_the_config_package_keeps_one_job_a_module():
     sizes = {path.name: len(path.read_text(encoding="utf-8").splitlines()) for path in folder.glob("*.py")}
     assert {"schema.py", "sections.py", "regression.py", "sweep_spec.py", "consistency.py", "partial.py"} <= set(sizes)
     assert max(sizes.values()) < 400, sizes
+
+
+@pytest.mark.parametrize("main, better", [("idcg@10", "ndcg@10"), ("idcg", "ndcg")])
+def test_a_main_metric_of_the_judgements_alone_is_refused(project, main, better):
+    # The attack: main_metric idcg@10 "shipped" one of two retrievers on equal values, the ideal ranking's DCG.
+    config = valid(metrics=["ndcg@10", main], main_metric=main)
+    found = problems(write(project / "configs" / "run.yaml", config))
+    assert [p.split(": ", 1)[1] for p in found] == [
+        f"main_metric: main_metric {main} is the DCG of the ideal ranking, the same for every retriever, so it "
+        f"cannot rank them; decide on {better}"
+    ]
+    write(project / "configs" / "ok.yaml", valid(metrics=["ndcg@10", "judged@10"], main_metric="judged@10"))
+    assert load_config(project / "configs" / "ok.yaml").model.main_metric == "judged@10"  # it depends on the ranking

@@ -136,11 +136,16 @@ def _main_metric_problems(main: Any, metrics: list[str] | None) -> Iterator[Prob
     if not isinstance(main, str) or metrics is None:
         return
     try:
-        canonical = str(parse_metric(main))
+        parsed = parse_metric(main)
     except MetricError:
         return  # main_metric's own problem
+    canonical = str(parsed)
     if canonical not in metrics:
         yield ProblemAt(("main_metric",), f"main_metric {canonical} is not among metrics {metrics}")
+    if parsed.family.name == "idcg":  # the judgements' ideal ranking: the same number for every retriever
+        better = canonical.replace("idcg", "ndcg", 1)
+        yield ProblemAt(("main_metric",), f"main_metric {canonical} is the DCG of the ideal ranking, the same for "
+                                          f"every retriever, so it cannot rank them; decide on {better}")
 
 
 def _gate_problems(gates: Any, metrics: list[str] | None) -> Iterator[ProblemAt]:
