@@ -507,3 +507,19 @@ def test_a_tag_key_with_a_value_per_query_shows_only_the_values_with_most_querie
                          "are left out of report.md: report.html filters the queries by any tag.")
     few = _segment_lines(SegmentTable("user", segments[:30]), decision)
     assert len([line for line in few if line.startswith("| u")]) == 30 and not few[-1].startswith("30 of")
+
+
+def test_a_budget_that_no_unit_of_a_variant_fits_is_said_first():
+    # The attack's case: whole documents under evidence_recall@1000tokens scored 0 on every query and were
+    # listed as "worse beyond doubt", while their context column read "0 / 0".
+    from rag_eval._compare.context_size import ContextSize
+    from rag_eval._report.decision import nothing_fits_warning
+
+    budget = "evidence_recall@1000tokens"
+    contexts = {"chunks": ContextSize(1000, 3100.0, 512.0, "tokens"), "docs": ContextSize(1000, 0.0, 0.0, "tokens")}
+    assert nothing_fits_warning(budget, contexts, {"chunks", "docs"}) == (
+        "> ⚠️ **docs reads nothing within 1,000 tokens.** No unit it retrieved fits the budget on any query (the "
+        "units are longer), so `evidence_recall@1000tokens` is 0 by the budget, not by the ranking; compare it "
+        "on a larger budget, or cut the documents into chunks.")
+    assert nothing_fits_warning(budget, contexts, {"chunks"}) == ""  # docs retrieved nothing: nothing to say
+    assert nothing_fits_warning("evidence_recall@5", contexts, {"chunks", "docs"}) == ""  # a cut-off, no budget

@@ -12,7 +12,7 @@ and :mod:`rag_eval._compare.context_size`; rounding happens here only.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from rag_eval._compare.context_size import ContextSize, mean_context_size
@@ -74,9 +74,10 @@ def decision_lines(
         unjudged=unjudged_by_label(holes, decision.metric), flips=decision_flips(decision, holes),
     )
     budgets = [m for m in getattr(run.config.model, "metrics", ()) if parse_metric(m).budget_unit is not None]
-    warning = unit_size_warning(decision.metric, contexts, budgets)
+    warnings = [w for w in (unit_size_warning(decision.metric, contexts, budgets),
+                            nothing_fits_warning(decision.metric, contexts, _retrieving(outcomes))) if w]
     # The decision's first lines: what to ship and why, then any warning about the metric, before the table.
-    lines[1:1] = ["", verdict_line(decision, contexts)] + (["", warning] if warning else [])
+    lines[1:1] = ["", verdict_line(decision, contexts)] + [line for w in warnings for line in ("", w)]
     return lines + sensitivity_lines(run, main)
 
 
@@ -168,6 +169,32 @@ def unit_size_warning(metric: str, contexts: Mapping[str, ContextSize], budgets:
     return (f"> ⚠️ **{code_span(metric)} favours larger units.** It counts {what} whatever their size, and "
             f"the variants read from {low:,.0f} characters ({escape_inline(small)}) to {high:,.0f} "
             f"({escape_inline(large)}{ratio}) per query; {fix}.")
+
+
+def nothing_fits_warning(metric: str, contexts: Mapping[str, ContextSize], retrieving: Collection[str]) -> str:
+    """The warning that a budget metric read nothing of some variants ("" when it read something of each).
+
+    A variant of ``retrieving`` (those that retrieved something) whose units are all longer than the budget
+    (whole documents under 1,000 tokens) has no unit that fits on any query: its value is 0 by the budget,
+    whatever it retrieved.
+    """
+    parsed = parse_metric(metric)
+    if parsed.budget_unit is None:
+        return ""
+    empty = [label for label, size in contexts.items() if size.chars == 0 and label in retrieving]
+    if not empty:
+        return ""
+    names = ", ".join(escape_inline(label) for label in empty)
+    one = len(empty) == 1
+    return (f"> ⚠️ **{names} read{'s' if one else ''} nothing {next(iter(contexts.values())).what}.** No unit "
+            f"{'it' if one else 'they'} retrieved fits the budget on any query (the units are longer), so "
+            f"{code_span(metric)} is 0 by the budget, not by the ranking; compare {'it' if one else 'them'} on a "
+            "larger budget, or cut the documents into chunks.")
+
+
+def _retrieving(outcomes: Sequence[Any]) -> set[str]:
+    """Labels of the outcomes that retrieved at least one span for some query."""
+    return {o.label for o in outcomes if o.spans and any(o.spans.values())}
 
 
 def sensitivity_lines(run: RunOutcome, main: str) -> list[str]:
