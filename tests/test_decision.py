@@ -419,7 +419,8 @@ def test_a_cut_off_metric_over_units_of_different_sizes_is_flagged_first_with_th
                documents=DOCS)
     lines = decision_lines(run, budget, n_resamples=2000)
     assert not any("favours larger units" in line for line in lines)
-    lines = lines[2:]
+    assert lines[4].startswith("> ⚠️ **whole reads nothing within 20 chars.**")  # no unit of it fits the budget
+    lines = lines[4:]
     assert lines[2].endswith("| Context within 20 chars (tokens / chars) |")
     rows = {line.split(" | ")[1].strip("* ").split(" ")[0]: line for line in lines[4:6]}
     assert rows["small"].endswith("| 2 / 7 |") and rows["whole"].endswith("| 0 / 0 |")
