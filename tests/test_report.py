@@ -649,3 +649,15 @@ def test_a_reused_ranking_says_its_notes_and_times_are_the_storing_runs():
         "cache: miss (796 passages encoded, 0 reused); ranking_cache: hit (times and notes from the run that stored "
         "the ranking)"
     )
+
+
+def test_bidirectional_controls_in_an_id_are_shown_by_code_point_not_obeyed():
+    # The attack: an id holding U+202E (right-to-left override) was written raw into report.md's rows,
+    # so the rest of the row read backwards on screen.
+    from rag_eval._report.format import code_span, escape_cell
+
+    for control in ("\u202a", "\u202b", "\u202c", "\u202d", "\u202e", "\u2066", "\u2067", "\u2068", "\u2069"):
+        shown = f"<U+{ord(control):04X}>"
+        assert escape_cell(f"q{control}1") == f"q\\{shown[0]}{shown[1:-1]}\\{shown[-1]}1"
+        assert code_span(f"q{control}1") == f"`q{shown}1`"
+    assert escape_cell("שלום q1") == "שלום q1"  # right-to-left text itself is left as it is

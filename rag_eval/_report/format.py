@@ -163,7 +163,7 @@ def escape_cell(text: str) -> str:
     references such as ``&amp;``, GitHub's ``$`` math). Runs of whitespace become one space:
     a line break would end the table row.
     """
-    text = str(text).replace("\\", "\\\\")
+    text = _shown_bidi(str(text).replace("\\", "\\\\"))
     text = " ".join(text.split())
     for ch in "|*_`[]<>#~&$":
         text = text.replace(ch, "\\" + ch)
@@ -171,6 +171,13 @@ def escape_cell(text: str) -> str:
 
 
 _LINE_ENDING = re.compile(r"\r\n|\r|\n")
+# Bidirectional embeddings, overrides and isolates: written as they are, one in an id reorders the rest of
+# the table row on screen (a label after it reads backwards), so they are shown by their code point.
+_BIDI_CONTROLS = re.compile("[\u202a-\u202e\u2066-\u2069]")
+
+
+def _shown_bidi(text: str) -> str:
+    return _BIDI_CONTROLS.sub(lambda found: f"<U+{ord(found.group()):04X}>", text)
 _BACKTICKS = re.compile(r"`+")
 
 
@@ -185,7 +192,7 @@ def code_span(text: str, in_table: bool = False) -> str:
     backslash before rendering: each ``|`` is written ``\\|`` there. A line ending (never in an
     id) becomes the space a code span would render it as.
     """
-    text = _LINE_ENDING.sub(" ", str(text))
+    text = _shown_bidi(_LINE_ENDING.sub(" ", str(text)))
     if not text:
         return ""
     fence = "`" * (max((len(run) for run in _BACKTICKS.findall(text)), default=0) + 1)
