@@ -377,3 +377,20 @@ def test_a_plug_ins_thread_does_not_keep_rag_eval_run_from_exiting(tmp_path):
         "exiting without waiting for it"
     ]
     assert (tmp_path / "out" / "report.md").is_file()
+
+
+@pytest.mark.parametrize("name, owner", [("rag-eval-judge_0", "rag_eval's, waiting on a request"),
+                                         ("poller", "a plug-in's?")])
+def test_the_lingering_thread_warning_blames_a_plug_in_only_for_threads_not_rag_evals(name, owner):
+    # The attack: after Ctrl-C or a failing server, rag_eval's own judge and HTTP workers were called "a plug-in's?".
+    script = (
+        "import threading, time\n"
+        "from rag_eval._commands import process_end\n"
+        "process_end.LINGER_S = 0.2\n"
+        f"threading.Thread(target=time.sleep, args=(30,), name={name!r}).start()\n"
+        "process_end.end_despite_threads(7)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False)
+    assert result.returncode == 7
+    assert result.stderr == (f"rag-eval: warning: thread {name!r} ({owner}) is still running 0.2 s after rag-eval "
+                             "finished; exiting without waiting for it\n")

@@ -16,6 +16,10 @@ import time
 LINGER_S = 3
 
 
+# The name every worker thread of rag_eval's own starts with (ThreadPoolExecutor's thread_name_prefix).
+OWN_THREAD_PREFIX = "rag-eval-"
+
+
 def lingering_threads() -> list[threading.Thread]:
     """Threads that are not daemons, other than this one, still running: the interpreter waits for them at exit."""
     main_thread = threading.main_thread()
@@ -34,7 +38,9 @@ def end_despite_threads(code: int) -> None:
     if not left:
         return
     names = ", ".join(repr(thread.name) for thread in left)
-    which = f"thread {names} (a plug-in's?) is" if len(left) == 1 else f"threads {names} (a plug-in's?) are"
+    # rag_eval names its own workers "rag-eval-...": one still running waits on a request (a judge's, a service's).
+    owner = "rag_eval's, waiting on a request" if all(t.name.startswith(OWN_THREAD_PREFIX) for t in left) else "a plug-in's?"
+    which = f"thread {names} ({owner}) is" if len(left) == 1 else f"threads {names} ({owner}) are"
     them = "it" if len(left) == 1 else "them"
     try:
         sys.stderr.write(f"rag-eval: warning: {which} still running {LINGER_S} s after rag-eval finished; exiting without waiting for {them}\n")
