@@ -39,20 +39,32 @@ def missing_browser() -> str | None:
     return None
 
 
+# The one Playwright and Chromium of the session. Each test module that imports the fixture gets its own
+# instance of it, but Playwright's sync API runs one at a time in a thread: the modules share this one,
+# and the last instance to end closes it.
+_SHARED: dict[str, Any] = {"users": 0}
+
+
 @pytest.fixture(scope="session")
 def browser() -> Iterator[Any]:
     """The session's Chromium (skips the test when there is none)."""
     reason = missing_browser()
     if reason is not None:
         pytest.skip(reason)
-    from playwright.sync_api import sync_playwright
+    if _SHARED["users"] == 0:
+        from playwright.sync_api import sync_playwright
 
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
-        try:
-            yield chromium
-        finally:
-            chromium.close()
+        playwright = sync_playwright().start()
+        _SHARED["playwright"] = playwright
+        _SHARED["chromium"] = playwright.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
+    _SHARED["users"] += 1
+    try:
+        yield _SHARED["chromium"]
+    finally:
+        _SHARED["users"] -= 1
+        if _SHARED["users"] == 0:
+            _SHARED.pop("chromium").close()
+            _SHARED.pop("playwright").stop()
 
 
 @dataclass

@@ -38,7 +38,19 @@ from rag_eval._scoring.metrics.measures import FAMILIES, parse_metric
 if TYPE_CHECKING:  # annotations only
     from rag_eval._run.outcome import RetrieverOutcome, RunOutcome
 
-__all__ = ["MAX_LISTED", "Reading", "detailed_lines", "query_chunks", "ranked_spans", "reading", "shown_cutoff"]
+__all__ = [
+    "MAX_LISTED",
+    "ChunksRead",
+    "Reading",
+    "chunks_and_evidence",
+    "detailed_lines",
+    "query_chunks",
+    "ranked_spans",
+    "reading",
+    "shown_cutoff",
+]
+
+Span = tuple[str, int, int, float]
 
 
 # At most this many chunks of one retriever for one query are listed (a budget of 100,000 tokens could
@@ -62,6 +74,61 @@ class Reading:
     def heading(self) -> str:
         """"top 5" or "within 1,000 tokens"."""
         return f"top {self.k}" if self.unit is None else f"within {self.k:,} {self.unit}"
+
+
+@dataclass(frozen=True)
+class ChunksRead:
+    """One query's chunks as the main metric reads them (best first) and what they cover of its evidence."""
+
+    chunks: list[Span]
+    coverage: EvidenceCoverage
+
+    @property
+    def covered(self) -> int:
+        """Characters of evidence inside the chunks read."""
+        return sum(end - start for _, start, end in self.coverage.covered)
+
+    @property
+    def evidence(self) -> int:
+        """Characters of evidence in all (covered and missed); 0: the query has no evidence span."""
+        return self.covered + sum(end - start for _, start, end in self.coverage.missed)
+
+    @property
+    def context(self) -> int:
+        """Characters of the chunks read (a chunk counted each time it is read)."""
+        return sum(end - start for _, start, end, _ in self.chunks)
+
+
+def chunks_and_evidence(
+    outcome: RetrieverOutcome,
+    qids: Sequence[str],
+    documents: Mapping[str, str],
+    evidence_of: Mapping[str, Sequence[Any]],
+    read: Reading,
+    token_cache: dict[tuple[str, int, int], int] | None = None,
+) -> dict[str, ChunksRead]:
+    """Per query of ``qids``: the chunks of ``outcome`` that ``read`` takes (its top k, or those that fit its
+    budget: :func:`rag_eval._compare.context_size.chunks_read`) and the evidence they cover and miss, by the
+    evidence metrics' own rule (:func:`rag_eval._scoring.evidence.covered_evidence`).
+
+    The one home of what report.md's detailed queries and report.html's drill-down work out.
+    """
+    cache: dict[tuple[str, int, int], int] = {} if token_cache is None else token_cache
+    shown = {q: chunks_read(ranked_spans(outcome, q), documents, read.k, read.unit, cache) for q in qids}
+    with_evidence = {q: list(evidence_of.get(q, ())) for q in qids if evidence_of.get(q)}
+    found: dict[str, EvidenceCoverage] = {}
+    if with_evidence:
+        deepest = max((len(shown[q]) for q in with_evidence), default=0)
+        # Each query's chunks are cut already: a k of the longest list cuts nothing more.
+        found = covered_evidence(with_evidence, {q: shown[q] for q in with_evidence}, max(deepest, 1))
+    out = {}
+    for q in qids:
+        coverage = found.get(q)
+        if coverage is None and q in with_evidence:  # no piece reported: every piece of the evidence is missed
+            pieces = evidence_by_doc(with_evidence[q])
+            coverage = EvidenceCoverage((), tuple((doc, s, e) for doc, spans in pieces.items() for s, e in spans))
+        out[q] = ChunksRead(shown[q], coverage if coverage is not None else EvidenceCoverage((), ()))
+    return out
 
 
 def shown_cutoff(main: str, top_k: int) -> int:
@@ -164,7 +231,8 @@ def query_chunks(
         else []
     )
     retrieved = ranked_spans(outcome, qid)
-    shown = chunks_read(retrieved, documents, read.k, read.unit)
+    found = chunks_and_evidence(outcome, [qid], documents, {qid: evidence}, read)[qid]
+    shown = found.chunks
     wanted = evidence_by_doc(evidence)
     if not shown and retrieved:  # a budget smaller than the first chunk (docs/semantics.md: nothing is read)
         lines += [f"Nothing is read: the first chunk alone is larger than {read.k:,} {read.unit}.", ""]
@@ -190,20 +258,10 @@ def query_chunks(
             lines.append(f"| … | {len(shown) - MAX_LISTED:,} more chunks, counted below (report.html lists them) "
                          "| | | | |")
         lines.append("")
-    coverage = _coverage(evidence, shown)
     if wanted:
-        lines += _missed_lines(wanted, coverage.missed, documents, limit, read.chunks)
-    lines += [_numbers_line(coverage, shown, no_relevant), ""]
+        lines += _missed_lines(wanted, found.coverage.missed, documents, limit, read.chunks)
+    lines += [_numbers_line(found, no_relevant), ""]
     return lines
-
-
-def _coverage(evidence: Sequence[Any], shown: Sequence[tuple[str, int, int, float]]) -> EvidenceCoverage:
-    """What the shown chunks cover of the evidence, by the evidence metrics' own rule (rag_eval._scoring.evidence)."""
-
-    if not evidence:
-        return EvidenceCoverage((), ())
-    found = covered_evidence({"q": list(evidence)}, {"q": list(shown)}, max(len(shown), 1))
-    return found.get("q", EvidenceCoverage((), ()))
 
 
 def _missed_lines(
@@ -226,18 +284,17 @@ def _missed_lines(
     return [f"Evidence not inside {chunks}:", "", *missed, ""]
 
 
-def _numbers_line(coverage: EvidenceCoverage, shown: Sequence[tuple[str, int, int, float]], no_relevant: str) -> str:
+def _numbers_line(found: ChunksRead, no_relevant: str) -> str:
     """The query's evidence recall, precision and IoU at the chunks shown, worked out in characters.
 
     The values are the evidence families' own kernels (their records) applied to the counts shown.
     """
-    covered = sum(end - start for _, start, end in coverage.covered)
-    total = covered + sum(end - start for _, start, end in coverage.missed)
+    covered, total, context = found.covered, found.evidence, found.context
+    shown = found.chunks
     at = f"At the {len(shown)} chunk{'' if len(shown) == 1 else 's'} shown"
     if total == 0:
         effect = "scored 0 (no_relevant: zero)" if no_relevant == "zero" else "left out of the means"
         return f"{at}: no evidence span for this query, so its evidence metrics are {effect}."
-    context = sum(end - start for _, start, end, _ in shown)
     counts = EvidenceCounts(*(np.array([float(n)]) for n in (covered, total, context)))
     value = {name: float(FAMILIES[name].kernel(counts)[0]) for name in ("evidence_recall", "evidence_precision",
                                                                         "evidence_iou")}

@@ -70,7 +70,8 @@ table.grid tbody tr { cursor: pointer; }
 table.grid tbody tr:nth-child(even) { background: #fbfcfd; }
 table.grid tbody tr:hover { background: #eef4fb; }
 td.qtext { max-width: 28em; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
-td.qid code { background: none; padding: 0; }
+td.qid code { background: none; padding: 0; display: -webkit-box; -webkit-box-orient: vertical; -webkit-line-clamp: 3;
+  line-clamp: 3; overflow: hidden; max-width: 24em; overflow-wrap: anywhere; }
 button.sort { border: 0; background: none; padding: 0; font-weight: 600; text-align: inherit; }
 button.sort .arrow { color: var(--muted); margin-left: .3em; }
 .tag { display: inline-block; border: 1px solid var(--line); border-radius: 10px; padding: 0 .45em;
@@ -83,7 +84,11 @@ dialog#detail { width: min(1500px, 96vw); max-height: 94vh; border: 1px solid va
 dialog#detail::backdrop { background: rgba(20, 24, 28, .45); }
 .detail-head { position: sticky; top: 0; background: #fff; border-bottom: 1px solid var(--line);
   padding: 10px 18px; z-index: 2; display: flex; gap: 12px; align-items: start; justify-content: space-between; }
-.detail-head h2 { margin: 0; border: 0; padding: 0; font-size: 1.2em; }
+.detail-head h2 { margin: 0; border: 0; padding: 0; font-size: 1.2em; min-width: 0; flex: 1 1 auto; }
+.detail-head > div { flex: none; }
+#detail-qid { display: -webkit-box; -webkit-box-orient: vertical; -webkit-line-clamp: 2; line-clamp: 2;
+  overflow: hidden; overflow-wrap: anywhere; }
+.qid-full code { overflow-wrap: anywhere; }
 .detail-body { padding: 4px 18px 18px; }
 .qtext-full { font-size: 1.05em; margin: .3em 0; }
 .picks { display: flex; flex-wrap: wrap; gap: 18px; align-items: end; margin: .8em 0; }
@@ -100,6 +105,8 @@ table.units td.unit { overflow-wrap: anywhere; width: 100%; }
 table.units td.num, table.units th.num { white-space: nowrap; text-align: right; }
 table.units th.other { white-space: normal; width: 8em; min-width: 8em; font-size: .85em; overflow-wrap: break-word; }
 tr.hole td { background: var(--hole); }
+tr.unread td { opacity: .55; }
+table.grid tfoot span.n { display: block; font-weight: 400; font-size: .8em; color: var(--muted); }
 .g { white-space: nowrap; font-weight: 600; border-radius: 4px; padding: 0 .35em; }
 .g-rel { background: var(--rel); color: var(--rel-fg); }
 .g-zero { background: var(--zero); color: var(--muted); }

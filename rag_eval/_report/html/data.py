@@ -8,6 +8,8 @@ queries x 12 variants (docs/report.md, "Size"):
 - ``vals[r][m]``: one column per retriever and metric, each value as the integer of its printed 4
   decimals (``0.8159`` is ``8159``; n/a apart), so that the page shows exactly report.md's numbers and
   its deltas are exact differences of the values shown; written as fixed-width digits (:func:`value_column`);
+- ``means[r][m]``, ``dmeans[r][m]``: the mean of the exact values and of the exact differences to the
+  baseline, printed, for the table's last row when nothing is filtered (:func:`_exact_means`);
 - ``qids``, ``qtext``: the scored queries in the run's order; ``tags`` every (key, value) once and
   ``qtags`` per query the numbers of its tags;
 - the drill-down's depth (``depth``: each ranking's top units the page holds, at most :data:`DEPTH_CAP`)
@@ -19,9 +21,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from rag_eval._compare.decision import defined_values, paired_differences
 from rag_eval._compare.segments import query_tags
 from rag_eval._compare.variants import choose_baseline
 from rag_eval._report.derivation import derivation_cutoff
+from rag_eval._report.format import fmt
 from rag_eval._report.html.encode import StringTable
 from rag_eval._report.retrieved_chunks import shown_cutoff
 from rag_eval._scoring.metrics.measures import parse_metric
@@ -123,10 +127,12 @@ def build_data(run: RunOutcome) -> RunData:
         "topk": config.top_k,
         "gain": options.get("gain", "linear"),
         "noRelevant": options.get("no_relevant", "skip"),
+        "micro": options.get("aggregation", "macro") == "micro",
         "chars": config.report.passage_chars,
         "budget": TEXT_BUDGET,
     })
     data["vals"] = [_values(o.results, metrics, qids) for o in outcomes]
+    data["means"], data["dmeans"] = _exact_means(outcomes, metrics, data["base"])
     data["tags"], data["qtags"] = _tags(run, qids)
     ndcg = f"ndcg@{k}" if k is not None else "ndcg"
     data["ndcg"] = metrics.index(ndcg) if ndcg in metrics and not documents else None
@@ -147,6 +153,29 @@ def _values(results: Any, metrics: Sequence[str], qids: Sequence[str]) -> list[A
             [shown_value(column[position[q]]) if q in position else None for q in qids]
         columns.append(value_column(shown))
     return columns
+
+
+def _exact_means(outcomes: Sequence[Any], metrics: Sequence[str], base: int | None) -> tuple[list[Any], list[Any]]:
+    """Per retriever and metric, the mean of its exact values and of its exact differences to the baseline,
+    printed (4 decimals; None: no value): the table's last row when no filter is set, so that it shows the
+    decision's numbers (rag_eval._compare.decision: the mean of the values, the mean paired difference)
+    rather than a mean of rounded values."""
+    means: list[Any] = []
+    deltas: list[Any] = []
+    for r, outcome in enumerate(outcomes):
+        results = outcome.results
+        row: list[str | None] = []
+        drow: list[str | None] = []
+        for name in metrics:
+            defined = defined_values(results, name) if name in results.values else None
+            row.append(fmt(float(defined.mean())) if defined is not None and defined.size else None)
+            paired = None
+            if base is not None and r != base and name in results.values and name in outcomes[base].results.values:
+                paired = paired_differences(name, outcomes[base].results, results)
+            drow.append(f"{float(paired.mean()):+.4f}" if paired is not None and paired.size else None)
+        means.append(row)
+        deltas.append(drow)
+    return means, deltas
 
 
 def value_column(values: Sequence[int | None]) -> Any:

@@ -3,14 +3,17 @@
 What report.md's detailed queries show (rag_eval._report.retrieved_chunks), for every query: each
 ranked chunk's document and offsets, its text cut around the query's evidence (the cut of
 rag_eval._report.emphasis, within ``report.passage_chars``) with the evidence as marks, the
-query's evidence spans, and per retriever the characters its top k cover, miss and read, counted by
-the evidence metrics' own rule (rag_eval._scoring.evidence.covered_evidence).
+query's evidence spans, and per retriever the characters that the chunks its main metric reads (its top k,
+or those that fit its budget) cover, miss and read: report.md's own rule, in one home
+(rag_eval._report.retrieved_chunks.chunks_and_evidence).
 
 Shapes (added to :attr:`RunData.data`): ``docs`` document ids; ``uo[unit]`` ``[doc, start, end]`` (None for
 a unit that is not a chunk id); per entry ``et`` a number in ``texts`` (-1: text left out) and ``em``
 ``[cut before, cut after, start, end, ...]`` with the marks relative to the text (0: no marks, no cut);
 ``ev[q]`` the evidence ``[doc, start, end, grade, text]``; ``ec[r]`` ``[covered, evidence, read]`` per
-query (characters); ``miss[r][q]`` the evidence pieces outside the top k, ``[doc, start, end]``.
+query (characters); ``miss[r][q]`` the evidence pieces outside the chunks read, ``[doc, start, end]``;
+``nr[r]`` per query how many chunks the main metric reads (the first of its ranking), as ``[width, digits]``;
+``read`` what they are (in words, the budget or cutoff, and the run's evidence metrics that read them).
 """
 
 from __future__ import annotations
@@ -21,10 +24,9 @@ from typing import Any
 from rag_eval._core.spans import parse_chunk_id
 from rag_eval._report.emphasis import clip, cut_window, evidence_by_doc
 from rag_eval._report.format import one_line, shorten
-from rag_eval._report.html.data import TEXT_BUDGET, RunData
+from rag_eval._report.html.data import TEXT_BUDGET, RunData, digits, width_for
 from rag_eval._report.html.encode import StringTable
-from rag_eval._run.results_file import results_document
-from rag_eval._scoring.evidence import covered_evidence
+from rag_eval._report.retrieved_chunks import chunks_and_evidence, reading
 
 __all__ = ["document_details"]
 
@@ -93,7 +95,18 @@ def document_details(built: RunData, entry_units: Sequence[Sequence[int]], order
         shown = clip(marks, low, high)
         if shown or low > start or high < end:
             em[index] = [int(low > start), int(high < end), *(x - low for piece in shown for x in piece)]
-    data["ec"], data["miss"] = _evidence_counts(built, evidence_of, docs)
+    data["ec"], data["miss"], data["nr"] = _evidence_counts(built, evidence_of, docs)
+    read = reading(run.config.model.primary_metric, run.config.model.top_k)
+    # What the chunks read are, as report.md says it ("the top 5 chunks", "the chunks that fit 1,000 tokens"),
+    # the budget (None: a number of chunks), and the evidence metrics of the run that read them.
+    at = f"@{read.k}" + (read.unit or "")
+    data["read"] = {
+        "chunks": read.chunks,
+        "k": read.k,
+        "unit": read.unit,
+        "metrics": [data["metrics"].index(name + at) if name + at in data["metrics"] else None
+                    for name in ("evidence_recall", "evidence_precision", "evidence_iou")],
+    }
     data.update({
         "docs": docs.items,
         "uo": [None if chunk is None else [chunk[1], chunk[0][1], chunk[0][2]] for chunk in chunks],
@@ -105,41 +118,32 @@ def document_details(built: RunData, entry_units: Sequence[Sequence[int]], order
     })
 
 
+def _count_column(numbers: Sequence[int]) -> list[Any]:
+    """``numbers`` (each >= 0) as ``[width, digits]`` (:func:`rag_eval._report.html.data.digits`)."""
+    width = width_for(max(numbers, default=0))
+    return [width, digits(numbers, width)]
+
+
 def _evidence_counts(
     built: RunData, evidence_of: Mapping[str, tuple[Any, ...]], docs: StringTable
-) -> tuple[list[list[int]], list[list[list[list[int]]]]]:
-    """Per retriever: ``[covered, evidence, read]`` characters of each query's top k, and the pieces it missed."""
+) -> tuple[list[list[int]], list[list[list[list[int]]]], list[list[Any]]]:
+    """Per retriever: ``[covered, evidence, read]`` characters of the chunks each query's main metric reads,
+    the pieces they missed, and how many chunks that is (report.md's own rule:
+    :func:`rag_eval._report.retrieved_chunks.chunks_and_evidence`)."""
     data, run = built.data, built.run
-    k = data["k"]
     qids = data["qids"]
-    counts, missed = [], []
-    with_evidence = {q: spans for q, spans in evidence_of.items() if spans}
+    read = reading(run.config.model.primary_metric, run.config.model.top_k)
+    cache: dict[tuple[str, int, int], int] = {}  # token counts, shared by the variants of one chunking
+    counts, missed, numbers = [], [], []
     for outcome in run.outcomes:
-        rankings = results_document(run, outcome)["rankings"]
-        shown: dict[str, list[tuple[str, int, int, float]]] = {}
-        for qid in qids:
-            spans = []
-            for unit, score, _ in rankings.get(qid, [])[:k]:
-                parsed = parse_chunk_id(unit)
-                if parsed is not None:
-                    spans.append((*parsed, float(score)))
-            shown[qid] = spans
-        answered = {q: s for q, s in shown.items() if s}
-        coverage = covered_evidence(with_evidence, answered, max(k, 1)) if with_evidence and answered else {}
+        found = chunks_and_evidence(outcome, qids, run.dataset.documents, evidence_of, read, cache)
         row: list[int] = []
         pieces = []
         for qid in qids:
-            found = coverage.get(qid)
-            if found is not None:
-                covered = sum(e - s for _, s, e in found.covered)
-                missing = list(found.missed)
-            else:  # nothing retrieved (or no evidence): every piece of the evidence is missed
-                covered = 0
-                union = evidence_by_doc(with_evidence.get(qid, ()))
-                missing = [(doc, s, e) for doc, intervals in union.items() for s, e in intervals]
-            total = covered + sum(e - s for _, s, e in missing)
-            row += [covered, total, sum(e - s for _, s, e, _ in shown[qid])]
-            pieces.append([[docs.add(doc), s, e] for doc, s, e in missing])
+            these = found[qid]
+            row += [these.covered, these.evidence, these.context]
+            pieces.append([[docs.add(doc), s, e] for doc, s, e in these.coverage.missed])
         counts.append(row)
         missed.append(pieces)
-    return counts, missed
+        numbers.append(_count_column([len(found[qid].chunks) for qid in qids]))
+    return counts, missed, numbers

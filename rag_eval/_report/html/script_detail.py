@@ -17,6 +17,7 @@ DETAIL_JS = r"""
 const dialog = document.getElementById('detail');
 const detailBody = document.getElementById('detail-body');
 const picks = { a: D.base !== null ? D.base : 0, b: -1 };
+const LONG_ID = 80;  // characters: a longer query id is also written out in full in the query's body
 let current = -1;
 
 function fmtGrade(g) { return String(g); }
@@ -109,12 +110,18 @@ function panel(r, other, q) {
   box.append(el('h3', null, D.labels[r] + (r === D.base ? ' (baseline)' : '')));
   const entries = ranking(r, q);
   const others = other >= 0 ? ranking(other, q) : null;
+  const read = DOCS ? readCount(r, q) : entries.length;
   if (!entries.length) {
     box.append(el('p', null, 'Nothing was retrieved for this query.'));
   } else {
-    box.append(el('p', 'legend', 'Top ' + entries.length + ' (this page holds each ranking\'s top ' + D.depth +
-      ' of ' + D.topk + ' retrieved). ✓ grade > 0 · ✗ grade 0 · ? unjudged: a hole, nobody judged it for ' +
-      'this query; it scores as not relevant.'));
+    const retrieved = retrievedCount(r, q, entries);
+    const held = retrieved === entries.length ? 'The ' + count(retrieved) + ' unit' + (retrieved === 1 ? '' : 's') +
+      ' retrieved' : 'Top ' + entries.length + ' of the ' + count(retrieved) + ' retrieved (this page holds each ' +
+      'ranking\'s top ' + D.depth + ')';
+    const reads = DOCS && read < entries.length ? ' ' + D.metrics[D.main] + ' reads the first ' + read + ' (' +
+      D.read.chunks + '); the rows after them are greyed.' : '';
+    box.append(el('p', 'legend', held + '.' + reads + ' ✓ grade > 0 · ✗ grade 0 · ? unjudged: a hole, nobody ' +
+      'judged it for this query; it scores as not relevant.'));
     const t = el('table', 'units');
     const head = el('tr');
     head.append(el('th', 'num', 'Rank'), el('th', null, 'Grade'), el('th', null, DOCS ? 'Chunk' : 'Passage'));
@@ -123,7 +130,7 @@ function panel(r, other, q) {
     const body = t.createTBody();
     entries.forEach((e, i) => {
       const g = grade(q, e);
-      const tr = el('tr', g === null ? 'hole' : null);
+      const tr = el('tr', ((g === null ? 'hole' : '') + (i >= read ? ' unread' : '')).trim() || null);
       tr.dataset.unit = unitId(q, e);
       tr.dataset.grade = g === null ? 'unjudged' : fmtGrade(g);
       const gradeCell = el('td');
@@ -134,8 +141,12 @@ function panel(r, other, q) {
     });
     box.append(t);
   }
-  box.append(DOCS ? evidenceNumbers(r, q) : derivation(r, q, entries));
+  box.append(DOCS ? evidenceNumbers(r, q, entries.length) : derivation(r, q, entries));
   return box;
+}
+
+function retrievedCount(r, q, entries) {
+  return D.rl === null ? entries.length : number(D.rl[1][r], q, D.rl[0]);
 }
 
 function derivationTable(name, grades) {
@@ -214,10 +225,23 @@ function derivation(r, q, entries) {
   return box;
 }
 
-function evidenceNumbers(r, q) {
+function readCount(r, q) { return number(D.nr[r][1], q, D.nr[r][0]); }
+
+function evidenceNumbers(r, q, listed) {
+  // The counts are report.md's own (rag_eval._report.retrieved_chunks.chunks_and_evidence): the chunks the main
+  // metric reads, its top k or those that fit its budget; the quotients are worked out here.
   const box = el('div', 'derivation');
   const covered = D.ec[r][3 * q], total = D.ec[r][3 * q + 1], read = D.ec[r][3 * q + 2];
-  box.append(el('h4', null, 'Evidence in the top ' + D.k + ' chunks'));
+  const n = readCount(r, q), chunks = D.read.chunks;
+  box.append(el('h4', null, 'Evidence in ' + chunks + ' (' + n + ' chunk' + (n === 1 ? '' : 's') + ' read)'));
+  if (n === 0 && listed > 0 && D.read.unit !== null) {
+    box.append(el('p', null, 'Nothing is read: the first chunk alone is larger than ' + count(D.read.k) + ' ' +
+      D.read.unit + '.'));
+  }
+  if (n > listed && listed > 0) {
+    box.append(el('p', 'muted', 'Only the top ' + listed + ' of the ' + n + ' chunks read are listed above; ' +
+      'the numbers count them all.'));
+  }
   const p = el('p', 'formula');
   if (total === 0) {
     p.textContent = 'No evidence span for this query, so its evidence metrics are ' +
@@ -229,11 +253,16 @@ function evidenceNumbers(r, q) {
       '; IoU = ' + count(covered) + ' / (' + count(read) + ' + ' + count(total - covered) + ') = ' + fixed4(covered / iouBase);
   }
   box.append(p);
+  const runs = D.read.metrics.filter(m => m !== null);
+  if (runs.length) {
+    box.append(el('p', 'muted run-values', 'The run\'s values: ' +
+      runs.map(m => D.metrics[m] + ' ' + fmt4(value(r, m, q))).join('; ') + '.'));
+  }
   const missed = D.miss[r][q];
   if (total > 0) {
-    if (!missed.length) box.append(el('p', null, 'Every character of the evidence lies inside the top ' + D.k + ' chunks.'));
+    if (!missed.length) box.append(el('p', null, 'Every character of the evidence lies inside ' + chunks + '.'));
     else {
-      box.append(el('p', null, 'Evidence not inside the top ' + D.k + ' chunks:'));
+      box.append(el('p', null, 'Evidence not inside ' + chunks + ':'));
       const list = el('ul', 'missed');
       for (const [doc, start, end] of missed) { const li = el('li'); li.append(code(D.docs[doc]), ' [' + start + ', ' + end + ')'); list.append(li); }
       box.append(list);
@@ -261,12 +290,21 @@ function fillPanels(q) {
 
 function fillDetail(q) {
   current = q;
-  document.getElementById('detail-qid').textContent = D.qids[q];
+  const qidBox = document.getElementById('detail-qid');
+  qidBox.textContent = D.qids[q];
+  qidBox.title = D.qids[q];  // the heading shows 2 lines at most; a long id is given in full below it
   const position = order.indexOf(q);
   const prev = document.getElementById('detail-prev'), next = document.getElementById('detail-next');
   prev.disabled = position <= 0;
   next.disabled = position < 0 || position >= order.length - 1;
-  const parts = [el('p', 'qtext-full', D.qtext[q])];
+  const parts = [];
+  if (D.qids[q].length > LONG_ID) {
+    const full = el('details', 'qid-full');
+    full.append(el('summary', null, 'The full query id (' + count(Array.from(D.qids[q]).length) + ' characters)'),
+      code(D.qids[q]));
+    parts.push(full);
+  }
+  parts.push(el('p', 'qtext-full', D.qtext[q]));
   if (D.qtags[q].length) {
     const tags = el('p');
     tags.append('Tags: ');
@@ -289,15 +327,22 @@ function fillDetail(q) {
   fillPanels(q);
 }
 
+function linkTo(q) {  // the page's URL names the query open (a link to copy), #q= and the id percent-encoded
+  const target = q < 0 ? location.pathname + location.search : '#q=' + encodeURIComponent(D.qids[q]);
+  try { history.replaceState(null, '', target); } catch (error) { /* a page that may not change its URL */ }
+}
+
 function openDetail(q) {
   fillDetail(q);
   if (!dialog.open) dialog.showModal();
+  linkTo(q);
 }
 
 function step(by) {
   const position = order.indexOf(current) + by;
   if (position < 0 || position >= order.length) return;
   fillDetail(order[position]);
+  linkTo(current);
   state.page = Math.floor(position / state.size);
   state.row = position % state.size;
   render();
@@ -306,15 +351,38 @@ document.getElementById('detail-prev').addEventListener('click', () => step(-1))
 document.getElementById('detail-next').addEventListener('click', () => step(1));
 document.getElementById('detail-close').addEventListener('click', () => dialog.close());
 dialog.addEventListener('close', () => {
+  linkTo(-1);
   const row = table.querySelector('tbody tr[data-q="' + current + '"]');
   if (row) focusRow(rowsOfPage().indexOf(row));
 });
 
 state.search = (document.getElementById('search') || { value: '' }).value;
 refilter();
-let wanted = '';
-try { wanted = decodeURIComponent(location.hash.startsWith('#q=') ? location.hash.slice(3) : ''); } catch (error) { wanted = ''; }
-if (wanted) { const q = D.qids.indexOf(wanted); if (q >= 0) openDetail(q); }
+function queryOfHash() {
+  // #q=<id>: the id percent-encoded (as the page writes it: '#' is %23, '%' is %25), else as typed. -1: none asked.
+  const hash = location.hash;
+  if (!hash.startsWith('#q=')) return -1;
+  const raw = hash.slice(3);
+  if (!raw) return -1;
+  let decoded = null;
+  try { decoded = decodeURIComponent(raw); } catch (error) { decoded = null; }
+  let q = decoded === null ? -1 : D.qids.indexOf(decoded);
+  if (q < 0) q = D.qids.indexOf(raw);
+  const note = document.getElementById('link-note');
+  if (q < 0) {
+    note.textContent = 'The link names no query of this run: ' + (decoded === null ? raw : decoded) + '.';
+    note.hidden = false;
+    return -2;
+  }
+  note.hidden = true;
+  return q;
+}
+function openFromHash() {
+  const q = queryOfHash();
+  if (q >= 0 && !(dialog.open && current === q)) openDetail(q);
+}
+window.addEventListener('hashchange', openFromHash);
+openFromHash();
 performance.mark('report-ready');
 document.documentElement.setAttribute('data-ready', '');
 requestAnimationFrame(() => requestAnimationFrame(() => performance.mark('report-painted')));

@@ -188,7 +188,12 @@ function renderHead(cols) {
 
 function cell(col, q) {
   const m = state.metric;
-  if (col.key === 'id') { const td = el('td', 'qid'); td.append(code(D.qids[q])); return td; }
+  if (col.key === 'id') {  // a long id is cut to 3 lines (CSS); the full id is its title, and the query's page
+    const td = el('td', 'qid'), id = code(D.qids[q]);
+    id.title = D.qids[q];
+    td.append(id);
+    return td;
+  }
   if (col.key === 'text') { const td = el('td', 'qtext', D.qtext[q]); td.title = D.qtext[q]; return td; }
   if (col.key === 'tags') {
     const td = el('td');
@@ -224,10 +229,17 @@ function renderBody(cols) {
 }
 
 function renderFoot(cols) {
+  // Nothing filtered: the run's exact means (D.means, D.dmeans), the decision's numbers; else the mean of the
+  // 4-decimal values shown. A query with no value (n/a) is left out: each mean says over how many when fewer.
   const foot = table.tFoot || table.createTFoot();
   const tr = el('tr');
-  const first = el('td', null, 'Mean of the values shown over the ' + count(order.length) + ' quer' +
-    (order.length === 1 ? 'y' : 'ies') + ' filtered');
+  const all = order.length === Q;
+  const first = el('td', null, all
+    ? 'Mean over the ' + count(Q) + ' quer' + (Q === 1 ? 'y' : 'ies') + (D.micro
+      ? ' (of the exact values; report.md\'s dataset values are micro: another number)'
+      : ' (of the exact values, as in report.md)')
+    : 'Mean of the values shown over the ' + count(order.length) + ' quer' + (order.length === 1 ? 'y' : 'ies') +
+      ' filtered');
   first.colSpan = 3;
   tr.append(first);
   const m = state.metric;
@@ -238,8 +250,14 @@ function renderFoot(cols) {
       if (v !== null && v !== NONE) { sum += v; n++; }
     }
     const mean = n ? sum / n / 10000 : NaN;
-    const text = !n ? 'n/a' : col.kind === 'delta' ? (mean < 0 ? '' : '+') + fixed4(mean) : fixed4(mean);
-    tr.append(el('td', 'num', text));
+    let text = !n ? 'n/a' : col.kind === 'delta' ? (mean < 0 ? '' : '+') + fixed4(mean) : fixed4(mean);
+    if (all && n) {
+      const exact = (col.kind === 'delta' ? D.dmeans : D.means)[col.r][m];
+      if (exact !== null) text = exact;
+    }
+    const td = el('td', 'num', text);
+    if (n && n < order.length) td.append(el('span', 'n', 'over ' + count(n) + ' of ' + count(order.length)));
+    tr.append(td);
   }
   foot.replaceChildren(tr);
 }

@@ -124,6 +124,7 @@ def controls_html(data: Mapping[str, Any]) -> str:
         '<p class="hint" id="table-hint">Sort with the column buttons. Rows: Tab to the table, arrow keys, Home / End '
         "and Page Up / Page Down to move, Enter to open a query (its rankings, grades and derivation), Esc to close. "
         "Deltas are differences of the values shown; ▲ above the baseline, ▼ below.</p>"
+        '<p id="link-note" class="note" role="alert" hidden></p>'
         '<p id="status" role="status" aria-live="polite"></p>'
         '<div class="table-box"><table id="queries-table" class="grid" aria-describedby="table-hint">'
         "<caption class=\"muted\">One row per scored query; the values of the chosen metric per retriever</caption>"
@@ -157,8 +158,9 @@ def about_html(data: Mapping[str, Any]) -> str:
              else "every text of the units shown is included")
     return (
         '<section id="about" aria-labelledby="about-h"><h2 id="about-h">About this page</h2><ul>'
-        f"<li>Each ranking holds its top {data['depth']} units (of the {data['topk']} retrieved per query), with their "
-        "grades; a passage dataset also holds every relevant passage of each query, for the ideal order.</li>"
+        f"<li>Each ranking holds its top {data['depth']} units (a retriever returns at most top_k = {data['topk']} "
+        "per query; each ranking says how many it holds of those it retrieved), with their grades; a passage "
+        "dataset also holds every relevant passage of each query, for the ideal order.</li>"
         f"<li>Texts are cut to {data['chars']:,} characters (report.passage_chars) and given, rank by rank over all "
         f"queries, within {data['budget']:,} characters in all: {texts}.</li>"
         "<li>Values have 4 decimals, as in report.md; ties in a sorted column keep the queries' order. Full precision: "

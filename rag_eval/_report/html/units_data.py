@@ -9,6 +9,8 @@ Shapes (in :attr:`RunData.data`, sizes chosen for 10,000 queries x 12 variants, 
   0 unjudged, a hole, else 1 + its place in ``grades``, digits of width ``gw``) and its unit number
   (``eu``, digits of width ``uw``; :func:`rag_eval._report.html.data.digits`);
 - ``rk[r]``: retriever r's rankings, entry numbers as digits of width ``rw``, ``rn[r]`` their lengths;
+  ``rl``: None when every ranking fits the page's depth, else ``[width, [per retriever: each ranking's own
+  length, digits of width]]`` (what the legend counts as retrieved);
 - ``utext``: passage texts, one per unit for the first ``len(utext)`` units (the units are numbered so
   that those with a text come first), cut to ``report.passage_chars`` and given rank by rank over all
   queries (every query's first units before any second ones) until :data:`TEXT_BUDGET` characters.
@@ -64,13 +66,16 @@ def add_entries(built: RunData, ranked: Ranked) -> tuple[list[list[int]], list[l
         return known
 
     rankings: list[list[list[int]]] = [[] for _ in ranked]
+    lengths: list[list[int]] = [[] for _ in ranked]  # how many units each ranking holds in all
     entry_units: list[list[int]] = []
     for qid in data["qids"]:
         local: dict[str, int] = {}
         these: list[int] = []
         for r, by_query in enumerate(ranked):
             numbers = []
-            for unit, _, grade in by_query.get(qid, ())[:depth]:
+            full = by_query.get(qid, ())
+            lengths[r].append(len(full))
+            for unit, _, grade in full[:depth]:
                 entry = local.get(unit)
                 if entry is None:
                     entry = local[unit] = len(these)
@@ -92,6 +97,10 @@ def add_entries(built: RunData, ranked: Ranked) -> tuple[list[list[int]], list[l
     data["eg"] = digits(grades, data["gw"])
     data["rn"] = [digits([len(n) for n in per_query], 1) for per_query in rankings]
     data["rk"] = ["".join(digits(n, width) for n in per_query) for per_query in rankings]
+    # The rankings' own lengths, only where one is longer than the page holds (else each is its ``rn``).
+    longest = max((n for per in lengths for n in per), default=0)
+    full_width = width_for(longest)
+    data["rl"] = None if longest <= depth else [full_width, [digits(per, full_width) for per in lengths]]
     return entry_units, rankings
 
 
