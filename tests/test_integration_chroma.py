@@ -295,6 +295,10 @@ def team(tmp_path_factory: pytest.TempPathFactory, cache: Path) -> dict:
         small = client.create_collection("tiny_dim", embedding_function=None)
         small.add(ids=["a"], embeddings=[[0.5] * 8], documents=["x"], metadatas=[{"doc_id": "seas/dead-sea.md"}])
         client.create_collection("empty", embedding_function=None)
+        # "holey": the same records, the first two added without doc_id (a one-record sample would refuse it all)
+        holey = client.create_collection("holey", embedding_function=None)
+        holey.add(ids=[f"c{n:03d}" for n in range(len(ids))], embeddings=[rows[i] for i in ids], documents=documents,
+                  metadatas=[{k: v for k, v in m.items() if n > 1 or k != "doc_id"} for n, m in enumerate(metadatas)])
     finally:
         client.close()
     return {"path": folder, "chunks": chunks, "reference": reference, "stale": stale, "moved": moved}
@@ -371,7 +375,7 @@ def bad_cases(team: dict, tmp: Path) -> dict[str, tuple[dict, str, Path | None]]
         "empty_collection": (read_only_params(team, collection="empty"),
                              "chroma: collection 'empty' holds no records", None),
         "absent_field": (read_only_params(team, map={"doc_id": "document", "start": "start", "end": "end"}),
-                         "chroma: params.map.doc_id names metadata key 'document', which record", None),
+                         "chroma: params.map.doc_id names metadata key 'document', which none of the", None),
         "no_server": (read_only_params(team, path=None, host="127.0.0.1", port=port),
                       f"chroma: no Chroma server answers at 'http://127.0.0.1:{port}'", None),
     }
@@ -440,3 +444,43 @@ def test_clean_removes_only_the_managed_collection(managed, cache, capsys):
         assert sorted(c.name for c in client.list_collections()) == ["rag_eval_team_copy"]
     finally:
         client.close()
+
+
+def test_records_without_a_map_field_are_counted_not_the_collection_refused(tmp_path, team, cache):
+    retrievers = [{"label": "team", "adapter": "chroma", "params": read_only_params(team, collection="holey")}]
+    top_k = len(team["chunks"])
+    config = write_config(tmp_path, retrievers, DOCUMENTS, top_k, ["evidence_recall@3"], cache)
+    assert run_cli(config) == 0
+    mapping = json.loads((tmp_path / "out" / "team.json").read_text())["retriever"]["description"]["mapping"]
+    queries = len(mapping["unmapped_by_query"])
+    holes = set(sorted(team["chunks"])[:2])  # the records added first, without doc_id
+    per_query = 2 + (team["stale"] not in holes)
+    # every query gets every record (top_k = all): per query the 2 records without doc_id + the stale one
+    assert mapping["hits"] == queries * top_k and mapping["unmapped_by_query"] == {
+        q: per_query for q in mapping["unmapped_by_query"]}
+    assert mapping["stale"] == queries * (team["stale"] not in holes)
+    assert sum("metadata has no 'doc_id'" in row["why"] for row in mapping["examples"]["unmapped"]) >= 2
+
+
+def test_a_server_that_accepts_and_never_answers_exits_2_within_its_timeout(tmp_path, team, cache, capsys):
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    port = listener.getsockname()[1]
+    try:
+        params = read_only_params(team, path=None, host="127.0.0.1", port=port, timeout=1)
+        params = {key: value for key, value in params.items() if value is not None}
+        config = write_config(tmp_path, [{"label": "team", "adapter": "chroma", "params": params}], DOCUMENTS, 5,
+                              ["evidence_recall@3"], cache)
+        capsys.readouterr()
+        started = time.perf_counter()
+        assert run_cli(config) == 2
+        elapsed = time.perf_counter() - started
+    finally:
+        listener.close()
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    assert f"chroma: no Chroma server answers at 'http://127.0.0.1:{port}' (no answer within 1 s, params.timeout); " \
+        "check params.host and params.port, and that the server runs" in err, err
+    assert elapsed < 30, elapsed  # the model loads first; the server itself is given 1 s
+    assert not (tmp_path / "out").exists()

@@ -301,6 +301,28 @@ def build(**kwargs):
 class Builder:
     def __init__(self, **kwargs):
         MARK.write_text("called")
+
+    @staticmethod
+    def make(**kwargs):
+        MARK.write_text("called")
+        raise ValueError("static factory called")
+"""
+
+# A package as pip installs it (a folder named site-packages): its functions are a library's, never called.
+INSTALLED_MODULE = """\
+from pathlib import Path
+
+from rag_eval.extend import retriever_factory
+
+
+def save(obj=None, f=None):
+    Path(f).write_text("called")
+
+
+@retriever_factory
+def declared(f=None):
+    Path(f).write_text("called")
+    raise ValueError("declared factory called")
 """
 
 
@@ -453,3 +475,66 @@ def test_rag_eval_run_llamaindex_and_haystack_equal_dense(workspace, ocean, caps
     config = e2e_config(workspace, ocean.cache, ["llamaindex", "haystack"], "e2e_more.yaml")
     assert main(["run", str(config), "--output", str(workspace / "e2e_more"), "--no-progress"]) == 0
     assert_outputs_equal_dense(workspace / "e2e_more", ["llamaindex", "haystack"], capsys.readouterr().out)
+
+
+def _one_line_run(config: Path, capsys: pytest.CaptureFixture[str]) -> str:
+    capsys.readouterr()
+    assert main(["run", str(config), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    return err
+
+
+@pytest.fixture
+def installed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    packages = tmp_path / "venv" / "lib" / "site-packages"
+    (packages / "library_pkg").mkdir(parents=True)
+    (packages / "library_pkg" / "__init__.py").write_text(INSTALLED_MODULE)
+    monkeypatch.syspath_prepend(str(packages))
+    yield packages
+    for name in [name for name in sys.modules if name.startswith("library_pkg")]:
+        del sys.modules[name]
+
+
+def test_a_third_party_function_is_refused_and_never_called(workspace, tmp_path, installed, capsys):
+    need("langchain")
+    victim = tmp_path / "written_by_library.txt"
+    spec = {"label": "lc", "adapter": "langchain", "params": {
+        "factory": "library_pkg:save", "factory_params": {"obj": 1, "f": str(victim)}, "map": {"passage_id": "pid"}}}
+    config = write_config(workspace, [spec], tmp_path, name="library.yaml")
+    err = _one_line_run(config, capsys)
+    assert "params.factory: 'library_pkg:save' is an installed package's function library_pkg.save, not a factory of " \
+        "yours, so it was not called" in err and "@rag_eval.extend.retriever_factory" in err, err
+    assert not victim.exists()
+    capsys.readouterr()
+    assert main(["validate", str(config)]) == 2 and not victim.exists()
+    # the same package's function marked @retriever_factory is the team's own: accepted, called by run
+    spec["params"].update(factory="library_pkg:declared", factory_params={"f": str(victim)})
+    err = _one_line_run(write_config(workspace, [spec], tmp_path, name="declared.yaml"), capsys)
+    assert "params.factory 'library_pkg:declared' raised ValueError: declared factory called" in err and victim.exists()
+
+
+def test_torch_save_is_refused_and_never_called(workspace, tmp_path, capsys):
+    need("langchain")
+    pytest.importorskip("torch")
+    victim = tmp_path / "written_by_torch.pt"
+    spec = {"label": "lc", "adapter": "langchain", "params": {
+        "factory": "torch:save", "factory_params": {"obj": 1, "f": str(victim)}, "map": {"passage_id": "pid"}}}
+    err = _one_line_run(write_config(workspace, [spec], tmp_path, name="torch.yaml"), capsys)
+    assert "params.factory: 'torch:save' is an installed package's function torch.serialization.save, not a factory " \
+        "of yours, so it was not called" in err, err
+    assert not victim.exists() and not (workspace / "out").exists()
+
+
+def test_a_static_method_of_the_teams_class_beside_the_config_is_a_factory(workspace, tmp_path, capsys):
+    need("langchain")
+    spec = {"label": "lc", "adapter": "langchain",
+            "params": {"factory": "marker_factory:Builder.make", "map": {"passage_id": "pid"}}}
+    config = write_config(workspace, [spec], tmp_path, name="static.yaml")
+    try:
+        capsys.readouterr()
+        assert main(["validate", str(config)]) == 0 and not (workspace / "called.txt").exists()
+        err = _one_line_run(config, capsys)
+        assert "params.factory 'marker_factory:Builder.make' raised ValueError: static factory called" in err, err
+    finally:
+        (workspace / "called.txt").unlink(missing_ok=True)

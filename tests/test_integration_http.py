@@ -152,6 +152,16 @@ class Handler(BaseHTTPRequestHandler):
             if count <= self.state.fail_first:
                 return self._send(self.state.fail_status, b"busy, try later", "text/plain")
             return self._json(200, {"hits": overlap_search(body["query"], body["top_k"])})
+        if route == "/shuffled":  # every hit, the best one moved last: not best first, and more than top_k
+            hits = overlap_search(body["query"], 10)
+            return self._json(200, {"hits": hits[1:] + hits[:1]})
+        if route == "/distance":  # best first, lower is better
+            hits = overlap_search(body["query"], body["top_k"])
+            return self._json(200, {"hits": [dict(hit, score=10 - hit["score"]) for hit in hits]})
+        if route == "/ascending":  # similarities, worst first
+            return self._json(200, {"hits": overlap_search(body["query"], body["top_k"])[::-1]})
+        if route == "/empty":
+            return self._json(200, {"hits": []})
         if route == "/bad":
             return self._json(400, {"error": "unknown field 'query'"})
         if route == "/slow":
@@ -474,3 +484,129 @@ def test_params_are_checked_without_a_request():
         with pytest.raises(RetrieverError) as caught:
             registry.build("http", params)
         assert expected in str(caught.value), str(caught.value)
+
+
+# --------------------------------------------------------------------------- order, distances, nothing found, deadline
+
+
+def test_more_hits_than_top_k_out_of_order_are_cut_on_their_scores(tmp_path, service, datasets):
+    """The service answers every hit, its best one last: the top 2 by score (ties by id descending) are ranked."""
+    url, _ = service
+    document = run_ok(tmp_path, datasets["passages"], {"url": f"{url}/shuffled", **PASSAGE_MAP}, top_k=2,
+                      metrics=("ndcg@2",))
+    # by hand: q1 p1 2, then p5/p3/p2 tied at 1 -> p5; q2 p4 alone; q3 p5 3, then p2/p1 tied at 2 -> p2
+    assert ranked(document) == {"q1": [("p1", 2.0), ("p5", 1.0)], "q2": [("p4", 3.0)], "q3": [("p5", 3.0), ("p2", 2.0)]}
+    mapping = document["retriever"]["description"]["mapping"]
+    # returned: q1 4 hits, q2 1, q3 4 = 9; ranked (the top 2 of each): 5; the 4 others are counted, not scored
+    assert (mapping["returned"], mapping["hits"], mapping["beyond_top_k"], mapping["mapped"]) == (9, 5, 4, 5)
+    assert mapping["unmapped"] == 0
+
+
+def test_distances_are_refused_unless_said_and_then_negated(tmp_path, service, datasets, capsys):
+    url, _ = service
+    line = run_fails(tmp_path / "refused", datasets["passages"], {"url": f"{url}/distance", **PASSAGE_MAP}, capsys)
+    assert line.endswith(
+        f"http: the service at {url}/distance returns its best hit first with the lowest score, in every answer: its "
+        "scores are distances (lower = better); set params.scores: distance (or params.scores: similarity if it "
+        "returns its worst hit first: rag_eval ranks by score)"
+    ), line
+    negated = run_ok(tmp_path / "distance", datasets["passages"],
+                     {"url": f"{url}/distance", "scores": "distance", **PASSAGE_MAP})
+    # -(10 - overlap) = overlap - 10: the hand-counted order, every score less 10
+    assert ranked(negated) == {q: [(pid, score - 10) for pid, score in rows] for q, rows in EXPECTED.items()}
+    # similarities returned worst first: refused by default (indistinguishable), ranked by score when said so
+    run_fails(tmp_path / "ascending", datasets["passages"], {"url": f"{url}/ascending", **PASSAGE_MAP}, capsys)
+    ascending = run_ok(tmp_path / "similarity", datasets["passages"],
+                       {"url": f"{url}/ascending", "scores": "similarity", **PASSAGE_MAP})
+    assert ranked(ascending) == EXPECTED
+
+
+def test_a_service_that_finds_nothing_is_refused(tmp_path, service, datasets, capsys):
+    url, state = service
+    line = run_fails(tmp_path, datasets["passages"], {"url": f"{url}/empty", **PASSAGE_MAP}, capsys)
+    assert line.endswith("http: none of the 3 queries got a hit, so every metric would read 0; check that the "
+                         "collection (or the service's index) holds the dataset's passages and is the one named "
+                         "(params.collection, params.url)"), line
+    assert state.requests == {"/empty": 3}
+
+
+@pytest.fixture
+def trickling() -> Iterator[str]:
+    """A real server that sends its headers at once, then its body one byte every 0.2 s (40 bytes: 8 s)."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    stop = threading.Event()
+
+    def answer(connection: socket.socket) -> None:
+        with connection:
+            try:
+                connection.recv(65536)
+                body = b'{"hits": []}' + b" " * 28
+                connection.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n"
+                                   % len(body))
+                for byte in body:
+                    if stop.is_set():
+                        return
+                    connection.sendall(bytes([byte]))
+                    time.sleep(0.2)
+            except OSError:
+                return
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                connection, _ = listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=answer, args=(connection,), daemon=True).start()
+
+    threading.Thread(target=serve, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}/search"
+    finally:
+        stop.set()
+        listener.close()
+
+
+def test_timeout_bounds_the_whole_request_not_each_read(tmp_path, datasets, trickling, capsys):
+    started = time.perf_counter()
+    line = run_fails(tmp_path, datasets["passages"], {"url": trickling, "timeout": 1, "concurrency": 1, **PASSAGE_MAP},
+                     capsys)
+    elapsed = time.perf_counter() - started
+    assert line.endswith(f"http: query 'q1': POST {trickling} did not answer within 1 s (params.timeout); raise "
+                         "params.timeout, or check the service"), line
+    assert elapsed < 5, elapsed  # each byte came within 0.2 s: a per-read timeout would have waited 8 s
+
+
+# --------------------------------------------------------------------------- secrets
+
+
+def test_credentials_in_url_and_headers_are_never_written(tmp_path, service, datasets, monkeypatch, capsys):
+    url, state = service
+    monkeypatch.setenv("RAG_EVAL_TEST_TOKEN", "env-token-7c1d")
+    host = url.removeprefix("http://")
+    params = {"url": f"http://bob:pw-5e9a@{host}/search?api_key=zz-key-3f81&lang=en",
+              "headers": {"Authorization": "Bearer ${RAG_EVAL_TEST_TOKEN}", "X-Key": "literal-key-81aa"},
+              **PASSAGE_MAP}
+    document = run_ok(tmp_path, datasets["passages"], params)
+    assert ranked(document) == EXPECTED
+    assert state.headers[0]["X-Key"] == "literal-key-81aa"  # sent, as written
+    written = (tmp_path / "out" / "service.json").read_text()
+    for secret in ("pw-5e9a", "zz-key-3f81", "literal-key-81aa", "env-token-7c1d", "bob"):
+        assert secret not in written, secret
+    recorded = document["retriever"]["params"]
+    assert recorded["url"] == f"{url}/search?api_key=...&lang=..."
+    assert recorded["headers"] == {"Authorization": "Bearer ${RAG_EVAL_TEST_TOKEN}", "X-Key": "***"}
+    assert document["config"]["resolved"]["retrievers"][0]["params"]["url"] == recorded["url"]
+    # validate's message for a bad URL shows it once, masked
+    line = run_fails(tmp_path / "bad", datasets["passages"],
+                     {"url": "htp://bob:pw-5e9a@127.0.0.1/s?key=zz-key-3f81", **PASSAGE_MAP}, capsys)
+    assert "pw-5e9a" not in line and "zz-key-3f81" not in line and line.count("got ") == 1, line
+
+
+def test_the_report_shows_params_masked(tmp_path, service, datasets):
+    url, _ = service
+    params = {"url": f"{url}/search", "headers": {"X-Key": "literal-key-81aa"}, **PASSAGE_MAP}
+    run_ok(tmp_path, datasets["passages"], params)
+    assert "literal-key-81aa" not in (tmp_path / "out" / "report.md").read_text()

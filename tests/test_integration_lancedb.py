@@ -162,6 +162,7 @@ def team(tmp_path_factory: pytest.TempPathFactory, ocean: dict[str, Any]) -> dic
     # beside it: an 8-dimensional table (the wrong model), and one with rag_eval's prefix that rag_eval did not make
     db.create_table("small", table(np.full((2, 8), 0.1, dtype=np.float32)))
     db.create_table("rag_eval_not_ours", table(vectors[:2]))
+    db.create_table("void", schema=table(vectors[:1]).schema)  # the team's columns, no row
     return {"uri": uri, "chunks": chunks, "vectors": vectors, "query_vectors": query_vectors}
 
 
@@ -287,7 +288,7 @@ def test_managed_collections_lists_only_rag_evals_and_clean_removes_only_them(oc
         "retrievers": [{"label": "l", "adapter": "lancedb", "params": {"uri": str(team["uri"]), "device": "cpu"}}],
     }))
     assert cli.main(["clean", str(config)]) == 0
-    assert sorted(lancedb.connect(str(team["uri"])).list_tables().tables) == ["docs", "rag_eval_not_ours", "small"]
+    assert sorted(lancedb.connect(str(team["uri"])).list_tables().tables) == ["docs", "rag_eval_not_ours", "small", "void"]
 
 
 # --------------------------------------------------------------------------- bad input, through the CLI
@@ -318,6 +319,8 @@ READ_ONLY = {"mode": "read_only", "collection": "docs", "map": {"doc_id": "doc_i
         ("missing folder", {**READ_ONLY, "uri": "MISSING"}, ["params.uri", "does not exist"]),
         ("a file as folder", {**READ_ONLY, "uri": "FILE"}, ["params.uri", "is a file"]),
         ("read-only field in managed", {"metric": "l2"}, ["params", "metric apply to mode read_only"]),
+        ("empty table", {**READ_ONLY, "collection": "void"},
+         ["lancedb: none of the", "queries got a hit, so every metric would read 0"]),
     ],
 )
 def test_bad_input_exits_2_with_one_line_and_writes_nothing(ocean, team, tmp_path, capsys, case, params, words):

@@ -16,6 +16,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.parse
 from pathlib import Path
 
 import numpy as np
@@ -712,3 +713,54 @@ def test_as_root_a_closed_cache_folder_stays_closed_and_the_data_goes_to_a_folde
         embedded.stop()
         shutil.rmtree(embedded.data_dir.parent, ignore_errors=True)
     assert stat.S_IMODE(closed.stat().st_mode) == 0o700
+
+
+# --------------------------------------------------------------------------- secrets, an empty table
+
+
+def _embedded_parts(server: str) -> tuple[str, str, str]:
+    parts = urllib.parse.urlsplit(server)
+    host = urllib.parse.parse_qs(parts.query)["host"][0]
+    return parts.username or "postgres", parts.path.lstrip("/") or "postgres", host
+
+
+def test_dsn_passwords_never_reach_the_written_files(tmp_path, server, cache, team_table):
+    """All three ways of writing a password: the run connects, and no written file holds it."""
+    user, db, host = _embedded_parts(server)
+    forms = {
+        "uri": (f"postgresql://{user}:pw-uri-41@/{db}?host={host}", "pw-uri-41",
+                f"postgresql://{user}:***@/{db}?host={host}"),
+        "query": (f"postgresql://{user}@/{db}?host={host}&password=pw-query-42", "pw-query-42",
+                  f"postgresql://{user}@/{db}?host={host}&password=***"),
+        "key_value": (f"host={host} user={user} password='pw kv 43' dbname={db}", "pw kv 43",
+                      f"host={host} user={user} password=*** dbname={db}"),
+    }
+    for name, (dsn, secret, shown) in forms.items():
+        config = write_config(tmp_path / name, cache,
+                              [{"label": "pg", "adapter": "pgvector",
+                                "params": {**MODEL, **READ_ONLY, "map": {"passage_id": "doc_id"}, "dsn": dsn}}])
+        assert main(["run", str(config), "--no-progress"]) == 0, name
+        results = tmp_path / name / "out" / "pg.json"
+        written = results.read_text()
+        assert secret not in written and "pw kv" not in written and "pw-" not in written, name
+        document = json.loads(written)
+        assert document["retriever"]["params"]["dsn"] == shown, name
+        assert document["config"]["resolved"]["retrievers"][0]["params"]["dsn"] == shown, name
+        assert document["retriever"]["description"]["database"]["dsn"] == shown, name
+        for other in ("report.md", "report.html", "per-query.csv"):  # every file of the set
+            text = (tmp_path / name / "out" / other).read_text(encoding="utf-8")
+            assert secret not in text and "pw kv" not in text and "pw-" not in text, (name, other)
+
+
+def test_an_empty_table_is_refused(tmp_path, server, cache, ocean, team_table, capsys):
+    with psycopg.connect(server, autocommit=True) as conn:
+        conn.execute("CREATE TABLE team_void (id bigint PRIMARY KEY, body text, doc_id text, metadata jsonb, "
+                     "embedding vector(384))")
+    try:
+        params = {**MODEL, **READ_ONLY, "collection": "team_void", "dsn": server}
+        err = cli_error(write_config(tmp_path, cache, [{"label": "pg", "adapter": "pgvector", "params": params}]),
+                        capsys)
+        assert f"pgvector: none of the {len(ocean[1])} queries got a hit, so every metric would read 0" in err, err
+    finally:
+        with psycopg.connect(server, autocommit=True) as conn:
+            conn.execute("DROP TABLE team_void")

@@ -161,6 +161,14 @@ def team(tmp_path_factory: pytest.TempPathFactory, ocean: dict[str, Any]) -> dic
     for name, size in (("small", 8), ("rag_eval_not_ours", 384)):
         client.create_collection(name, vectors_config=models.VectorParams(size=size, distance=models.Distance.DOT))
         client.upsert(name, points=[models.PointStruct(id=1, vector=[0.1] * size, payload=chunks[0])], wait=True)
+    # "holey": the same points, the first one (the lowest id: what a one-point sample reads) without doc_id; "void": none
+    client.create_collection("holey", vectors_config=models.VectorParams(size=384, distance=models.Distance.COSINE))
+    client.upsert("holey", points=[
+        models.PointStruct(id=1000 + row, vector=vectors[row].tolist(),
+                           payload={k: v for k, v in chunk.items() if row or k != "doc_id"})
+        for row, chunk in enumerate(chunks)
+    ], wait=True)
+    client.create_collection("void", vectors_config=models.VectorParams(size=384, distance=models.Distance.COSINE))
     client.close()
     return {"path": path, "chunks": chunks, "vectors": vectors, "query_vectors": query_vectors}
 
@@ -286,7 +294,7 @@ def test_managed_collections_lists_only_rag_evals_and_clean_removes_only_them(oc
     assert cli.main(["clean", str(config)]) == 0
     client = QdrantClient(path=str(team["path"]))
     try:
-        assert sorted(c.name for c in client.get_collections().collections) == ["docs", "rag_eval_not_ours", "small"]
+        assert sorted(c.name for c in client.get_collections().collections) == ["docs", "holey", "rag_eval_not_ours", "small", "void"]
     finally:
         client.close()
 
@@ -414,3 +422,31 @@ def test_rag_eval_run_gives_dense_per_query_ndcg(ocean, tmp_path):
         for qid, row in per_query["dense"].items():
             for metric in config["metrics"]:
                 assert per_query[label][qid][metric] == pytest.approx(row[metric], abs=1e-12), (label, qid, metric)
+
+
+def test_a_point_without_a_map_field_is_counted_not_the_collection_refused(ocean, team):
+    """The first point lacks doc_id (others hold it): its hits are unmapped with the reason, the rest are ranked."""
+    corpus = {doc: {"text": text, "title": ""} for doc, text in EDITED.items()}
+    chunks = team["chunks"]
+    retriever = build(ocean, mode="read_only", path=str(team["path"]), collection="holey",
+                      map={"doc_id": "doc_id", "start": "start", "end": "end"})
+    try:
+        retriever.index(corpus)
+        retriever.search(TEAM_QUERIES, len(chunks))
+        mapping = retriever.describe()["mapping"]
+    finally:
+        retriever.close()
+    # every query gets every point: per query 1 stale chunk (as in "docs") + the point without doc_id
+    assert mapping["hits"] == len(TEAM_QUERIES) * len(chunks)
+    assert mapping["unmapped_by_query"] == {qid: 2 for qid in TEAM_QUERIES}
+    assert mapping["stale"] == len(TEAM_QUERIES) and mapping["mapped"] == mapping["hits"] - 2 * len(TEAM_QUERIES)
+    assert any("metadata has no 'doc_id'" in row["why"] for row in mapping["examples"]["unmapped"])
+
+
+def test_an_empty_collection_is_refused(ocean, team, tmp_path, capsys):
+    params = {**READ_ONLY, "collection": "void", "path": str(team["path"])}
+    code = cli.main(["run", str(write_config(tmp_path, ocean, **params)), "--no-progress"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1, err
+    assert f"qdrant: none of the {len(ocean['queries'])} queries got a hit, so every metric would read 0" in err, err
+    assert not (tmp_path / "out").exists()

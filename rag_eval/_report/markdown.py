@@ -38,6 +38,7 @@ from rag_eval._report.label_sources import label_sources_lines
 from rag_eval._report.origins import origin_lines
 from rag_eval._report.plots import plot_lines
 from rag_eval._run.plan import REPORT_HTML
+from rag_eval._run.results_file import recorded_params
 from rag_eval._scoring.metrics.measures import parse_metric
 
 if TYPE_CHECKING:  # imported for annotations only: rendering needs no runner
@@ -146,7 +147,7 @@ def _header(run: RunOutcome, options: Mapping[str, Any]) -> list[str]:
     ]
     for outcome in run.outcomes:
         params = (
-            json.dumps(outcome.spec.params, sort_keys=True, ensure_ascii=False, default=str)
+            json.dumps(recorded_params(outcome.spec.params), sort_keys=True, ensure_ascii=False, default=str)
             if outcome.spec.params
             else "defaults"
         )

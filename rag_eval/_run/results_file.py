@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, Strict, StrictInt, StrictStr,
 
 from rag_eval._core.errors import InputFormatError, MetricError
 from rag_eval._core.files import MAX_DOCUMENT_BYTES, StrictJson, json_key, parse_json, read_text, strict_json
+from rag_eval._core.masking import masked
 from rag_eval._core.messages import shown
 from rag_eval._core.ranking import TOP_K_MIN, ranked
 from rag_eval._core.versions import package_versions
@@ -354,13 +355,14 @@ def results_document(run: RunOutcome, outcome: RetrieverOutcome) -> dict[str, An
         "schema_version": RESULTS_SCHEMA_VERSION,
         "kind": RESULTS_KIND,
         "created": run.created,
-        "config": {"path": str(run.config.path), "resolved": jsonable(run.config.model.model_dump(mode="json"))},
+        # Credentials (a DSN's password, a URL's user and query values, header values) never reach the file.
+        "config": {"path": str(run.config.path), "resolved": masked(jsonable(run.config.model.model_dump(mode="json")))},
         "dataset": jsonable(run.dataset.summary()),
         "retriever": {
             "label": outcome.spec.label,
             "adapter": outcome.spec.adapter,
-            "params": jsonable(outcome.spec.params),
-            "description": jsonable(outcome.description),
+            "params": recorded_params(outcome.spec.params),
+            "description": masked(jsonable(outcome.description)),
         },
         "top_k": run.config.model.top_k,
         "timings": jsonable(outcome.timings),
@@ -378,6 +380,12 @@ def results_document(run: RunOutcome, outcome: RetrieverOutcome) -> dict[str, An
         document["stale_evidence"] = [finding_record(qid, finding) for qid, finding in run.dataset.stale_evidence]
     run.documents[outcome.label] = document
     return document
+
+
+def recorded_params(params: Mapping[str, Any]) -> dict[str, Any]:
+    """A retriever's params as results files and reports show them: JSON-safe, credentials masked
+    (:func:`rag_eval._core.masking.masked`)."""
+    return masked(jsonable(dict(params)))
 
 
 def results_json(document: Mapping[str, Any]) -> str:

@@ -12,8 +12,9 @@ from __future__ import annotations
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
+from itertools import pairwise
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
@@ -41,6 +42,48 @@ class TextHitsParams(AdapterParams):
                 "set map (how a hit becomes a passage: doc_id/start/end, passage_id or text: true) or id_map (a file)"
             )
         return self
+
+
+#: ``scores:`` of an adapter whose target gives a score per hit (LangChain vector stores, HTTP services).
+Scores = Literal["similarity", "distance"]
+SCORES_HELP = (
+    "similarity: higher is better, as given | distance: lower is better, negated; left out, an answer "
+    "list whose scores rise along its order in every answer is refused"
+)
+
+
+class ScoreOrder:
+    """How each answer's scores fall along the order in which the target returned its hits.
+
+    A target that returns its best hit first with the LOWEST score, in every answer, gives distances
+    (lower = better) and would be ranked upside down as similarities: :meth:`distances_error` says so,
+    unless the config set ``scores`` itself (``scores: similarity`` when a service returns its worst
+    hit first; rag_eval ranks by score either way). Shared by the framework adapters and ``http``.
+    """
+
+    def __init__(self) -> None:
+        self.unsorted = 0  # answers whose scores rise somewhere along the order
+        self.rising = 0  # answers whose scores never fall along it (of those with two different scores or more)
+        self.spread = 0  # answers with two different scores or more
+
+    def observe(self, hits: Sequence[Hit]) -> None:
+        """Count one answer, in the order the target returned it (scores as they will be ranked)."""
+        scores = [hit.score for hit in hits if hit.score is not None]
+        self.unsorted += any(later > earlier for earlier, later in pairwise(scores))
+        if len(set(scores)) > 1:
+            self.spread += 1
+            self.rising += all(later >= earlier for earlier, later in pairwise(scores))
+
+    def distances_error(self, adapter: str, target: str, settings: Any) -> RetrieverError | None:
+        """The refusal of a target whose every answer rises (see the class), or None."""
+        explicit = "scores" in settings.model_fields_set
+        if explicit or settings.scores != "similarity" or not self.spread or self.rising != self.spread:
+            return None
+        return RetrieverError(
+            f"{adapter}: {target} returns its best hit first with the lowest score, in every answer: its scores are "
+            "distances (lower = better); set params.scores: distance (or params.scores: similarity if it returns "
+            "its worst hit first: rag_eval ranks by score)"
+        )
 
 
 class TextHitsRetriever(ABC):
@@ -106,7 +149,7 @@ class TextHitsRetriever(ABC):
             answers = self.latency.timed(len(batch), self.ask_many, texts, top_k)
             self._check_answers(batch, answers)
             for qid, hits in zip(batch, answers):
-                ranking[qid] = self.mapper.rank(qid, hits[:top_k])
+                ranking[qid] = self.mapper.rank_top(qid, hits, top_k)
         self.latency.overhead_s += (time.perf_counter() - started) - self.latency.backend_s
         self.mapper.check_mapped()
         return ranking

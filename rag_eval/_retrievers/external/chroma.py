@@ -29,6 +29,9 @@ and ``cosine`` give ``1 - distance``; ``l2`` (Chroma's default, the squared dist
 
 from __future__ import annotations
 
+import http.client
+import urllib.error
+import urllib.request
 from collections.abc import Mapping, Sequence
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -41,13 +44,14 @@ from rag_eval._core.errors import RetrieverError
 from rag_eval._core.messages import error_line
 from rag_eval._retrievers.base import Corpus
 from rag_eval._retrievers.external.hits import Hit
-from rag_eval._retrievers.external.mapping import OWN_ID
 from rag_eval._retrievers.external.vector_db import (
+    FIELD_SAMPLE,
     MANAGED_PREFIX,
     MANAGED_VERSION,
     PASSAGE_FIELD,
     VectorDBParams,
     VectorDBRetriever,
+    check_named_fields,
 )
 from rag_eval._retrievers.params import AdapterParams, Folder
 
@@ -80,6 +84,7 @@ class ChromaParams(VectorDBParams):
     host: str | None = Field(None, min_length=1, description="a Chroma server's host (HttpClient)")
     port: int = Field(8000, ge=1, le=65535, description="host: the server's port")
     ssl: bool = Field(False, description="host: https")
+    timeout: int = Field(10, ge=1, le=3600, description="host: seconds the server may take to answer a request")
     tenant: str = Field("default_tenant", min_length=1, description="Chroma tenant")
     database: str = Field("default_database", min_length=1, description="Chroma database")
     text_field: str | None = Field(  # Chroma stores the chunk's text as its document
@@ -97,7 +102,7 @@ class ChromaParams(VectorDBParams):
         if self.mode == "read_only" and self.path is None and self.host is None:
             raise ValueError("mode read_only queries an existing collection: set path (a Chroma folder) or host (a server)")
         if self.host is None:
-            for name in ("port", "ssl"):
+            for name in ("port", "ssl", "timeout"):
                 if name in self.model_fields_set:
                     raise ValueError(f"{name} applies to host (a server); remove {name} or set host")
         if self.mode == "read_only" and "index" in self.model_fields_set:
@@ -145,11 +150,13 @@ class ChromaRetriever(VectorDBRetriever):
         settings: ChromaParams = self.settings
         chroma_settings = Settings(anonymized_telemetry=False)
         if self.host is not None:
+            self._probe()
             try:
                 self.client = chromadb.HttpClient(
                     host=self.host, port=settings.port, ssl=settings.ssl, settings=chroma_settings,
                     tenant=settings.tenant, database=settings.database,
                 )
+                _limit_requests(self.client, settings.timeout)
                 self.server_version = str(self.client.get_version())
             except Exception as error:  # refused, not Chroma, an unknown tenant: one line
                 self.client = None
@@ -168,6 +175,24 @@ class ChromaRetriever(VectorDBRetriever):
             raise RetrieverError(
                 f"{ADAPTER}: params.path {str(self.path)!r} cannot be opened as a Chroma folder ({error_line(error)}); "
                 "give a folder chromadb.PersistentClient wrote, or (managed) an empty one"
+            ) from None
+
+    def _probe(self) -> None:
+        """Ask the server's heartbeat within ``timeout`` first: chromadb's HttpClient waits forever for a silent server."""
+        url = f"{self.location()}/api/v2/heartbeat"
+        timeout = self.settings.timeout
+        try:
+            with urllib.request.urlopen(urllib.request.Request(url, method="GET"), timeout=timeout) as response:
+                response.read(1024)
+        except urllib.error.HTTPError:
+            return  # it answers HTTP: the client says whether it is Chroma
+        except (OSError, http.client.HTTPException) as error:
+            cause = error.reason if isinstance(error, urllib.error.URLError) else error
+            what = (f"no answer within {timeout} s, params.timeout" if isinstance(cause, TimeoutError)
+                    else f"{type(cause).__name__}: {cause}")
+            raise RetrieverError(
+                f"{ADAPTER}: no Chroma server answers at {self.location()!r} ({what}); check params.host and "
+                "params.port, and that the server runs"
             ) from None
 
     def close(self) -> None:
@@ -295,23 +320,19 @@ class ChromaRetriever(VectorDBRetriever):
             self._check_metadata_fields()
 
     def _check_metadata_fields(self) -> None:
-        """A field ``map`` (or an explicit ``text_field``) names that the first record lacks: one line, not 0 mapped."""
+        """A key ``map`` (or an explicit ``text_field``) names that no sampled record holds: one line, not 0 mapped."""
         name = self.collection_name
-        first = self._call(f"reading collection {name!r}", self._collection.get, limit=1, include=["metadatas"])
-        if not first.get("ids"):
-            return
-        metadata = (first.get("metadatas") or [None])[0] or {}
+        assert name is not None
+        sample = self._call(f"reading collection {name!r}", self._collection.get, limit=FIELD_SAMPLE,
+                            include=["metadatas"])
+        ids = sample.get("ids") or []
+        metadatas = sample.get("metadatas") or [None] * len(ids)
         spec = self.settings.map
         named = {f"map.{key}": getattr(spec, key) for key in ("doc_id", "start", "end", "passage_id")} if spec else {}
         if "text_field" in self.settings.model_fields_set and self.settings.text_field != DOCUMENT:
             named["text_field"] = self.settings.text_field
-        for where, field in named.items():
-            if field is not None and field != OWN_ID and field not in metadata:
-                raise RetrieverError(
-                    f"{ADAPTER}: params.{where} names metadata key {field!r}, which record {first['ids'][0]!r} of "
-                    f"collection {name!r} does not have (its keys: {', '.join(sorted(metadata)) or 'none'}); set "
-                    f"params.{where} to one of them"
-                )
+        records = [(identifier, metadata or {}) for identifier, metadata in zip(ids, metadatas)]
+        check_named_fields(ADAPTER, named, records, name, "metadata key")
 
     def query(self, vector: np.ndarray, k: int) -> list[Hit]:
         """One ``collection.query``: the top ``k`` records, best first, distances turned into scores."""
@@ -366,6 +387,17 @@ class ChromaRetriever(VectorDBRetriever):
         if self._space is not None:
             info["score"] = "1 - distance / 2" if self._space == "l2" else "1 - distance"
         return info
+
+
+def _limit_requests(client: Any, timeout: float) -> None:
+    """Give the HTTP client's requests a timeout (chromadb 1.x creates its httpx session with none); best effort."""
+    server = getattr(client, "_server", None)
+    session = getattr(server, "_session", None)
+    if session is not None and hasattr(session, "timeout"):
+        try:
+            session.timeout = type(session.timeout)(timeout)  # an httpx.Timeout, of the client's own httpx
+        except Exception:  # another client layout: the heartbeat probe still bounded the connection
+            pass
 
 
 def _configuration(collection: Any) -> Any:

@@ -1,10 +1,14 @@
 """The team's own factory: a function that builds their retriever, store, index or pipeline, named in a config.
 
 ``factory: "package.module:function"`` is resolved and checked while a config is validated, and
-called only when a run connects (:meth:`FactoryRetriever.connect`). Naming is not calling: what
-may be named is a plain Python function (:func:`inspect.isfunction`) of the team's code, never a
-class, a built-in, a method, or anything of the standard library (``os:system``,
-``shutil:rmtree``, ``subprocess:run``...), since a run would call it with ``factory_params``.
+called only when a run connects (:meth:`FactoryRetriever.connect`). Naming is not calling, and a
+run calls only the team's own code: a plain Python function (:func:`inspect.isfunction`; a static
+method is one) whose code lies in a file outside the standard library, outside every
+installed-packages folder (``site-packages``, ``dist-packages``, ``purelib``/``platlib``) and outside
+rag_eval; or a function that declares itself with :func:`rag_eval.extend.retriever_factory` (the
+team's own installed package). Never a class, a built-in, a bound method, a library's function
+(``torch:save``) or anything of the standard library (``os:system``, ``shutil:rmtree``...), since a
+run would call it with ``factory_params``.
 The config's folder is searched first while the name is resolved (:func:`rag_eval._core.plugins.config_folder`).
 
 :class:`FactoryRetriever` is what the LangChain, LlamaIndex and Haystack adapters share: the
@@ -15,11 +19,14 @@ along the order in which the target returned its hits.
 from __future__ import annotations
 
 import inspect
+import os
+import site
 import sys
+import sysconfig
 from abc import abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from importlib.metadata import PackageNotFoundError, version
-from itertools import pairwise
+from pathlib import Path
 from typing import Any, ClassVar
 
 from pydantic import Field, ValidationInfo, field_validator
@@ -27,17 +34,25 @@ from pydantic import Field, ValidationInfo, field_validator
 from rag_eval._core.errors import RagEvalError, RetrieverError
 from rag_eval._core.plugins import error_cause, import_target, object_kind, qualified_name
 from rag_eval._retrievers.base import Queries, Ranking
-from rag_eval._retrievers.external.by_text import TextHitsParams, TextHitsRetriever
+from rag_eval._retrievers.external.by_text import ScoreOrder, TextHitsParams, TextHitsRetriever
 from rag_eval._retrievers.external.hits import Hit
+from rag_eval._retrievers.registry import FACTORY_MARKER
 
+_INSTALLED = "an installed package's"
+#: rag_eval's own package folder: none of its functions is a factory.
+_RAG_EVAL = Path(__file__).resolve().parents[2]
 _WHAT = "a plain function of your code that builds the object, e.g. 'my_rag.store:build_store'"
 
 
 def resolve_factory(target: str) -> Callable[..., Any]:
     """The function ``target`` names, imported (config folder first) and checked; never called.
 
-    RetrieverError (one line) for a malformed name, a missing module or attribute, or anything
-    that is not a plain function of the team's code.
+    What may be named is the team's own code (see the module docstring): a plain Python function
+    (:func:`inspect.isfunction`; a static method is one) whose code is in a file outside the
+    standard library, outside every installed-packages folder (``site-packages``, ``dist-packages``,
+    the interpreter's ``purelib`` / ``platlib``) and outside rag_eval; or a function of an installed
+    package of the team's that declares itself with :func:`rag_eval.extend.retriever_factory`.
+    RetrieverError (one line) for a malformed name, a missing module or attribute, or anything else.
     """
     module_name, colon, attr = target.partition(":")
     if not colon or not module_name or not attr:
@@ -45,15 +60,65 @@ def resolve_factory(target: str) -> Callable[..., Any]:
     obj = import_target(target, target, what="factory")
     if not inspect.isfunction(obj):
         raise RetrieverError(f"{target!r} is {_kind(obj)}, not a plain function, so it was not called; name {_WHAT}")
-    for owner in (getattr(obj, "__module__", None) or "", module_name):
-        package = owner.partition(".")[0]
-        if package in sys.stdlib_module_names or package == "rag_eval":
-            source = "rag_eval's own" if package == "rag_eval" else "the standard-library"
-            raise RetrieverError(
-                f"{target!r} is {source} function {qualified_name(obj)}, not a factory of yours, so it was not "
-                f"called; name {_WHAT}"
-            )
+    source = _foreign_source(obj, module_name)
+    if source is not None:
+        mark = (" (a function of your own installed package: mark it @rag_eval.extend.retriever_factory)"
+                if source == _INSTALLED else "")
+        raise RetrieverError(
+            f"{target!r} is {source} function {qualified_name(obj)}, not a factory of yours, so it was not "
+            f"called; name {_WHAT}{mark}"
+        )
     return obj
+
+
+def _foreign_source(function: Callable[..., Any], module_name: str) -> str | None:
+    """Whose code ``function`` is when it is not the team's ("the standard-library"...), or None for the team's."""
+    for owner in (getattr(function, "__module__", None) or "", module_name):
+        package = owner.partition(".")[0]
+        if package == "rag_eval":
+            return "rag_eval's own"
+        if package in sys.stdlib_module_names:
+            return "the standard-library"
+    code = getattr(function, "__code__", None)
+    filename = getattr(code, "co_filename", "") or ""
+    path = Path(filename)
+    if not filename or not path.is_absolute() or not path.is_file():
+        # made at run time (exec, a C extension's wrapper): whose it is cannot be told from a file
+        return "a file-less" if not getattr(function, FACTORY_MARKER, False) else None
+    resolved = path.resolve()
+    if _inside(resolved, [_RAG_EVAL]):
+        return "rag_eval's own"
+    # packages first: a virtual environment's platstdlib folder holds its site-packages
+    if _inside(resolved, _package_folders()) or {"site-packages", "dist-packages"} & set(resolved.parts):
+        # A function of an installed package: a library's (torch:save), unless it declares itself a factory.
+        return None if getattr(function, FACTORY_MARKER, False) else _INSTALLED
+    if _inside(resolved, _stdlib_folders()):
+        return "the standard-library"
+    return None
+
+
+def _inside(path: Path, folders: Sequence[Path]) -> bool:
+    return any(path == folder or folder in path.parents for folder in folders)
+
+
+def _stdlib_folders() -> list[Path]:
+    paths = sysconfig.get_paths()
+    folders = {Path(paths[key]).resolve() for key in ("stdlib", "platstdlib") if paths.get(key)}
+    base = Path(os.__file__).resolve().parent  # the interpreter's own
+    return sorted(folders | {base})
+
+
+def _package_folders() -> list[Path]:
+    paths = sysconfig.get_paths()
+    folders = {Path(paths[key]).resolve() for key in ("purelib", "platlib") if paths.get(key)}
+    try:
+        folders |= {Path(folder).resolve() for folder in site.getsitepackages()}
+    except AttributeError:  # an old virtualenv's site module
+        pass
+    user = site.getusersitepackages() if hasattr(site, "getusersitepackages") else None
+    if isinstance(user, str):
+        folders.add(Path(user).resolve())
+    return sorted(folders)
 
 
 def check_factory_params(function: Callable[..., Any], params: Mapping[str, Any]) -> None:
@@ -137,9 +202,7 @@ class FactoryRetriever(TextHitsRetriever):
         self.target_class: str | None = None
         self.top_k: int | None = None
         self.short_answers = 0  # answers with fewer than top_k hits
-        self.unsorted_answers = 0  # answers whose scores rise somewhere along the target's order
-        self.rising_answers = 0  # answers whose scores rise all along it (of those with two scores or more)
-        self.spread_answers = 0  # answers with two different scores or more
+        self.order = ScoreOrder()  # how answers' scores fall along the target's order
 
     @abstractmethod
     def adopt(self, built: Any) -> None:
@@ -162,7 +225,8 @@ class FactoryRetriever(TextHitsRetriever):
     def search(self, queries: Queries, top_k: int) -> Ranking:
         """As :meth:`TextHitsRetriever.search`, counting short answers and answers whose scores rise."""
         self.top_k = top_k
-        self.short_answers = self.unsorted_answers = self.rising_answers = self.spread_answers = 0
+        self.short_answers = 0
+        self.order = ScoreOrder()
         return super().search(queries, top_k)
 
     def ask_many(self, texts: Sequence[str], k: int) -> list[list[Hit]]:
@@ -178,13 +242,7 @@ class FactoryRetriever(TextHitsRetriever):
             ) from error
         for hits in answers if isinstance(answers, list) else ():
             self.short_answers += len(hits) < k
-            scores = [hit.score for hit in hits if hit.score is not None]
-            rises = [later > earlier for earlier, later in pairwise(scores)]
-            self.unsorted_answers += any(rises)
-            if len(set(scores)) > 1:
-                self.spread_answers += 1
-                # best first, and every step up or level: a distance (lower = better), not a similarity
-                self.rising_answers += all(later >= earlier for earlier, later in pairwise(scores))
+            self.order.observe(hits)
         return answers
 
     def answer_many(self, texts: Sequence[str], k: int) -> list[list[Hit]]:
@@ -205,7 +263,7 @@ class FactoryRetriever(TextHitsRetriever):
         if self.top_k is not None:
             # A target with its own k (a retriever built with k=4) answers fewer hits than top_k: said, not hidden.
             info["short_answers"] = self.short_answers
-            info["unsorted_answers"] = self.unsorted_answers
+            info["unsorted_answers"] = self.order.unsorted
         return info
 
     def refuse(self, built: Any, wanted: str) -> RetrieverError:

@@ -23,10 +23,12 @@ body, decoding JSON and mapping the hits are the harness's overhead.
 from __future__ import annotations
 
 import base64
+import http.client
 import json
 import math
 import os
 import re
+import socket
 import threading
 import time
 import urllib.error
@@ -41,7 +43,7 @@ from rag_eval._core.errors import RetrieverError
 from rag_eval._core.http_requests import RequestFailed, send, shown_url, snippet
 from rag_eval._core.ranking import check_top_k
 from rag_eval._retrievers.base import Queries, Ranking
-from rag_eval._retrievers.external.by_text import TextHitsParams, TextHitsRetriever
+from rag_eval._retrievers.external.by_text import ScoreOrder, TextHitsParams, TextHitsRetriever
 from rag_eval._retrievers.external.hits import Hit
 from rag_eval._retrievers.external.http_params import QUERIES, QUERY, TOP_K, HttpParams
 from rag_eval._retrievers.external.json_path import MISSING, compile_path
@@ -83,6 +85,7 @@ class HttpRetriever(TextHitsRetriever):
         self.wall_s = 0.0
         # Set when a request fails for good: requests not yet sent are not sent (the search has failed).
         self._failed = threading.Event()
+        self.order = ScoreOrder()
 
     # ------------------------------------------------------------------ TextHitsRetriever
 
@@ -106,7 +109,7 @@ class HttpRetriever(TextHitsRetriever):
         for name, value in settings.headers.items():
             headers[name] = _expand(value, f"params.headers.{name}")
         self._url, self._headers = url, headers
-        self._opener = urllib.request.build_opener()
+        self._opener = _deadline_opener()
         self._failed.clear()
         self.requests = self.retried = 0
         self.wall_s = 0.0
@@ -142,6 +145,8 @@ class HttpRetriever(TextHitsRetriever):
             "hits": settings.hits,
             "batch_size": settings.batch_size,
             "concurrency": settings.concurrency,
+            "scores": "distance, negated (higher = better)" if settings.scores == "distance" else "as given (higher = better)",
+            "unsorted_answers": self.order.unsorted,
             "timeout_s": settings.timeout,
             "retries": settings.retries,
             "requests": self.requests,
@@ -157,6 +162,7 @@ class HttpRetriever(TextHitsRetriever):
             raise RetrieverError(f"{self.ADAPTER}: search() called before index(corpus)")
         query_ids = list(queries)
         started = time.perf_counter()
+        self.order = ScoreOrder()
         batches = self._batches(query_ids)
         ranking: Ranking = {}
         self._failed.clear()
@@ -174,7 +180,9 @@ class HttpRetriever(TextHitsRetriever):
                 self.requests += answer.tries
                 self.retried += answer.tries > 1
                 for qid, hits in zip(batch, self._hits(batch, answer.payload)):
-                    ranking[qid] = self.mapper.rank(qid, hits[:top_k])
+                    self.order.observe(hits)
+                    # every hit returned is counted; the top_k best by score are ranked, whatever the order returned
+                    ranking[qid] = self.mapper.rank_top(qid, hits, top_k)
                 self.latency.overhead_s += answer.own_s + time.perf_counter() - mapping_started
         except BaseException:  # a failed request, hits that do not read, Ctrl-C: nothing more is sent
             self._failed.set()
@@ -184,6 +192,9 @@ class HttpRetriever(TextHitsRetriever):
             pool.shutdown(wait=False, cancel_futures=True)
         self.wall_s = time.perf_counter() - started
         self.mapper.check_mapped()
+        error = self.order.distances_error(self.ADAPTER, f"the service at {self.shown}", self.settings)
+        if error is not None:
+            raise error
         return ranking
 
     def describe(self) -> dict[str, Any]:
@@ -308,14 +319,15 @@ class HttpRetriever(TextHitsRetriever):
         if score is not None and (
             isinstance(score, bool) or not isinstance(score, (int, float)) or not math.isfinite(float(score))
         ):
-            raise self._bad_field(qid, "score", score, "a finite number (higher is better)")
+            raise self._bad_field(qid, "score", score, "a finite number")
         if text is not None and not isinstance(text, str):
             raise self._bad_field(qid, "text", text, "a string")
         if metadata is not None and not isinstance(metadata, Mapping):
             raise self._bad_field(qid, "metadata", metadata, "an object")
+        sign = -1.0 if self.settings.scores == "distance" else 1.0  # a distance: lower is better, negated
         return Hit(
             id=None if identifier is None else str(identifier),
-            score=None if score is None else float(score),
+            score=None if score is None else sign * float(score),
             text=text,
             metadata=metadata or {},
         )
@@ -326,6 +338,147 @@ class HttpRetriever(TextHitsRetriever):
             f"http: query {qid!r}: params.fields.{name} {path!r} finds {_describe(value)} in a hit, not {wanted}; "
             f"set fields.{name} to the right path inside one hit, or null"
         )
+
+
+# ---------------------------------------------------------------------- a whole-request deadline
+
+# urllib's timeout bounds each socket operation, so a service that trickles its answer a byte at a time
+# keeps a request alive far beyond it. Each request here gets a timer: when params.timeout has passed
+# since it started, the timer shuts the request's sockets down, and the read that was waiting fails as
+# a timeout (which rag_eval's request loop reports as one, and does not retry).
+
+_current = threading.local()  # the watch of the request this thread is sending
+
+
+class _Watch:
+    """The deadline of one request: its sockets, shut down when ``seconds`` have passed."""
+
+    def __init__(self, seconds: float) -> None:
+        self.fired = False
+        self._sockets: list[socket.socket] = []
+        self._lock = threading.Lock()
+        self._timer = threading.Timer(seconds, self.fire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def add(self, sock: socket.socket) -> None:
+        with self._lock:
+            self._sockets.append(sock)
+            if self.fired:
+                _shut(sock)
+
+    def fire(self) -> None:
+        with self._lock:
+            self.fired = True
+            for sock in self._sockets:
+                _shut(sock)
+
+    def cancel(self) -> None:
+        self._timer.cancel()
+
+
+def _shut(sock: socket.socket) -> None:
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:  # closed already
+        pass
+
+
+def _watched_connection(address: tuple[str, int], *args: Any, **kwargs: Any) -> socket.socket:
+    sock = socket.create_connection(address, *args, **kwargs)
+    watch = getattr(_current, "watch", None)
+    if watch is not None:
+        watch.add(sock)
+    return sock
+
+
+class _HTTPConnection(http.client.HTTPConnection):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._create_connection = _watched_connection
+
+
+class _HTTPSConnection(http.client.HTTPSConnection):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._create_connection = _watched_connection
+
+
+class _HTTPHandler(urllib.request.HTTPHandler):
+    def http_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+        return self.do_open(_HTTPConnection, req)
+
+
+class _HTTPSHandler(urllib.request.HTTPSHandler):
+    def https_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+        extra: dict[str, Any] = {"context": getattr(self, "_context", None)}
+        if hasattr(self, "_check_hostname"):  # Python < 3.12
+            extra["check_hostname"] = self._check_hostname
+        return self.do_open(_HTTPSConnection, req, **extra)
+
+
+class _DeadlineOpener(urllib.request.OpenerDirector):
+    """``open(request, timeout=t)``: the whole request, from connecting to its body's last byte, within ``t``."""
+
+    def open(self, fullurl: Any, data: Any = None, timeout: Any = None) -> Any:
+        seconds = float(timeout) if isinstance(timeout, (int, float)) else 30.0
+        watch = _Watch(seconds)
+        _current.watch = watch
+        try:
+            response = super().open(fullurl, data, timeout=seconds)
+        except urllib.error.HTTPError:
+            if watch.fired:
+                watch.cancel()
+                raise TimeoutError(f"no whole answer within {seconds:g} s") from None
+            raise  # its body is read next, still within the watch (its timer ends by itself)
+        except BaseException:
+            watch.cancel()
+            if watch.fired:
+                raise TimeoutError(f"no whole answer within {seconds:g} s") from None
+            raise
+        finally:
+            _current.watch = None
+        return _DeadlineResponse(response, watch, seconds)
+
+
+class _DeadlineResponse:
+    """A response whose reads fail as a timeout once its request's deadline has passed (even a read cut short)."""
+
+    def __init__(self, response: Any, watch: _Watch, seconds: float) -> None:
+        self._response = response
+        self._watch = watch
+        self._seconds = seconds
+        self.status = response.status
+        self.headers = response.headers
+
+    def read(self, *args: Any) -> bytes:
+        try:
+            data = self._response.read(*args)
+        except (OSError, http.client.HTTPException):
+            if self._watch.fired:
+                raise TimeoutError(f"no whole answer within {self._seconds:g} s") from None
+            raise
+        if self._watch.fired:  # a body without a length ends where the socket was shut: not a whole answer
+            raise TimeoutError(f"no whole answer within {self._seconds:g} s")
+        return bytes(data)
+
+    def close(self) -> None:
+        self._watch.cancel()
+        self._response.close()
+
+    def __enter__(self) -> _DeadlineResponse:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def _deadline_opener() -> urllib.request.OpenerDirector:
+    """urllib's default opener (proxies, redirects, errors...), with every request held to a whole-request deadline."""
+    opener = _DeadlineOpener()
+    for handler in getattr(urllib.request.build_opener(_HTTPHandler, _HTTPSHandler), "handlers", []):
+        opener.add_handler(handler)
+    return opener
 
 
 # ---------------------------------------------------------------------- helpers

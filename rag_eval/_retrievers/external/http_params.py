@@ -13,8 +13,9 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from rag_eval._core.errors import RetrieverError
 from rag_eval._core.http_requests import MAX_WAIT_S, shown_url
-from rag_eval._retrievers.external.by_text import TextHitsParams
+from rag_eval._retrievers.external.by_text import SCORES_HELP, Scores, TextHitsParams
 from rag_eval._retrievers.external.json_path import compile_path
 from rag_eval._retrievers.params import AdapterParams
 
@@ -46,7 +47,8 @@ class HttpParams(TextHitsParams):
     body: Any = Field(None, description='JSON template: "{query}", "{queries}" (a list), "{top_k}" are replaced')
     hits: str = Field("hits", description="path to the hit list in a response (a batch: the list of lists, or 'x.*.hits')")
     fields: HitFields = Field(default_factory=lambda: HitFields.model_validate({}), description="paths inside one hit")
-    timeout: float = Field(30.0, gt=0, le=3600, description="seconds a request may take")
+    scores: Scores = Field("similarity", description=f"fields.score's meaning: {SCORES_HELP}")
+    timeout: float = Field(30.0, gt=0, le=3600, description="seconds a whole request may take (connecting to the last byte)")
     retries: int = Field(2, ge=0, le=10, description="tries again after a connection error, 429 or 5xx")
     backoff: float = Field(0.5, ge=0, le=MAX_WAIT_S, description="seconds before the first retry, doubled for each next")
     concurrency: int = Field(4, ge=1, le=256, description="requests in flight at once")
@@ -56,7 +58,10 @@ class HttpParams(TextHitsParams):
     def _http_url(cls, value: str) -> str:
         parts = urllib.parse.urlsplit(value)
         if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError(f"must be an http:// or https:// URL with a host, got {shown_url(value)!r}")
+            # A whole message (RetrieverError): the validator's own "got VALUE" would repeat the URL unmasked.
+            raise RetrieverError(
+                f"must be an http:// or https:// URL with a host, got {shown_url(value)!r}"
+            )
         return value
 
     @field_validator("hits")

@@ -19,13 +19,12 @@ the ranking, and the description says so. A hit's id is the document's ``id``, i
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import Field
 
-from rag_eval._core.errors import RetrieverError
 from rag_eval._retrievers.base import Queries, Ranking
-from rag_eval._retrievers.external.by_text import metadata_of
+from rag_eval._retrievers.external.by_text import SCORES_HELP, Scores, metadata_of
 from rag_eval._retrievers.external.factories import FactoryParams, FactoryRetriever
 from rag_eval._retrievers.external.hits import Hit
 
@@ -33,10 +32,7 @@ from rag_eval._retrievers.external.hits import Hit
 class LangChainParams(FactoryParams):
     """Parameters of ``adapter: langchain`` (see the module docstring)."""
 
-    scores: Literal["similarity", "distance"] = Field(
-        "similarity",
-        description="a vector store's score: similarity (higher = better, as given) | distance (lower = better: negated)",
-    )
+    scores: Scores = Field("similarity", description=f"a vector store's score: {SCORES_HELP}")
 
 
 class LangChainRetriever(FactoryRetriever):
@@ -80,13 +76,12 @@ class LangChainRetriever(FactoryRetriever):
     def search(self, queries: Queries, top_k: int) -> Ranking:
         """As :meth:`FactoryRetriever.search`; a store whose every answer's scores rise returns distances: refused."""
         ranking = super().search(queries, top_k)
-        rising = self.kind == "vector_store" and self.settings.scores == "similarity"
-        if rising and self.spread_answers and self.rising_answers == self.spread_answers:
-            raise RetrieverError(
-                f"{self.ADAPTER}: the store built by {self.settings.factory!r} ({self.target_class}) returns its best "
-                "hit first with the lowest score, in every answer: its scores are distances (lower = better); set "
-                "params.scores: distance"
+        if self.kind == "vector_store":
+            error = self.order.distances_error(
+                self.ADAPTER, f"the store built by {self.settings.factory!r} ({self.target_class})", self.settings
             )
+            if error is not None:
+                raise error
         return ranking
 
     def answer_many(self, texts: Sequence[str], k: int) -> list[list[Hit]]:

@@ -228,8 +228,28 @@ class HitMapper:
         self.scoreless += scoreless
         return ranked
 
+    def rank_top(self, query_id: str, hits: Sequence[Hit], k: int) -> dict[str, float]:
+        """:meth:`rank` of the ``k`` best of ``hits`` (:func:`best_first`); the hits returned beyond them are counted
+        (``returned``, ``beyond_top_k``), never scored."""
+        kept = best_first(hits, k)
+        beyond = len(hits) - len(kept)
+        if beyond:
+            self.counts["beyond_top_k"] += beyond
+        return self.rank(query_id, kept)
+
     def check_mapped(self) -> None:
-        """Refuse a run whose hits mapped to nothing: the mapping is wrong, and every metric would read 0."""
+        """Refuse a run whose hits mapped to nothing: the mapping is wrong, and every metric would read 0.
+
+        A run in which no query got a hit at all (an empty collection, a service that finds nothing) is
+        refused the same way: every metric would read 0 as well, and nothing says why.
+        """
+        queries = len(self.hits_by_query)
+        if queries and not self.counts["hits"] and not self.counts["beyond_top_k"]:
+            raise RetrieverError(
+                f"{self.adapter}: none of the {queries} queries got a hit, so every metric would read 0; check that "
+                "the collection (or the service's index) holds the dataset's passages and is the one named "
+                "(params.collection, params.url)"
+            )
         if self.counts["hits"] and not self.counts["mapped"]:
             first = next((rows[0] for rows in self.examples.values() if rows), {})
             raise RetrieverError(
@@ -335,11 +355,29 @@ class HitMapper:
             "ambiguous_text": counts["ambiguous_text"],
             "scoreless_hits": self.scoreless,
         }
+        if counts["beyond_top_k"]:
+            # every hit returned is accounted for: hits (the top_k best, mapped or not) + beyond_top_k = returned
+            info["returned"] = counts["hits"] + counts["beyond_top_k"]
+            info["beyond_top_k"] = counts["beyond_top_k"]
         if self.unmapped_by_query:
             info["unmapped_by_query"] = dict(sorted(self.unmapped_by_query.items()))
         if self.examples:
             info["examples"] = {kind: rows for kind, rows in sorted(self.examples.items())}
         return info
+
+
+def best_first(hits: Sequence[Hit], k: int) -> list[Hit]:
+    """The ``k`` best of one answer's hits, best first.
+
+    When every hit has a score they are sorted by score descending, ties by the hit's id descending
+    (bytes, as rag_eval ranks ties; a hit without an id last among its ties), before the cut: a backend
+    that returns more than ``k`` hits, or returns them out of order, is cut on its scores, not on its
+    order. Without scores (or with some missing) the returned order is the ranking, and the cut keeps
+    the first ``k``.
+    """
+    if any(hit.score is None for hit in hits):
+        return list(hits[:k])
+    return sorted(hits, key=lambda hit: (hit.score, hit.id is not None, hit.id or ""), reverse=True)[:k]
 
 
 def _offset(value: Any) -> int | None:

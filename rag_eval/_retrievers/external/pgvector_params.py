@@ -14,6 +14,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from rag_eval._core.errors import RetrieverError
+from rag_eval._core.masking import mask_text, scrub
 from rag_eval._core.messages import shown
 from rag_eval._retrievers.external.vector_db import VectorDBParams
 from rag_eval._retrievers.index_spec import check_parameters_fit_kind
@@ -136,22 +137,11 @@ def expand_dsn(dsn: str) -> str:
 
 
 def redact(dsn: str) -> str:
-    """``dsn`` without its password (URI ``user:***@`` and ``password=***`` forms both)."""
-    text = re.sub(r"(://[^:/@?#]*):[^@/?#]+@", r"\1:***@", dsn)
-    return re.sub(r"(password\s*=\s*)('[^']*'|[^&\s]*)", r"\1***", text, flags=re.IGNORECASE)
-
-
-def _password(dsn: str | None) -> list[str]:
-    if not dsn:
-        return []
-    found = re.findall(r"://[^:/@?#]*:([^@/?#]*)@", dsn)
-    found += [value.strip("'") for value in re.findall(r"password\s*=\s*('[^']*'|[^&\s]*)", dsn, flags=re.IGNORECASE)]
-    return [value for value in found if value]
+    """``dsn`` without its password (URI ``user:***@``, ``?password=***`` and key-value ``password=***`` forms)."""
+    return mask_text(dsn)
 
 
 def one_line_error(error: BaseException, dsn: str | None) -> str:
     """A psycopg error as one line, any password of ``dsn`` in it masked."""
-    text = " ".join(str(error).split()) or type(error).__name__
-    for secret in _password(dsn):
-        text = text.replace(secret, "***")
+    text = scrub(" ".join(str(error).split()) or type(error).__name__, dsn)
     return shown(text, 400) if len(text) > 400 else text

@@ -42,11 +42,13 @@ from rag_eval._core.messages import error_line
 from rag_eval._retrievers.base import Corpus
 from rag_eval._retrievers.external.hits import Hit
 from rag_eval._retrievers.external.vector_db import (
+    FIELD_SAMPLE,
     MANAGED_PREFIX,
     MANAGED_VERSION,
     PASSAGE_FIELD,
     VectorDBParams,
     VectorDBRetriever,
+    check_named_fields,
 )
 from rag_eval._retrievers.index_spec import check_parameters_fit_kind, parameters_of_kind
 from rag_eval._retrievers.params import AdapterParams, Folder
@@ -362,26 +364,18 @@ class QdrantRetriever(VectorDBRetriever):
         return models.SearchParams(hnsw_ef=self.db_index.ef_search, exact=False)
 
     def _check_payload_fields(self) -> None:
-        """A field named in ``map`` (or an explicit ``text_field``) that the first point lacks: one line, not 0 mapped."""
+        """A field named in ``map`` (or an explicit ``text_field``) that no sampled point holds: one line, not 0 mapped."""
         assert self.collection_name is not None
         points, _ = self._call(
-            f"reading collection {self.collection_name!r}", self.client.scroll, self.collection_name, limit=1,
-            with_payload=True, with_vectors=False,
+            f"reading collection {self.collection_name!r}", self.client.scroll, self.collection_name,
+            limit=FIELD_SAMPLE, with_payload=True, with_vectors=False,
         )
-        if not points:
-            return
-        payload = points[0].payload or {}
         spec = self.settings.map
         named = {f"map.{key}": getattr(spec, key) for key in ("doc_id", "start", "end", "passage_id")} if spec else {}
         if "text_field" in self.settings.model_fields_set:
             named["text_field"] = self.settings.text_field
-        for where, field in named.items():
-            if field is not None and field != "@id" and field not in payload:
-                raise RetrieverError(
-                    f"{ADAPTER}: params.{where} names payload field {field!r}, which point {points[0].id} of collection "
-                    f"{self.collection_name!r} does not have (its fields: {', '.join(sorted(payload)) or 'none'}); "
-                    f"set params.{where} to one of them"
-                )
+        records = [(point.id, point.payload or {}) for point in points]
+        check_named_fields(ADAPTER, named, records, self.collection_name, "payload field")
 
     def query(self, vector: np.ndarray, k: int) -> list[Hit]:
         """One ``query_points`` call: the top ``k`` points, best first, as hits."""

@@ -54,6 +54,8 @@ MANAGED_VERSION = 1
 MAP_EVERY = 256
 #: Metadata field holding the passage id in a managed collection.
 PASSAGE_FIELD = "rag_eval_id"
+#: Records read (read-only mode) to check that the fields ``map`` names exist (:func:`check_named_fields`).
+FIELD_SAMPLE = 100
 
 
 class VectorDBParams(DenseParams):
@@ -347,6 +349,30 @@ class VectorDBRetriever(DenseRetriever, ABC):
         if latency:
             info["latency"] = latency
         return info
+
+
+def check_named_fields(
+    adapter: str, named: Mapping[str, str | None], records: Sequence[tuple[Any, Mapping[str, Any]]], collection: str,
+    what: str,
+) -> None:
+    """Refuse a field ``map`` (or an explicit ``text_field``) names that NO sampled record holds: a misspelt name.
+
+    ``records``: ``(id, metadata)`` of up to :data:`FIELD_SAMPLE` records. A field some of them hold and
+    others lack is not refused: the records without it are counted as unmapped, with the reason, as
+    every adapter counts them (pgvector reads no sample at all).
+    """
+    if not records:
+        return
+    for where, field in named.items():
+        if field is None or field == OWN_ID:
+            continue
+        if not any(field in metadata for _, metadata in records):
+            keys = sorted({key for _, metadata in records for key in metadata})
+            raise RetrieverError(
+                f"{adapter}: params.{where} names {what} {field!r}, which none of the {len(records)} records read "
+                f"from collection {collection!r} holds (their {what}s: {', '.join(keys) or 'none'}); set "
+                f"params.{where} to one of them"
+            )
 
 
 class ExactOnly(AdapterParams):
