@@ -196,7 +196,8 @@ def test_old_results_files_without_holes_still_compare(project, tmp_path, capsys
     lines = capsys.readouterr().out.splitlines()
     assert code == 0
     assert lines[1] == (
-        "holes\t-\tthe candidate's results file records no holes (written before rag_eval kept them), so no gate "
+        "holes\t-\tthe candidate's results file records no usable holes (none, or not matching its results), so "
+        "no gate "
         "can be checked against them; rerun `rag-eval run` to record them"
     )
     # A new candidate against an old baseline: the candidate's holes are what count.
@@ -283,3 +284,47 @@ def test_alpha_gates_keep_one_holm_family_at_both_bounds(tmp_path):
     (result,) = alone.gates
     assert not result.passed and [h.metric for _, h in alone.could_flip()] == ["ndcg@3"]
     assert result.reason.startswith("dropped 0.5000 > max_drop 0.1, significant (p=0.0312 < alpha 0.05); could flip: 50%")
+
+
+def test_a_hole_below_the_gates_cutoff_cannot_flip_it(tmp_path, capsys):
+    """The attack: deep ranks q-é1 [a, b, c, x] (top_k 4), x unjudged at rank 4, below ndcg@3's cutoff.
+
+    By hand its top 3 is base's: ndcg@3 (1, L), mean 0.8155, and no hole in it. Judging x could only raise
+    q-é1's ideal DCG@3 (to 2 + 2L + 1/2), never its DCG@3: high is the measured value, the gate cannot
+    flip, and on_holes fail has nothing to fail.
+    """
+    (tmp_path / "holes.yaml").write_text(yaml.safe_dump(DATASET, allow_unicode=True), encoding="utf-8")
+    rankings = {"base": RANKINGS["base"], "deep": {Q1: ["a", "b", "c", X], Q2: ["e", "d"]}}
+    cfg = {**config([]), "retrievers": [{"label": label, "adapter": "static", "params": {"rankings": ranking}}
+                                        for label, ranking in rankings.items()], "top_k": 4,
+           "metrics": ["ndcg@3", "recall@3", "ndcg@4"]}
+    (tmp_path / "run.yaml").write_text(yaml.safe_dump(cfg, allow_unicode=True), encoding="utf-8")
+    assert main(["run", str(tmp_path / "run.yaml"), "--output", str(tmp_path / "out"), "--no-progress"]) == 0
+    capsys.readouterr()
+    section = json.loads((tmp_path / "out" / "deep.json").read_text(encoding="utf-8"))["holes"]["metrics"]
+    assert section["ndcg@3"]["unjudged"] == 0
+    assert section["ndcg@3"]["low"] == section["ndcg@3"]["high"] == pytest.approx(BASE)
+    assert section["recall@3"]["low"] == section["recall@3"]["high"] == 1.0  # R: a, b (q-é1), d (q2): all found
+    # ndcg@4 holds x: with x at grade 2, q-é1's DCG@4 = 2 + L + 2/log2(5), IDCG@4 = 2 + 2L + 1/2.
+    assert section["ndcg@4"]["unjudged"] == pytest.approx(1 / 8)
+    assert section["ndcg@4"]["high"] == pytest.approx(((2 + L + 2 / math.log2(5)) / (2.5 + 2 * L) + L) / 2)
+    code = main(["compare", str(tmp_path / "out" / "base.json"), str(tmp_path / "out" / "deep.json"),
+                 "--gate", "ndcg@3:max_drop=0.01", "--gate", "recall@3:max_drop=0.01", "--on-holes", "fail",
+                 "--resamples", RESAMPLES])
+    lines = capsys.readouterr().out.splitlines()
+    assert code == 0 and not any(line.startswith("holes") for line in lines)
+    assert lines[-1] == "verdict: PASS (0 of 2 gates failed)"
+
+
+def test_a_holes_section_edited_after_the_run_is_not_used_and_said(project, tmp_path, capsys):
+    """The candidate's ndcg@3 holes entry edited (its low no longer the results' value): the section is not used,
+    and with on_holes fail that is said, as for a file without holes, instead of silently passing."""
+    document = json.loads((project / "out" / "tail.json").read_text(encoding="utf-8"))
+    document["holes"]["metrics"]["ndcg@3"]["low"] = 0.9
+    path = tmp_path / "tail.json"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    assert load_results_file(path).holes is None
+    code = main(["compare", str(project / "out" / "base.json"), str(path), "--gate", "ndcg@3:max_drop=0.01",
+                 "--resamples", RESAMPLES, "--on-holes", "fail"])
+    lines = capsys.readouterr().out.splitlines()
+    assert code == 0 and lines[1].startswith("holes\t-\tthe candidate's results file records no usable holes")

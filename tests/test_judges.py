@@ -204,9 +204,45 @@ def test_garbage_answers_are_failures_listed_never_grade_0_and_asked_twice(tmp_p
                             "'I think this passage is quite relevant, maybe 2/3. --- I think this passage is quite "
                             "relevant, maybe 2/3.' (asked twice)")
         assert len(lines) == 4
-        # The unreadable answers are kept too: at temperature 0 the model would say the same again.
+                # The unreadable answers are not kept: a rerun asks them again (they may have been cut by max_tokens).
         code, out, _ = judge_cli(sheet, config, output, capsys)
-        assert code == 1 and fake.count == 6 and "cache hits 3, failed 3" in out
+        assert code == 1 and fake.count == 12 and "cache hits 0, failed 3" in out
+
+
+def test_an_answer_cut_by_max_tokens_is_asked_again_with_a_larger_cap(tmp_path, capsys):
+    """The attack: max_tokens 2 cuts '##final score: 2' to '##final'; that answer used to be cached under a key
+    without max_tokens, so raising max_tokens changed nothing. Now it is not kept, and the rerun asks again."""
+    def answer(body: dict[str, Any], n: int) -> tuple[int, bytes]:
+        return 200, completion("##final score: 2" if body["max_tokens"] >= 8 else "##final")
+
+    with endpoint(answer) as fake:
+        rows = ocean_rows(1)
+        sheet, config = write_inputs(tmp_path, rows, llm_config(fake.base_url, max_tokens=2, cache_dir="c"))
+        code, out, _ = judge_cli(sheet, config, tmp_path / "out.csv", capsys)
+        assert code == 1 and fake.count == 2 and "graded 0, cache hits 0, failed 1" in out
+        assert not (tmp_path / "c" / "judges" / "llm-answers.jsonl").exists()  # nothing worth keeping
+        config.write_text(yaml.safe_dump(llm_config(fake.base_url, max_tokens=8, cache_dir="c")), encoding="utf-8")
+        code, out, _ = judge_cli(sheet, config, tmp_path / "out.csv", capsys)
+        assert code == 0 and fake.count == 3 and "graded 1, cache hits 0, failed 0" in out
+        assert read_sheet(tmp_path / "out.csv")[0].grade == 2.0
+        # A graded answer is kept and reused: nothing is sent again.
+        code, out, _ = judge_cli(sheet, config, tmp_path / "out.csv", capsys)
+        assert code == 0 and fake.count == 3 and "graded 1, cache hits 1" in out
+
+
+def test_an_ungraded_answer_an_older_cache_kept_is_asked_again(tmp_path, capsys):
+    rows = ocean_rows(1)
+    key = cache.answer_key(MODEL_NAME, prompt.PROMPT_VERSION, rows[0].query_text, rows[0].text)
+    folder = tmp_path / "c" / "judges"
+    folder.mkdir(parents=True)
+    entry = {"key": key, "model": MODEL_NAME, "prompt_version": prompt.PROMPT_VERSION, "answer": "##final",
+             "grade": None, "prompt_tokens": 1, "completion_tokens": 1, "seconds": 0.1}
+    (folder / "llm-answers.jsonl").write_text(json.dumps(cache.header()) + "\n" + json.dumps(entry) + "\n",
+                                              encoding="utf-8")
+    with endpoint(lambda body, n: (200, completion("##final score: 1"))) as fake:
+        sheet, config = write_inputs(tmp_path, rows, llm_config(fake.base_url, cache_dir="c"))
+        code, out, _ = judge_cli(sheet, config, tmp_path / "out.csv", capsys)
+        assert code == 0 and fake.count == 1 and "graded 1, cache hits 0" in out
 
 
 def test_a_readable_second_answer_is_the_grade(tmp_path, capsys):
@@ -462,6 +498,19 @@ def test_bad_llm_params_are_one_line_naming_the_file(tmp_path, capsys, params, m
     assert code == 2 and err.count("\n") == 1 and message in err, err
 
 
+@pytest.mark.parametrize(("url", "message"), [
+    ("http://ana:s3cret@127.0.0.1:9/v1", "params.base_url: must not hold a user or password; put the key in an "
+     "environment variable named by api_key_env, got 'http://***@127.0.0.1:9/v1'"),
+    ("ftp://ana:s3cret@127.0.0.1:9/v1", "params.base_url: must be an http:// or https:// URL with a host, got "
+     "'ftp://***@127.0.0.1:9/v1'"),
+])
+def test_a_urls_password_never_reaches_the_message_and_the_value_is_shown_once(tmp_path, capsys, url, message):
+    sheet, config = write_inputs(tmp_path, ocean_rows(1), {"adapter": "llm", "params": {"base_url": url, "model": "m"}})
+    code, out, err = judge_cli(sheet, config, tmp_path / "out.csv", capsys)
+    assert code == 2 and err == f"rag-eval: error: {config}: {message}\n"
+    assert "s3cret" not in out + err and "ana" not in err and err.count("got ") == 1
+
+
 def test_a_row_without_text_is_bad_input_before_anything_is_asked(tmp_path, capsys):
     with endpoint(_one_grade_endpoint()) as fake:
         rows = [*ocean_rows(1), SheetRow("q 2", "d é", query_text="Which?", text="")]
@@ -576,3 +625,86 @@ def test_the_judge_command_writes_csv_that_other_tools_read(tmp_path, capsys):
 def test_llm_judge_in_python_without_a_cache_folder_keeps_nothing():
     judge = LlmJudge(base_url="http://127.0.0.1:9/v1", model="m")
     assert judge.cache is None and judge.endpoint == "http://127.0.0.1:9/v1/chat/completions"
+
+
+# --------------------------------------------------------------------------- OUT: what judge may replace
+
+
+def test_an_output_folder_is_refused_before_anything_is_asked(tmp_path, capsys):
+    with endpoint(_one_grade_endpoint()) as fake:
+        sheet, config = write_inputs(tmp_path, ocean_rows(2), llm_config(fake.base_url))
+        (tmp_path / "out.csv").mkdir()
+        code, out, err = judge_cli(sheet, config, tmp_path / "out.csv", capsys)
+        assert (code, out, fake.count) == (2, "", 0)
+        assert err == f"rag-eval: error: --output {tmp_path / 'out.csv'}: is a folder; give the path of a file to write\n"
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this platform")
+def test_a_fifo_is_one_line_for_judge_merge_and_calibrate_never_a_hang(tmp_path, capsys):
+    fifo = tmp_path / "fifo.csv"
+    os.mkfifo(fifo)
+    with endpoint(_one_grade_endpoint()) as fake:
+        sheet, config = write_inputs(tmp_path, ocean_rows(1), llm_config(fake.base_url))
+        line = f"rag-eval: error: {fifo}: is a FIFO (named pipe), expected a judgement sheet (a regular file)\n"
+        for args in (["judge", str(fifo), "--judge", str(config), "--output", str(tmp_path / "o.csv")],
+                     ["judgements", "merge", str(fifo), "--into", str(OCEAN)],
+                     ["judgements", "calibrate", str(fifo), str(sheet)]):
+            assert main(args) == 2, args
+            assert capsys.readouterr().err == line
+        code, _, err = judge_cli(sheet, config, fifo, capsys)  # OUT a FIFO: refused, and the FIFO stays one
+        assert code == 2 and err == f"rag-eval: error: --output {fifo}: is a FIFO (named pipe); give the path of a file to write\n"
+        assert fake.count == 0 and fifo.is_fifo()
+
+
+def test_an_output_that_is_not_a_sheet_or_holds_a_persons_grade_is_never_replaced(tmp_path, capsys):
+    with endpoint(_one_grade_endpoint()) as fake:
+        rows = ocean_rows(2)
+        sheet, config = write_inputs(tmp_path, rows, llm_config(fake.base_url))
+        notes = tmp_path / "notes.csv"
+        notes.write_text("a,b\n1,2\n", encoding="utf-8")
+        code, _, err = judge_cli(sheet, config, notes, capsys)
+        assert code == 2 and err.startswith(f"rag-eval: error: --output {notes}: the file there is not a judgement sheet")
+        assert notes.read_text(encoding="utf-8") == "a,b\n1,2\n"
+        # A graded sheet where a person graded a row the input leaves ungraded: the output would lose that grade.
+        people = tmp_path / "people.csv"
+        write_sheet(people, [rows[0], rows[1].graded(**HUMAN)])
+        before = people.read_bytes()
+        code, _, err = judge_cli(sheet, config, people, capsys)
+        assert code == 2 and err == (
+            f"rag-eval: error: --output {people}: holds 1 grade given by a person that {sheet} does not hold (first: "
+            f"query '{rows[1].query_id}', unit '{rows[1].unit}'), which the output would replace; nothing asked or "
+            "written: write the output to another file\n"
+        )
+        assert people.read_bytes() == before and fake.count == 0
+        # An earlier output of judge (a model's grades only) is replaced: the documented rerun.
+        assert judge_cli(sheet, config, tmp_path / "graded.csv", capsys)[0] == 0
+        assert judge_cli(sheet, config, tmp_path / "graded.csv", capsys)[0] == 0
+
+
+def test_a_sheet_saved_while_it_is_judged_in_place_is_not_overwritten_and_the_rerun_is_free(llama, tmp_path, capsys):
+    """Judging SHEET into itself while a person saves a grade in it: their save wins (exit 2, nothing written); the
+    judge's answers are in the cache, so the rerun sends nothing and keeps the person's grade."""
+    rows = ocean_rows(2)
+    saved = [rows[0], rows[1].graded(**HUMAN)]
+    sheet = tmp_path / "sheet.csv"
+
+    def save_then_forward(body: dict[str, Any], number: int) -> tuple[int, bytes]:
+        if number == 1:
+            write_sheet(sheet, saved)  # the person's save, while the judge waits for its first answer
+        return forward_to(llama)(body, number)
+
+    with endpoint(save_then_forward) as proxy:
+        sheet, config = write_inputs(tmp_path, rows, llm_config(proxy.base_url, max_tokens=8, timeout=300,
+                                                                concurrency=1, cache_dir="c"))
+        code, out, err = judge_cli(sheet, config, sheet, capsys)
+        assert (code, out) == (2, "")
+        assert err == (f"rag-eval: error: --output {sheet}: the file changed while rag-eval worked on it; nothing "
+                       "written: run the command again\n")
+        assert read_sheet(sheet) == saved
+        asked = proxy.count
+        graded_before = sum(1 for line in (tmp_path / "c" / "judges" / "llm-answers.jsonl").read_text(
+            encoding="utf-8").splitlines()[1:] if line.strip())
+        code, out, _ = judge_cli(sheet, config, sheet, capsys)
+        assert code in (0, 1) and "1 rows already graded kept" in out
+        assert proxy.count == asked + (0 if graded_before else 2)  # row 0 from the cache when its answer had a grade
+        assert read_sheet(sheet)[1] == saved[1]

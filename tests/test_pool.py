@@ -26,7 +26,7 @@ from pool_fixtures import (
 
 from rag_eval._data.datasets import Dataset, Query
 from rag_eval._data.judging.exports import argilla_settings, label_studio_config, record_id
-from rag_eval._data.judging.sheet import read_sheet
+from rag_eval._data.judging.sheet import read_sheet, write_sheet
 from rag_eval._run.pool import Ranked, pool
 
 
@@ -77,7 +77,7 @@ def test_the_exports_parse_back_to_the_rows(tmp_path, capsys):
     tasks = json.loads(studio.read_text(encoding="utf-8"))
     assert [task["data"] for task in tasks] == [
         {"query": row.query_text, "text": row.text, "query_id": row.query_id, "doc": row.doc, "start": None, "end": None,
-         "priority": row.priority, "note": row.note, "id": record_id(row)}
+                  "priority": row.priority, "id": record_id(row)}  # never the note: who surfaced it is not shown
         for row in rows
     ]
     records = [json.loads(line) for line in argilla.read_text(encoding="utf-8").splitlines()]
@@ -169,3 +169,59 @@ def test_results_of_another_dataset_are_refused_naming_the_file(tmp_path, capsys
 
 def test_the_cli_dispatches_pool_and_judgements():
     assert {name: COMMANDS.get(name) for name in ("pool", "judgements")} == {"pool": "pool", "judgements": "judgements"}
+
+
+# ---- an existing --output: rag-eval replaces only its own sheet, and keeps every grade in it
+
+
+def test_an_output_that_is_not_a_sheet_is_never_replaced(tmp_path, capsys):
+    config = passage_folder(tmp_path)
+    notes = tmp_path / "notes.csv"
+    notes.write_text("my notes, typed by hand\n", encoding="utf-8")
+    code, out, err = run_cli(capsys, "pool", config, "--output", notes, "--no-progress")
+    assert (code, out) == (2, "") and err.count("\n") == 1
+    assert err.startswith(f"rag-eval: error: --output {notes}: the file there is not a judgement sheet (")
+    assert err.rstrip().endswith("nothing written: rag-eval replaces only a sheet it can read, so give another file "
+                                 "name, or move that file away")
+    assert notes.read_text(encoding="utf-8") == "my notes, typed by hand\n"
+    tasks = tmp_path / "tasks.json"
+    tasks.write_text('{"my": "settings"}', encoding="utf-8")
+    code, _, err = run_cli(capsys, "pool", config, "--output", tmp_path / "p.csv", "--label-studio", tasks, "--no-progress")
+    assert code == 2 and f"--label-studio {tasks}: the file there is not Label Studio tasks rag-eval pool wrote" in err
+    assert tasks.read_text(encoding="utf-8") == '{"my": "settings"}' and not (tmp_path / "p.csv").exists()
+
+
+def test_pooling_again_into_a_graded_sheet_keeps_its_grades(tmp_path, capsys):
+    config = passage_folder(tmp_path)
+    sheet = tmp_path / "pool.csv"
+    assert run_cli(capsys, "pool", config, "--depth", 3, "--output", sheet, "--no-progress")[0] == 0
+    rows = read_sheet(sheet)
+    rows[0] = rows[0].graded(2, "human", "ana")  # q2 d
+    rows[4] = rows[4].graded(1, "llm:m", "judge", note="##final score: 1")  # q1 d
+    write_sheet(sheet, rows)
+    code, out, err = run_cli(capsys, "pool", config, "--depth", 3, "--output", sheet, "--no-progress")
+    assert (code, err) == (0, "") and out.rstrip().endswith(f"written to {sheet} (2 grades of the sheet there kept)")
+    assert read_sheet(sheet) == rows  # the same pool: every row as it was, graded ones with their grades
+
+
+def test_pooling_again_never_drops_a_grade_that_is_not_merged(tmp_path, capsys):
+    """q3's b is pooled at depth 3 (r2, rank 3), not at depth 2: a grade given to it would be lost, unless merged."""
+    config = passage_folder(tmp_path)
+    sheet = tmp_path / "pool.csv"
+    assert run_cli(capsys, "pool", config, "--depth", 3, "--output", sheet, "--no-progress")[0] == 0
+    rows = read_sheet(sheet)
+    assert (rows[9].query_id, rows[9].doc) == ("q3", "b")
+    rows[9] = rows[9].graded(1, "human")
+    write_sheet(sheet, rows)
+    before = sheet.read_bytes()
+    code, out, err = run_cli(capsys, "pool", config, "--depth", 2, "--output", sheet, "--no-progress")
+    assert (code, out) == (2, "") and err == (
+        f"rag-eval: error: --output {sheet}: holds 1 graded row that the new pool would drop, not merged into the "
+        f"dataset (first: query 'q3', unit 'b'); nothing written: merge them first (rag-eval judgements merge {sheet} "
+        "--into <query set>), or write the pool to another file\n"
+    )
+    assert sheet.read_bytes() == before
+    # Merged, the grade is in the query set: the new pool may drop the row (b is judged for q3 now).
+    assert run_cli(capsys, "judgements", "merge", sheet, "--into", tmp_path / "holes.yaml")[0] == 0
+    code, out, _ = run_cli(capsys, "pool", config, "--depth", 2, "--output", sheet, "--no-progress")
+    assert code == 0 and all(row.grade is None for row in read_sheet(sheet))

@@ -8,6 +8,11 @@ summary line, then the rows that could not be graded, one per line.
 Exit codes: 0 every row graded; 1 some rows could not be graded (they stay empty, never 0, and are
 listed; OUT is written with the rest, so a CI job notices); 2 bad input (the sheet, the judge's
 config, the endpoint down or answering what is not a chat completion): one line, nothing written.
+
+OUT is checked before anything is asked: a folder, a FIFO, the judge's file, a file that is not a
+judgement sheet, or a sheet holding a person's grade that the output would not keep is refused (exit
+2). OUT may be SHEET itself; when OUT changed on disk while the judge worked (a person saved it),
+nothing is written (exit 2), and a rerun takes every answer from the cache.
 """
 
 from __future__ import annotations
@@ -20,8 +25,18 @@ from contextlib import contextmanager
 from typing import Any
 
 from rag_eval._commands.exit_codes import EXIT_PASSED, EXIT_REGRESSION
+from rag_eval._commands.output_paths import check_output
+from rag_eval._core.errors import InputFormatError
 from rag_eval._core.messages import shown
-from rag_eval._data.judging.sheet import read_sheet, sheet_format, write_sheet
+from rag_eval._data.judging.sheet import (
+    ExistingSheet,
+    SheetRow,
+    existing_sheet,
+    graded_by_a_person,
+    read_sheet,
+    sheet_format,
+    write_sheet,
+)
 from rag_eval._models.judges.cache import JudgeCacheWarning
 from rag_eval._models.judges.grading import Graded, grade_rows
 from rag_eval._models.judges.spec import load_judge
@@ -36,11 +51,16 @@ def main(args: argparse.Namespace, say: Callable[[str], None]) -> int:
     """Judge ``args.sheet`` with ``args.judge`` into ``args.output`` (see the module docstring)."""
     sheet_format(args.output)  # a wrong extension is found before any judging
     rows = read_sheet(args.sheet)
+    existing = _check_output(args, rows)
     with showing_progress(False if args.no_progress else None), _warnings_as_lines():
         judge = load_judge(args.judge, cache_dir=default_cache_dir())
         todo = sum(row.grade is None for row in rows)
         with _bar(todo) as progress:
             graded = grade_rows(rows, judge, where=str(args.sheet), judge_where=str(args.judge), progress=progress)
+    if existing is not None:
+        # Someone saved OUT (the sheet itself, when judged in place) while the judge worked: their edits win. The
+        # answers are in the judge's cache, so running the command again costs nothing.
+        existing.check_unchanged()
     write_sheet(args.output, graded.rows)
     say(summary(graded, args.output))
     for row, reason in graded.failed[:FAILED_SHOWN]:
@@ -48,6 +68,25 @@ def main(args: argparse.Namespace, say: Callable[[str], None]) -> int:
     if len(graded.failed) > FAILED_SHOWN:
         say(f"... and {len(graded.failed) - FAILED_SHOWN} more rows not graded (their grade is left empty in {args.output})")
     return EXIT_REGRESSION if graded.failed else EXIT_PASSED
+
+
+def _check_output(args: argparse.Namespace, rows: list[SheetRow]) -> ExistingSheet | None:
+    """Refuse, before anything is asked, an OUT that is the judge's file, a folder, a FIFO, a file that is not
+    a judgement sheet, or a sheet holding a person's grade that the output would not keep; the sheet at OUT."""
+    check_output(args.output, "--output", [("judge", args.judge)])
+    existing = existing_sheet(args.output, "--output")
+    if existing is None:
+        return None
+    kept = {row.key: row.grade for row in rows if row.grade is not None}
+    lost = [row for row in existing.graded() if graded_by_a_person(row) and kept.get(row.key) != row.grade]
+    if lost:
+        first = lost[0]
+        raise InputFormatError(
+            f"--output {args.output}: holds {len(lost)} grade{'s' if len(lost) != 1 else ''} given by a person that "
+            f"{args.sheet} does not hold (first: query {shown(first.query_id)}, unit {shown(first.unit)}), which "
+            "the output would replace; nothing asked or written: write the output to another file"
+        )
+    return existing
 
 
 def summary(graded: Graded, output: str) -> str:

@@ -5,6 +5,12 @@ else), or from ``--results`` files of an earlier run on the config's dataset. Wh
 unjudged, how rows are deduplicated and ordered: rag_eval/_run/pool.py. The sheet is written by
 rag_eval/_data/judging/sheet.py, the Label Studio and Argilla imports by
 rag_eval/_data/judging/exports.py. Every output is checked before any retrieval and written atomically.
+
+An existing ``--output`` is replaced only when it is a judgement sheet (an earlier pool, graded or not):
+its grades are kept on the new pool's rows of the same unit and text, and a graded row the new pool
+drops must be judged in the dataset by now (merged); otherwise nothing is written (exit 2). A
+``--label-studio`` or ``--argilla`` file is replaced only when it is such an import; any other file,
+a folder or a FIFO is refused before anything runs.
 """
 
 from __future__ import annotations
@@ -14,15 +20,17 @@ import contextlib
 import sys
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from rag_eval._commands.output_paths import check_output
-from rag_eval._core.errors import ConfigError, RetrieverError
+from rag_eval._core.errors import ConfigError, InputFormatError, RetrieverError
+from rag_eval._core.messages import shown
 from rag_eval._core.ranking import ranked_ids
 from rag_eval._data.config.schema import LoadedConfig, load_config
 from rag_eval._data.datasets import Dataset
-from rag_eval._data.judging.exports import write_argilla, write_label_studio
-from rag_eval._data.judging.sheet import sheet_format, write_sheet
+from rag_eval._data.judging.exports import check_export_replaceable, write_argilla, write_label_studio
+from rag_eval._data.judging.sheet import ExistingSheet, SheetRow, existing_sheet, sheet_format, write_sheet
 from rag_eval._run.checks import RetrieverRunError
 from rag_eval._run.execute import execute
 from rag_eval._run.plan import load_config_dataset
@@ -35,14 +43,22 @@ def main(args: argparse.Namespace, say: Callable[[str], None]) -> int:
     outputs = _outputs(args)
     config = load_config(args.config)
     _check_outputs(config, outputs, args.results or [])
+    existing = existing_sheet(args.output, "--output")  # anything but a sheet is refused before any retrieval
+    for flag, path in outputs[1:]:
+        check_export_replaceable(path, flag)
     if args.results:
         dataset = load_config_dataset(config)
         answers, top_k = _from_results(args.results)
     else:
         dataset, answers, top_k = _from_run(config, progress=False if args.no_progress else None)
     found = pool(dataset, answers, args.depth)
-    write_sheet(args.output, found.rows)
-    written = [f"written to {args.output}"]
+    rows, carried = found.rows, 0
+    if existing is not None:
+        rows, carried = _keep_grades(existing, found, dataset, args.output)
+        existing.check_unchanged()
+    write_sheet(args.output, rows)
+    written = [f"written to {args.output}" + (f" ({carried} grade{'s' if carried != 1 else ''} of the sheet there kept)"
+                                               if carried else "")]
     if args.label_studio:
         write_label_studio(args.label_studio, found.rows)
         written.append(f"Label Studio tasks: {args.label_studio}")
@@ -53,6 +69,32 @@ def main(args: argparse.Namespace, say: Callable[[str], None]) -> int:
         say(f"note: --depth {args.depth} is past the retrievers' top_k {top_k}: their whole rankings were pooled")
     say(summary_line(found, dataset) + "; " + "; ".join(written))
     return 0
+
+
+def _keep_grades(existing: ExistingSheet, found: Pool, dataset: Dataset, output: str) -> tuple[list[SheetRow], int]:
+    """The new pool's rows, each with the grade the sheet already at ``output`` gave its unit (the same text), and
+    how many were kept. A graded row of that sheet the new pool drops is fine when the dataset now judges its unit
+    (it was merged); any other is refused (exit 2): nothing a person or a judge graded is lost."""
+    old = {row.key: row for row in existing.graded()}
+    rows = []
+    for row in found.rows:
+        before = old.get(row.key)
+        if before is not None and " ".join(before.text.split()) == " ".join(row.text.split()):
+            rows.append(replace(row, grade=before.grade, source=before.source, annotator=before.annotator,
+                                time=before.time, note=before.note))
+            del old[row.key]
+        else:
+            rows.append(row)
+    lost = [row for row in old.values() if row.doc not in dataset.judgements.get(row.query_id, {})]
+    if lost:
+        first = lost[0]
+        raise InputFormatError(
+            f"--output {output}: holds {len(lost)} graded row{'s' if len(lost) != 1 else ''} that the new pool would "
+            f"drop, not merged into the dataset (first: query {shown(first.query_id)}, unit {shown(first.unit)}); "
+            f"nothing written: merge them first (rag-eval judgements merge {output} --into <query set>), or write the "
+            "pool to another file"
+        )
+    return rows, len(found.rows) - sum(row.grade is None for row in rows)
 
 
 def summary_line(found: Pool, dataset: Dataset) -> str:

@@ -32,7 +32,7 @@ def verdict_lines(verdict: Verdict) -> list[str]:
             lines.append(holes_line(holes, verdict.on_holes))
     if verdict.on_holes == "fail" and verdict.candidate.holes is None:
         lines.append(
-            "holes\t-\tthe candidate's results file records no holes (written before rag_eval kept them), so no gate "
+            "holes\t-\tthe candidate's results file records no usable holes (none, or not matching its results), so no gate "
             "can be checked against them; rerun `rag-eval run` to record them"
         )
     lines += [line for result in verdict.gates if (line := power_line(verdict, result.gate.metric))]

@@ -1,7 +1,8 @@
 """Could a verdict flip if the holes were judged? Gates and decisions evaluated at the candidate's bounds.
 
 A results file records, per metric, the candidate's value with its unjudged units as misses (``low``,
-the value every gate reads) and with each judged at its query's highest grade (``high``;
+the value every gate reads) and with each hole of the metric's top k judged at its query's highest grade (``high``; a
+hole below the cutoff is not filled, so a top k without holes cannot flip;
 rag_eval._run.holes_section). The rule here:
 
 - **A gate could flip** when its pass/fail differs between the candidate at its low bound and the

@@ -17,7 +17,6 @@ import http.client
 import threading
 import time
 import urllib.error
-import urllib.parse
 import urllib.request
 from dataclasses import dataclass
 from typing import Any
@@ -137,12 +136,3 @@ def reason_text(reason: Any) -> str:
     return str(reason)
 
 
-def shown_url(url: str) -> str:
-    """``url`` for messages and results: no user or password, no query-string values."""
-    try:
-        parts = urllib.parse.urlsplit(url)
-        netloc = parts.netloc.rpartition("@")[2]
-        query = "&".join(f"{item.partition('=')[0]}=..." for item in parts.query.split("&") if item) if parts.query else ""
-        return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, query, ""))
-    except ValueError:
-        return "<an unreadable URL>"

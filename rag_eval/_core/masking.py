@@ -4,7 +4,7 @@ A config's retriever params are copied into every results file (``retriever.para
 resolved config) and shown in the report, so whatever may hold a credential is masked there:
 
 - a URL (``scheme://...``): an ``http(s)`` URL loses its user, password and query-string values
-  (:func:`rag_eval._core.http_requests.shown_url`: ``https://host/search?api_key=...``); any other
+  (:func:`shown_url`: ``https://host/search?api_key=...``); any other
   scheme (``postgresql://``, ``redis://``...) keeps its user and loses its password
   (``postgresql://alice:***@db/x``) and the value of a ``password=`` query parameter;
 - a ``key=value`` connection string (libpq's ``host=db password='a b'``): ``password=***``;
@@ -15,7 +15,8 @@ resolved config) and shown in the report, so whatever may hold a credential is m
   ``apikey``, ``access_key``, ``private_key``, ``credentials``; not ``*_env``, which holds a variable's
   name): the value, as ``***``.
 
-``${NAME}`` references are kept everywhere: they name a variable, not its value.
+``${NAME}`` references are kept everywhere: they name a variable, not its value. In free text (an
+error message quoting a URL), :func:`without_userinfo` hides the user and password of every URL.
 """
 
 from __future__ import annotations
@@ -25,9 +26,28 @@ import urllib.parse
 from collections.abc import Mapping
 from typing import Any
 
-from rag_eval._core.http_requests import shown_url
-
 MASK = "***"
+
+
+# ``scheme://user:password@`` anywhere in a text: the user and password of a URL.
+_USERINFO = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://)[^/?#@\s]*@")
+
+
+def without_userinfo(text: str) -> str:
+    """``text`` with the user and password of every URL in it replaced by ``***`` (``http://***@host/v1``)."""
+    return _USERINFO.sub(r"\1***@", text)
+
+
+def shown_url(url: str) -> str:
+    """``url`` for messages and results: no user or password, no query-string values."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+        netloc = parts.netloc.rpartition("@")[2]
+        query = "&".join(f"{item.partition('=')[0]}=..." for item in parts.query.split("&") if item) if parts.query else ""
+        return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, query, ""))
+    except ValueError:
+        return "<an unreadable URL>"
+
 
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 _USERINFO_PASSWORD = re.compile(r"(://[^:/@?#\s]*):([^@/?#\s]+)@")

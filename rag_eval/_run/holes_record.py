@@ -3,9 +3,10 @@
 Called by both sides of a run (rag_eval/_run/passages.py, rag_eval/_run/documents.py) with the
 ranking they just scored; gives the :class:`~rag_eval._run.holes_section.HolesRecord` that the
 results file, the report and ``rag-eval compare`` read. The bounds are those of
-rag_eval._scoring.holes (``high``: every hole judged at the query's highest grade), computed for
-all of a run's metrics over one join: low (the results' own values), high on the filled
-judgements, condensed with ``judged_only``.
+rag_eval._scoring.holes (``high``: every hole of the metric's top k judged at the query's highest
+grade; a hole below the cutoff is not the metric's), computed for all of a run's metrics over one join:
+low (the results' own values), high on the filled judgements (one pass per distinct k), condensed with
+``judged_only``.
 
 What a hole is, on each kind of dataset (docs/semantics.md, "Documents, chunks and evidence"):
 
@@ -131,7 +132,18 @@ def _ranking_holes(
     joined: JoinedRun, metrics: tuple[Metric, ...], results: Results, top_k: int, options: EvaluationOptions, unit: str
 ) -> dict[str, MetricHoles]:
     """The holes of ``metrics`` on ``joined`` (made with ``keep_unjudged``); low is the results' own values."""
-    high = score(filled(joined), metrics, options)
+    # Each metric's high fills the holes of its own top k (the holes its unjudged share counts), never those
+    # ranked below its cutoff: one scoring pass per distinct k.
+    by_k: dict[int, list[Metric]] = {}
+    for metric in metrics:
+        by_k.setdefault(metric.ranks_shown(top_k), []).append(metric)
+    high_values: dict[str, np.ndarray] = {}
+    high_aggregate: dict[str, float] = {}
+    for k, group in by_k.items():
+        high = score(filled(joined, k), tuple(group), options)
+        for metric in group:
+            high_values[str(metric)] = np.asarray(high.values[str(metric)], dtype=np.float64)
+            high_aggregate[str(metric)] = float(high.aggregate[str(metric)])
     condensed = score(joined, metrics, replace(options, judged_only=True))
     index = {qid: i for i, qid in enumerate(joined.query_ids)}
     # A scored query these judgements do not hold (a judged document the chunking cut into no chunk) has
@@ -154,10 +166,10 @@ def _ranking_holes(
             judged=_aligned(judged, order, np.zeros_like(low)),
             unjudged=_aligned(unjudged, order, np.zeros_like(low)),
             low=low,
-            high=_aligned(np.asarray(high.values[name], dtype=np.float64), order, low),
+            high=_aligned(high_values[name], order, low),
             condensed=_aligned(np.asarray(condensed.values[name], dtype=np.float64), order, low),
             dataset_low=float(results.aggregate[name]),
-            dataset_high=float(high.aggregate[name]),
+            dataset_high=high_aggregate[name],
             dataset_condensed=float(condensed.aggregate[name]),
         )
     return out

@@ -8,8 +8,8 @@ metric's top k (its cutoff, or ``top_k`` when it has none or a budget):
 - ``judged`` and ``unjudged``: the mean share of the top k that is judged (``judged@k``) and
   unjudged (their sum is the share of the top k retrieved at all);
 - ``low``: the value with the holes as misses (the results' own value, today's number);
-  ``high``: the value with every hole judged at the query's highest grade
-  (rag_eval._scoring.holes.bounds); ``condensed``: the value with the holes removed from each
+  ``high``: the value with every hole of the top k judged at the query's highest grade
+  (rag_eval._scoring.holes.bounds; a hole ranked below the cutoff is not filled); ``condensed``: the value with the holes removed from each
   ranking first (trec_eval ``-J``);
 - the same per query (``low`` is the results' per-query value, not repeated).
 
@@ -17,8 +17,9 @@ Evidence metrics read characters, not grades: they get the shares, and no bounds
 false, the values null). :class:`HolesRecord` is the record a run fills and a comparison reads;
 :class:`HolesSection` checks the section's shape on load (a wrong type, a share outside [0, 1]: the
 file is refused). A results file without the section (written before rag_eval recorded holes) is read
-as before: its record is None; an entry that does not hold together with the file's results (the
-results edited after the run) is not used (:func:`consistent`).
+as before: its record is None; so is one whose section does not hold together with the file's results
+(an entry edited, or the results edited after the run: :func:`consistent`), and an entry of a metric
+the results no longer hold is left out.
 """
 
 from __future__ import annotations
@@ -45,8 +46,8 @@ RULES = {
     "document": "a retrieved document with no document grade for the query (doc_ metrics, MaxP)",
 }
 RULE = (
-    "low: the holes as misses (the results' values); high: every hole judged at the highest grade among the query's "
-    "judgements; condensed: the holes removed from each ranking before scoring (trec_eval -J). judged and unjudged: "
+    "low: the holes as misses (the results' values); high: every hole of the top k judged at the highest grade among "
+    "the query's judgements (a hole below the metric's cutoff is not filled); condensed: the holes removed from each ranking before scoring (trec_eval -J). judged and unjudged: "
     "mean share of the top k (the metric's cutoff, else top_k) judged and unjudged"
 )
 
@@ -139,15 +140,23 @@ class HolesRecord:
     def from_section(
         cls, section: HolesSection, query_ids: Iterable[str], low: Mapping[str, Mapping[str, float | None]],
         aggregate: Mapping[str, float | None],
-    ) -> HolesRecord:
-        """The record of a validated section, with the entries that hold together with the results
-        (:func:`consistent`); ``low`` and ``aggregate``: the results' per-query values ``{qid: {metric: value}}``
-        and dataset values."""
+    ) -> HolesRecord | None:
+        """The record of a validated section; ``low`` and ``aggregate``: the results' per-query values
+        ``{qid: {metric: value}}`` and dataset values.
+
+        An entry of a metric the results no longer hold is left out. An entry of a metric they hold that does
+        not hold together with them (:func:`consistent`: the results or the section edited after the run), or
+        a metric of the results without an entry, makes the whole section untrustworthy: None, read as a file
+        without holes, so that ``on_holes: fail`` says that nothing can be checked instead of passing gates
+        whose holes were silently dropped.
+        """
         order = tuple(query_ids)
         metrics = {}
         for name, entry in section.metrics.items():
-            if not consistent(name, entry, aggregate, low, aggregate):
+            if name not in aggregate:
                 continue
+            if not consistent(name, entry, aggregate, low, aggregate):
+                return None
             rows = [entry.per_query[qid] for qid in order]
             metrics[name] = MetricHoles(
                 metric=name,
@@ -164,6 +173,8 @@ class HolesRecord:
                 dataset_condensed=_nan(entry.condensed),
                 bounded=entry.bounded,
             )
+        if set(metrics) != set(aggregate):
+            return None
         return cls(metrics)
 
 

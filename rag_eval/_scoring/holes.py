@@ -4,15 +4,23 @@ A retrieved document nobody judged counts as not relevant (docs/semantics.md, "G
 metric is computed as if every hole held a miss. :func:`bounds` computes a metric twice:
 
 - ``low``: the value :func:`~rag_eval._scoring.evaluate.evaluate` gives, with the options given;
-- ``high``: the value on judgements in which every retrieved document of a query that has no
-  judgement is judged at the highest grade among that query's judgements (the grade of the best
-  document a judge has seen for it), then scored with the same options.
+- ``high``: the value on judgements in which every hole of the metric's top k (its rank cutoff; the
+  whole ranking for a metric without one) is judged at the highest grade among that query's
+  judgements (the grade of the best document a judge has seen for it), then scored with the same
+  options. The holes filled are exactly those :func:`unjudged_share` counts.
+
+A hole ranked below the cutoff is not filled: like every unjudged document the run did not retrieve,
+it is never counted as found by a metric with that cutoff, and judging it could only add to the ideal
+ranking or to R (lowering nDCG@k, recall@k and MAP@k, changing precision, DCG, MRR and hit rate not at
+all). So when the top k holds no hole, ``high`` equals ``low``.
 
 For the metrics that only count what the ranking found (precision, hit rate, MRR, DCG) ``high`` is
-at least ``low``. Where filling a hole also grows what the value is divided by (recall, MAP,
-R-precision and nDCG divide by the judged relevant documents; bpref's N grows when the highest grade
-is below the relevance threshold) ``high`` may be below ``low``: it is the value of one complete,
-optimistic judging, not a bound over every possible judging. A document judged with a negative
+the largest value any judging of the top k's holes at grades up to the query's highest could give, and
+``low`` the smallest. Where filling a
+hole also grows what the value is divided by (recall, MAP, R-precision and nDCG divide by the judged
+relevant documents; bpref's N grows when the highest grade is below the relevance threshold) ``high``
+may be below ``low``: it is the value of one complete, optimistic judging, not a bound over every
+possible judging. A document judged with a negative
 grade is not a hole. :func:`unjudged_share` says how many holes the top k holds.
 """
 
@@ -92,7 +100,7 @@ def bounds(judgements: Any, run: Any, metric: str | Metric, options: EvaluationO
     (parsed,) = passage_metrics((parse_metric(metric),))
     joined = join_inputs(judgements, run, keep_unjudged=True)
     low = score(joined, (parsed,), options)
-    high = score(filled(joined), (parsed,), options)
+    high = score(filled(joined, parsed.rank_cutoff), (parsed,), options)
     name = str(parsed)
     return Bounds(
         metric=parsed,
@@ -105,16 +113,22 @@ def bounds(judgements: Any, run: Any, metric: str | Metric, options: EvaluationO
     )
 
 
-def filled(joined: JoinedRun) -> JoinedRun:
-    """``joined`` (made with ``keep_unjudged``) with every unjudged row judged at its query's highest grade.
+def filled(joined: JoinedRun, k: int | None = None) -> JoinedRun:
+    """``joined`` (made with ``keep_unjudged``) with every unjudged row of the top ``k`` judged at its query's
+    highest grade (``k`` None: every unjudged row of the ranking).
 
     The new judgements join the query's judgements too, so they count wherever judgements count:
-    in R (the judged relevant documents), in the ideal ranking and in bpref's N.
+    in R (the judged relevant documents), in the ideal ranking and in bpref's N. An unjudged row
+    ranked below ``k`` is left unjudged, as every unjudged document the run did not retrieve is: a
+    metric with cutoff ``k`` never counts it as found, and judging it could only add to the ideal
+    ranking or to R, which lowers nDCG@k, recall@k and MAP@k and changes nothing else.
     """
     data = joined.ranked
     highest = np.full(data.n_queries, -np.inf)
     np.maximum.at(highest, data.judgement_query, data.judgement_grade)  # every judged query has a judgement
     holes = np.isnan(data.row_grade)
+    if k is not None:
+        holes &= data.row_pos < k
     hole_query = data.row_query[holes]
     grade = data.row_grade.copy()
     grade[holes] = highest[hole_query]

@@ -2,7 +2,7 @@
 
 **Label Studio**: a JSON list of tasks, one per sheet row, ``{"data": {...}}``. ``data`` holds
 ``query`` and ``text`` (what the annotator reads) and the row's keys (``query_id``, ``doc``,
-``start``, ``end``, ``priority``, ``note``), which the labelling config does not show. The labelling
+``start``, ``end``, ``priority``, ``id``), which the labelling config does not show; never the note. The labelling
 config (:func:`label_studio_config`) shows the query and the text and asks for one grade, a single
 choice among ``0`` .. the dataset's highest grade.
 
@@ -21,10 +21,12 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 from xml.sax.saxutils import quoteattr
 
 from rag_eval._core.atomic import atomic_write_text
+from rag_eval._core.errors import InputFormatError
 from rag_eval._data.judging.grades import scale_values
 from rag_eval._data.judging.sheet import SheetRow
 
@@ -49,7 +51,7 @@ def label_studio_tasks(rows: Iterable[SheetRow]) -> list[dict[str, Any]]:
     return [
         {"data": {
             "query": row.query_text, "text": row.text, "query_id": row.query_id, "doc": row.doc, "start": row.start,
-            "end": row.end, "priority": row.priority, "note": row.note, "id": record_id(row),
+            "end": row.end, "priority": row.priority, "id": record_id(row),
         }}
         for row in rows
     ]
@@ -99,6 +101,38 @@ def argilla_settings(highest: float) -> dict[str, Any]:
             {"name": "priority", "type": "integer"},
         ],
     }
+
+
+def check_export_replaceable(path: str, flag: str) -> None:
+    """Refuse (exit 2) to replace a file at ``path`` that is not an earlier import of the same kind (``--label-studio``:
+    a JSON list of tasks whose data name ``query_id`` and ``doc``; ``--argilla``: JSON Lines of records with ``id``,
+    ``query_id`` and ``doc``). Nothing there, or an empty file, is fine."""
+    try:
+        data = Path(path).read_bytes()
+    except (FileNotFoundError, NotADirectoryError):
+        return
+    except OSError as error:
+        raise InputFormatError(f"{flag} {path}: cannot be read ({error.strerror or error}); give another file name") from None
+    if not data.strip() or _is_our_import(data, flag):
+        return
+    tool = "Label Studio tasks" if flag == "--label-studio" else "Argilla records"
+    raise InputFormatError(f"{flag} {path}: the file there is not {tool} rag-eval pool wrote; nothing written: give "
+                           "another file name, or move that file away")
+
+
+def _is_our_import(data: bytes, flag: str) -> bool:
+    try:
+        text = data.decode("utf-8")
+        if flag == "--label-studio":
+            items = json.loads(text)
+            return isinstance(items, list) and all(
+                isinstance(item, dict) and isinstance(item.get("data"), dict) and {"query_id", "doc"} <= set(item["data"])
+                for item in items
+            )
+        records = [json.loads(line) for line in text.split("\n") if line.strip()]
+    except ValueError:
+        return False
+    return all(isinstance(record, dict) and {"id", "query_id", "doc"} <= set(record) for record in records)
 
 
 def write_label_studio(path: str, rows: Iterable[SheetRow]) -> int:

@@ -22,6 +22,7 @@ import csv
 import io
 import json
 import math
+import os
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -29,6 +30,7 @@ from typing import Any
 
 from rag_eval._core.atomic import atomic_write_text
 from rag_eval._core.errors import InputFormatError
+from rag_eval._core.files import check_input_file, describe_kind
 from rag_eval._core.messages import shown
 from rag_eval._core.spans import chunk_id
 
@@ -101,16 +103,29 @@ def write_sheet(path: str | Path, rows: Iterable[SheetRow]) -> int:
 
 
 def read_sheet(path: str | Path) -> list[SheetRow]:
-    """The rows of a sheet, checked (see the module docstring); a problem is one error naming file and line."""
-    kind = sheet_format(path)
+    """The rows of a sheet, checked (see the module docstring); a problem is one error naming file and line.
+
+    A folder, a FIFO or a device is refused before it is opened (a FIFO would block forever)."""
+    sheet_format(path)
+    if not Path(path).exists():
+        raise InputFormatError(f"{path}: no such judgement sheet; write one with rag-eval pool")
+    check_input_file(path, "judgement sheet")
     try:
-        text = Path(path).read_bytes().decode("utf-8-sig")  # no newline translation: a cell may hold "\r"
+        data = Path(path).read_bytes()
     except FileNotFoundError:
         raise InputFormatError(f"{path}: no such judgement sheet; write one with rag-eval pool") from None
-    except UnicodeDecodeError as error:
-        raise InputFormatError(f"{path}: not UTF-8 (byte {error.start}); save the sheet as UTF-8") from None
     except OSError as error:
         raise InputFormatError(f"{path}: cannot be read: {error.strerror or error}") from None
+    return parse_sheet(path, data)
+
+
+def parse_sheet(path: str | Path, data: bytes) -> list[SheetRow]:
+    """The rows of a sheet's bytes ``data`` (``path``: its name, for the format and the messages), checked."""
+    kind = sheet_format(path)
+    try:
+        text = data.decode("utf-8-sig")  # no newline translation: a cell may hold "\r"
+    except UnicodeDecodeError as error:
+        raise InputFormatError(f"{path}: not UTF-8 (byte {error.start}); save the sheet as UTF-8") from None
     records = _csv_records(path, text) if kind == ".csv" else _jsonl_records(path, text)
     rows: list[SheetRow] = []
     seen: dict[tuple[str, str], int] = {}
@@ -124,6 +139,69 @@ def read_sheet(path: str | Path) -> list[SheetRow]:
         seen[row.key] = line
         rows.append(row)
     return rows
+
+
+@dataclass(frozen=True)
+class ExistingSheet:
+    """A judgement sheet already at an output path, as read before the command worked: its bytes and rows."""
+
+    path: Path
+    flag: str
+    data: bytes
+    rows: list[SheetRow]
+
+    def graded(self) -> list[SheetRow]:
+        """Its rows that hold a grade."""
+        return [row for row in self.rows if row.grade is not None]
+
+    def check_unchanged(self) -> None:
+        """Refuse (exit 2) when the file changed on disk since it was read: someone saved it meanwhile."""
+        try:
+            now = self.path.read_bytes()
+        except FileNotFoundError:
+            now = None
+        except OSError as error:
+            raise InputFormatError(f"{self.flag} {self.path}: cannot be read again: {error.strerror or error}") from None
+        if now != self.data:
+            raise InputFormatError(f"{self.flag} {self.path}: the file changed while rag-eval worked on it; nothing "
+                                   "written: run the command again")
+
+
+def existing_sheet(path: str | Path, flag: str) -> ExistingSheet | None:
+    """What an output path holds before rag-eval replaces it: None (nothing there, or an empty file), the
+    sheet there, or an error (exit 2) for anything else, which rag-eval never replaces: a folder, a FIFO,
+    a device, or a file that is not a judgement sheet (another program's file, a typo in the name)."""
+    target = Path(path)
+    try:
+        info = os.stat(target)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as error:
+        raise InputFormatError(f"{flag} {path}: cannot be checked ({error.strerror or error})") from None
+    kind = describe_kind(info.st_mode)
+    if kind is not None:
+        raise InputFormatError(f"{flag} {path}: is {kind}; give the path of a judgement sheet to write")
+    try:
+        data = target.read_bytes()
+    except OSError as error:
+        raise InputFormatError(f"{flag} {path}: cannot be read ({error.strerror or error}); rag-eval replaces only "
+                               "a judgement sheet it can read: give another file name") from None
+    if not data.strip():
+        return ExistingSheet(target, flag, data, [])
+    try:
+        rows = parse_sheet(target, data)
+    except InputFormatError as error:
+        reason = str(error).removeprefix(f"{target}").lstrip(":0123456789 ").split("; ")[0]
+        raise InputFormatError(
+            f"{flag} {path}: the file there is not a judgement sheet ({reason}); nothing written: rag-eval replaces "
+            "only a sheet it can read, so give another file name, or move that file away"
+        ) from None
+    return ExistingSheet(target, flag, data, rows)
+
+
+def graded_by_a_person(row: SheetRow) -> bool:
+    """Whether a graded row's grade is a person's: source ``human``, ``llm+verified``, or none (typed into a sheet)."""
+    return row.grade is not None and row.source in ("", HUMAN, VERIFIED)
 
 
 # --------------------------------------------------------------------------- internals

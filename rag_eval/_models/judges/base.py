@@ -40,6 +40,7 @@ from typing import Any, Protocol
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from rag_eval._core.errors import RagEvalError
+from rag_eval._core.masking import without_userinfo
 from rag_eval._core.messages import close_match, did_you_mean, first_and_more
 from rag_eval._core.plugins import error_cause, import_target, object_kind, qualified_name
 from rag_eval._core.validation import PARAMETER_VOICE, pydantic_problems
@@ -173,6 +174,8 @@ def check_params(model: type[JudgeParams], params: Mapping[str, Any], name: str)
             error, dict(params), model, root="params", voice=PARAMETER_VOICE,
             unknown_top_key=lambda key, allowed: _unknown_parameter(name, key, allowed),
         )
+    # A URL's user and password never reach a message (``base_url: http://user:pw@host`` is refused, and shown).
+    problems = [without_userinfo(problem) for problem in problems]
     raise JudgeError(first_and_more(problems), problems=problems)
 
 
@@ -191,7 +194,8 @@ def build(name: str, params: Mapping[str, Any] | None = None, *, cache_dir: Path
     except RagEvalError:
         raise
     except (Exception, SystemExit) as error:
-        raise JudgeError(f"judge {name!r}: {qualified_name(factory)}() raised {error_cause(error)}") from error
+        cause = without_userinfo(error_cause(error))
+        raise JudgeError(f"judge {name!r}: {qualified_name(factory)}() raised {cause}") from error
     if not callable(getattr(judge, "judge", None)):
         raise JudgeError(f"judge {name!r}: the factory returned {type(judge).__name__}, which has no judge() method; {SEAM}")
     return judge

@@ -10,9 +10,10 @@ and each further line one answer::
     {"key": "<sha256 hex>", "model": "...", "prompt_version": "...", "answer": "##final score: 2",
      "grade": 2, "prompt_tokens": 312, "completion_tokens": 6, "seconds": 0.41}
 
-``grade`` is null for an answer the parser could not read even after the reminder: at
-temperature 0 the model would say the same again, so a rerun does not ask (delete the file, or
-change ``prompt_version``, to ask again). A request that failed (no answer) is never kept.
+``grade`` is null for an answer the parser could not read even after the reminder. The LLM judge
+neither writes nor uses such an entry (an answer cut short by ``max_tokens`` would otherwise be
+reused forever): a rerun asks again. ``rag-eval generate`` keeps its answers here with a null grade
+(they hold questions, not grades). A request that failed (no answer) is never kept.
 
 An entry is trusted only under a header of this namespace and format. A file whose header is
 not that (another program's file, an older format, a damaged first line) is a miss for every

@@ -19,9 +19,10 @@ JUDGE.yaml::
 One request per (query, passage), at temperature 0, with the prompt of
 :mod:`rag_eval._models.judges.prompt`; the answer is read strictly (``##final score: N``), asked
 once more with a reminder when it cannot be read, and reported as failed (grade None, never 0)
-when it still cannot. Every answer is kept in :mod:`rag_eval._models.judges.cache` under
+when it still cannot. Every graded answer is kept in :mod:`rag_eval._models.judges.cache` under
 sha256(model, prompt version, query text, passage text) before the next is read, so an
-interrupted run loses nothing it was told. Tokens come from each response's ``usage``; seconds
+interrupted run loses nothing it was told; an answer with no grade is not kept (nor used when an
+older cache holds one), so a rerun asks it again. Tokens come from each response's ``usage``; seconds
 are measured around the requests alone.
 
 Failures: the endpoint down, a 401/403/404, 429 or 5xx after the retries, a timeout, or a reply
@@ -46,7 +47,8 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
-from rag_eval._core.http_requests import Reply, RequestFailed, send, shown_url, snippet
+from rag_eval._core.http_requests import Reply, RequestFailed, send, snippet
+from rag_eval._core.masking import shown_url
 from rag_eval._models.judges import prompt
 from rag_eval._models.judges.base import JudgeError, JudgeGrade, JudgeParams, check_params
 from rag_eval._models.judges.cache import AnswerCache, CachedAnswer, answer_key
@@ -79,7 +81,7 @@ class LlmParams(JudgeParams):
     def _http_url(cls, value: str) -> str:
         parts = urllib.parse.urlsplit(value)
         if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError(f"must be an http:// or https:// URL with a host, got {shown_url(value)!r}")
+            raise ValueError("must be an http:// or https:// URL with a host")  # the value follows, without userinfo
         if parts.username is not None or parts.password is not None:
             raise ValueError("must not hold a user or password; put the key in an environment variable named by api_key_env")
         return value
@@ -156,7 +158,7 @@ class LlmJudge:
         for (query, passages), batch_keys in zip(batches, keys):
             for passage, key in zip(passages, batch_keys):
                 cached = self.cache.get(key) if self.cache is not None else None
-                if cached is not None:
+                if cached is not None and cached.grade is not None:  # an answer without a grade is asked again
                     known[key] = _grade(cached, requests=0, cached=True)
                 elif key not in questions:
                     questions[key] = (query, passage)
@@ -228,7 +230,9 @@ class LlmJudge:
             if grade is None:
                 answer = f"{text}\n---\n{answer}"  # both answers: the note says what the model said
         kept = CachedAnswer(answer, grade, tokens_in, tokens_out, round(seconds, 6))
-        if self.cache is not None:
+        # Only a graded answer is kept: an unreadable one may be cut by max_tokens, or the model's mood that day;
+        # a rerun (with a larger params.max_tokens, another endpoint) asks it again.
+        if self.cache is not None and grade is not None:
             self.cache.put(key, kept, model=self.settings.model, prompt_version=self.settings.prompt_version)
         error = "" if grade is not None else f"no grade in the answer {snippet(answer.encode('utf-8'))} (asked twice)"
         return _Asked(kept, requests, error)

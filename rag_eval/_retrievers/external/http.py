@@ -40,7 +40,8 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from rag_eval._core.errors import RetrieverError
-from rag_eval._core.http_requests import RequestFailed, send, shown_url, snippet
+from rag_eval._core.http_requests import RequestFailed, send, snippet
+from rag_eval._core.masking import shown_url
 from rag_eval._core.ranking import check_top_k
 from rag_eval._retrievers.base import Queries, Ranking
 from rag_eval._retrievers.external.by_text import ScoreOrder, TextHitsParams, TextHitsRetriever

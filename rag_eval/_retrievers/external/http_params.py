@@ -14,7 +14,8 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from rag_eval._core.errors import RetrieverError
-from rag_eval._core.http_requests import MAX_WAIT_S, shown_url
+from rag_eval._core.http_requests import MAX_WAIT_S
+from rag_eval._core.masking import shown_url
 from rag_eval._retrievers.external.by_text import SCORES_HELP, Scores, TextHitsParams
 from rag_eval._retrievers.external.json_path import compile_path
 from rag_eval._retrievers.params import AdapterParams
