@@ -484,3 +484,27 @@ def test_run_exit_1_with_a_worse_baseline_summary(runs, tmp_path, capsys, monkey
     # Every delta is -0.05 (up to float rounding): only the two all-same-sign patterns of the
     # 2**10 sign flips are as extreme, so the exact permutation p is 2/1024 = 0.0020.
     assert "\tp 0.0020\t" in gate_line
+
+
+def test_the_power_line_says_the_mde_is_found_80_percent_of_the_time_not_a_floor(tmp_path, capsys):
+    # The attack: "the smallest detectable difference is X" read as a floor, beside a significant difference below X.
+    from scipy import stats as sps
+    from scipy.optimize import brentq
+
+    base = {f"q{i}": {"mrr@10": v} for i, v in enumerate([0.5, 1.0, 0.25, 0.5, 1.0, 0.2])}
+    cand = {f"q{i}": {"mrr@10": v} for i, v in enumerate([1.0, 1.0, 0.5, 0.5, 1.0, 1.0])}
+    paths = []
+    for name, rows in (("base", base), ("cand", cand)):
+        paths.append(tmp_path / f"{name}.json")
+        paths[-1].write_text(json.dumps(helpers.results_document(rows)))
+    code, out, _ = compare_cli(capsys, *paths, "--gate", "mrr@10")
+    deltas = np.array([cand[q]["mrr@10"] - base[q]["mrr@10"] for q in base])
+    sd, n = deltas.std(ddof=1), deltas.size
+    # The MDE by scipy's noncentral t directly: power 0.8 of the two-sided paired t-test at alpha 0.05.
+    crit = sps.t.ppf(0.975, n - 1)
+    mde = brentq(
+        lambda d: sps.nct.sf(crit, n - 1, d / sd * n**0.5) + sps.nct.cdf(-crit, n - 1, d / sd * n**0.5) - 0.8, 1e-9, 10)
+    (line,) = [line for line in out.splitlines() if line.startswith("power\t")]
+    assert line.startswith(f"power\tmrr@10\twith 6 queries a difference of {mde:.4f} is found 80% of the time, "
+                           "smaller ones less often (paired t-test, alpha 0.05); finding 0.01 as often would need ")
+    assert code == 0

@@ -72,16 +72,17 @@ def gate_power(verdict: Verdict, metric: str) -> Power:
 
 
 def power_line(verdict: Verdict, metric: str) -> str:
-    """``power<TAB>metric<TAB>...``: the smallest difference these paired queries can detect; "" when there is
+    """``power<TAB>metric<TAB>...``: the difference these paired queries find 80% of the time; "" when there is
     no noise to size it against (fewer than two queries, or every query moved alike)."""
     power = gate_power(verdict, metric)
     needed = power.queries_for(POWER_TARGET)
     if power.n < 2 or not power.mde > 0 or needed is None:
         return ""
+    # The MDE is the difference found with the power asked for, not a floor (as the report's power line says).
     return (
-        f"power\t{metric}\twith {power.n:,} queries the smallest detectable difference is {fmt_mde(power.mde)} "
-        f"(paired t-test, alpha {power.alpha:g}, power {power.power:g}); detecting {POWER_TARGET:g} would need "
-        f"{needed:,} queries"
+        f"power\t{metric}\twith {power.n:,} queries a difference of {fmt_mde(power.mde)} is found "
+        f"{power.power:.0%} of the time, smaller ones less often (paired t-test, alpha {power.alpha:g}); finding "
+        f"{POWER_TARGET:g} as often would need {needed:,} queries"
     )
 
 
