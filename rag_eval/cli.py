@@ -23,8 +23,10 @@ import json
 import os
 import sys
 import threading
-from collections.abc import Sequence
+import warnings
+from collections.abc import Iterator, Sequence
 from types import ModuleType
+from typing import Any
 
 from rag_eval import __version__
 from rag_eval._commands.arguments import build_parser
@@ -102,7 +104,8 @@ def _dispatch(args: argparse.Namespace) -> int:
     sys.stdout = GuardedStdout(stdout)
     try:
         command = importlib.import_module(f"rag_eval._commands.{COMMANDS[args.command]}")
-        code = HANDLERS[args.command](command, args)
+        with _own_warnings_as_lines():
+            code = HANDLERS[args.command](command, args)
         sys.stdout.flush()  # inside the try: a full disk or closed pipe on stdout is reported here
         return code
     except StdoutError as error:
@@ -134,6 +137,26 @@ def _error_line(message: str) -> None:
 
 def _warning(message: str) -> None:
     print(f"rag-eval: warning: {message}", file=sys.stderr)
+
+
+@contextlib.contextmanager
+def _own_warnings_as_lines() -> Iterator[None]:
+    """rag_eval's own warnings (a damaged cache entry, a read-only cache folder) as one ``rag-eval: warning:``
+    line each, not Python's ``file.py:45: EmbeddingCacheWarning: ...`` and a line of source; a library's
+    warnings are shown as Python shows them."""
+    shown = warnings.showwarning
+
+    def show(message: Any, category: Any, filename: Any, lineno: Any, file: Any = None, line: Any = None) -> None:
+        if str(getattr(category, "__module__", "")).startswith("rag_eval."):
+            _warning(" ".join(str(message).split()))
+        else:
+            shown(message, category, filename, lineno, file, line)
+
+    warnings.showwarning = show
+    try:
+        yield
+    finally:
+        warnings.showwarning = shown
 
 
 def _cmd_evaluate(command: ModuleType, args: argparse.Namespace) -> int:

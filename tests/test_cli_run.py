@@ -394,3 +394,15 @@ def test_the_lingering_thread_warning_blames_a_plug_in_only_for_threads_not_rag_
     assert result.returncode == 7
     assert result.stderr == (f"rag-eval: warning: thread {name!r} ({owner}) is still running 0.2 s after rag-eval "
                              "finished; exiting without waiting for it\n")
+
+
+def test_rag_evals_own_warnings_are_one_line_each(tmp_path, capsys):
+    # The attack: a cache_dir that is a file gave Python's "…/ranking_cache.py:123: RankingCacheWarning: …"
+    # followed by a line of rag_eval's source, for each warning.
+    (tmp_path / "cache").write_text("not a folder\n")
+    config = write_config(tmp_path, retrievers=[{"label": "bm25", "adapter": "bm25"}], cache_dir="cache")
+    assert main(["run", str(config), "--no-progress"]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert err and all(line.startswith("rag-eval: warning: ") for line in err), err
+    assert any("could not store the ranking in" in line and "the next run computes it again" in line for line in err)
+    assert not any("Warning:" in line or ".py:" in line for line in err)
