@@ -406,3 +406,12 @@ def test_rag_evals_own_warnings_are_one_line_each(tmp_path, capsys):
     assert err and all(line.startswith("rag-eval: warning: ") for line in err), err
     assert any("could not store the ranking in" in line and "the next run computes it again" in line for line in err)
     assert not any("Warning:" in line or ".py:" in line for line in err)
+
+
+def test_clean_without_a_database_retriever_says_there_is_nothing_to_clean(tmp_path, capsys):
+    # The attack: `rag-eval clean` on a config of bm25 and static retrievers printed nothing at all.
+    config = write_config(tmp_path, retrievers=[{"label": "bm25", "adapter": "bm25"}])
+    for extra in ([], ["--dry-run"]):
+        assert main(["clean", str(config), *extra]) == 0
+        assert capsys.readouterr().out == (
+            "no database retriever in this config: nothing to clean (rag-eval clean removes managed collections)\n")

@@ -46,4 +46,6 @@ def clean_config(path: str | Path, say: Callable[[str], None], *, dry_run: bool 
                 say(f"{retriever.ADAPTER} ({where}): no collection of rag_eval's")
         finally:
             retriever.close()
+    if not seen:  # silence would read as "cleaned"
+        say("no database retriever in this config: nothing to clean (rag-eval clean removes managed collections)")
     return found
