@@ -336,8 +336,8 @@ def test_a_damaged_cache_line_is_skipped_with_a_warning(tmp_path, capsys, monkey
     keys = [cache.answer_key(MODEL_NAME, prompt.PROMPT_VERSION, r.query_text, r.text) for r in rows]
     path = tmp_path / "cache" / "judges" / "llm-answers.jsonl"
     path.parent.mkdir(parents=True)
-    good = {"key": keys[0], "answer": "##final score: 3", "grade": 3, "prompt_tokens": 1, "completion_tokens": 1,
-            "seconds": 0.1}
+    good = {"key": keys[0], "model": MODEL_NAME, "prompt_version": prompt.PROMPT_VERSION, "answer": "##final score: 3",
+            "grade": 3, "prompt_tokens": 1, "completion_tokens": 1, "seconds": 0.1}
     cut = json.dumps({**good, "key": keys[1]})[:40]  # a process killed while appending
     path.write_text(json.dumps(cache.header()) + "\n" + json.dumps(good) + "\n" + cut)
     with endpoint(_one_grade_endpoint()) as fake:
@@ -348,6 +348,51 @@ def test_a_damaged_cache_line_is_skipped_with_a_warning(tmp_path, capsys, monkey
         assert "1 damaged line skipped (first: line 3); those answers are asked again" in err
         assert [json.loads(line)["key"] for line in path.read_text().splitlines()[1:] if line.startswith("{\"key")
                 and line.endswith("}")] == [keys[0], keys[1]]
+
+
+def test_an_edited_cache_entry_is_asked_again_and_the_damaged_lines_are_dropped(llama, tmp_path, capsys):
+    """The attack, against the real server: a cached grade edited to one its own answer does not give, and an entry
+    whose recorded model was edited, were used as they were; a damaged line was warned about on every later run."""
+    rows = ocean_rows(4)
+    path = tmp_path / "c" / "judges" / "llm-answers.jsonl"
+    with endpoint(forward_to(llama)) as proxy:
+        sheet, config = write_inputs(tmp_path, rows, llm_config(proxy.base_url, max_tokens=8, timeout=300,
+                                                                concurrency=1, cache_dir="c"))
+        output = tmp_path / "graded.csv"
+        judge_cli(sheet, config, output, capsys)
+        first = read_sheet(output)
+        lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+        entries = {line["key"]: line for line in lines[1:]}
+        keys = [cache.answer_key(MODEL_NAME, prompt.PROMPT_VERSION, r.query_text, r.text) for r in rows]
+        graded = [k for k in keys if k in entries]
+        assert len(graded) >= 2, "the small model gave fewer than 2 readable grades"
+        edited, renamed = graded[0], graded[1]
+        true_grade = entries[edited]["grade"]
+        assert true_grade == prompt.parse_grade(entries[edited]["answer"])
+        entries[edited]["grade"] = (true_grade + 1) % 4  # its answer still says true_grade
+        entries[renamed]["model"] = "another-model"
+        text = "\n".join(json.dumps(line) for line in [lines[0], *entries.values()]) + "\n" + '{"key": "cut'
+        path.write_text(text, encoding="utf-8")
+        sent = proxy.count
+
+        code, out, err = judge_cli(sheet, config, output, capsys)
+        assert code in (0, 1) and proxy.count > sent  # the two edited entries are asked again
+        assert f"cache hits {len(graded) - 2}," in out
+        second = read_sheet(output)
+        assert second[keys.index(edited)].grade == first[keys.index(edited)].grade == float(true_grade)
+        assert second[keys.index(renamed)].grade == first[keys.index(renamed)].grade
+        assert err.count("rag-eval: warning: judge cache") == 2, err
+        assert "2 damaged lines skipped (first: line " in err and "1 damaged entry" in err
+
+        # The answers asked again were written: the damaged lines are gone, the next run says nothing, sends nothing.
+        kept = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()[1:]]
+        assert all(line["model"] == MODEL_NAME and line["grade"] == prompt.parse_grade(line["answer"]) for line in kept)
+        assert sorted(line["key"] for line in kept) == sorted(graded)
+        sent = proxy.count
+        code, out, err = judge_cli(sheet, config, output, capsys)
+        assert f"cache hits {len(graded)}," in out
+        assert err == "" and proxy.count == sent + 2 * (len(rows) - len(graded))  # only the ungraded rows again
+        assert [r.grade for r in read_sheet(output)] == [r.grade for r in second]
 
 
 def test_a_cache_that_cannot_be_written_is_a_warning_and_the_grades_still_come(tmp_path, capsys, monkeypatch):

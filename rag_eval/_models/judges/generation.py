@@ -163,7 +163,8 @@ class QuestionGenerator:
         todo: dict[str, str] = {}
         cache = self.asker.cache
         for doc, key in keys.items():
-            cached = cache.get(key) if cache is not None else None
+            cached = (cache.get(key, model=self.model, prompt_version=questions.PROMPT_VERSION)
+                      if cache is not None else None)
             if cached is not None:
                 answers[key] = _Answer(cached.answer, cached.prompt_tokens, cached.completion_tokens, cached.seconds,
                                        cached=True)

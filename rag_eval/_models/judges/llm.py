@@ -22,7 +22,9 @@ once more with a reminder when it cannot be read, and reported as failed (grade 
 when it still cannot. Every graded answer is kept in :mod:`rag_eval._models.judges.cache` under
 sha256(model, prompt version, query text, passage text) before the next is read, so an
 interrupted run loses nothing it was told; an answer with no grade is not kept (nor used when an
-older cache holds one), so a rerun asks it again. Tokens come from each response's ``usage``; seconds
+older cache holds one), so a rerun asks it again. A cached answer is used only when
+:func:`prompt.parse_grade` (the parser of a fresh answer) reads its grade in its text and it
+records the model and prompt version of its key; any other is asked again. Tokens come from each response's ``usage``; seconds
 are measured around the requests alone.
 
 Failures: the endpoint down, a 401/403/404, 429 or 5xx after the retries, a timeout, or a reply
@@ -51,7 +53,7 @@ from rag_eval._core.http_requests import Reply, RequestFailed, send, snippet
 from rag_eval._core.masking import shown_url
 from rag_eval._models.judges import prompt
 from rag_eval._models.judges.base import JudgeError, JudgeGrade, JudgeParams, check_params
-from rag_eval._models.judges.cache import AnswerCache, CachedAnswer, answer_key
+from rag_eval._models.judges.cache import AnswerCache, CachedAnswer, GradeParser, answer_key
 
 ADAPTER = "llm"
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -138,7 +140,9 @@ class LlmJudge:
             self._headers["Authorization"] = f"Bearer {key}"
         self._opener = urllib.request.build_opener()
         folder = settings.cache_dir
-        self.cache = AnswerCache(folder) if settings.cache and folder is not None else None
+        # A cached grade is used only when the judge's own parser reads it in the cached answer (see cache.py).
+        parsers: dict[str, GradeParser] = {settings.prompt_version: prompt.parse_grade}
+        self.cache = AnswerCache(folder, parsers=parsers) if settings.cache and folder is not None else None
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self.requests = 0  # sent by this judge, retries and reminders included
@@ -157,7 +161,7 @@ class LlmJudge:
         questions: dict[str, tuple[str, str]] = {}
         for (query, passages), batch_keys in zip(batches, keys):
             for passage, key in zip(passages, batch_keys):
-                cached = self.cache.get(key) if self.cache is not None else None
+                cached = self.cache.get(key, model=model, prompt_version=version) if self.cache is not None else None
                 if cached is not None and cached.grade is not None:  # an answer without a grade is asked again
                     known[key] = _grade(cached, requests=0, cached=True)
                 elif key not in questions:
