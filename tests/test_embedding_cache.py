@@ -127,6 +127,36 @@ def test_stale_embeddings_are_not_served_for_new_weights_of_the_same_size(tmp_pa
     assert after != before
 
 
+def test_a_forged_hash_memo_does_not_serve_another_models_embeddings(tmp_path, monkeypatch):
+    """file_hashes.json edited so model A's files carry model B's hashes: A's run still equals a cold run of A."""
+    model_a = _models.copy_model(_models.tiny_bi_encoder(), tmp_path / "a")
+    model_b = _models.copy_model(_models.tiny_bi_encoder(seed=1), tmp_path / "b")
+    sizes = {p.relative_to(model_a): p.stat().st_size for p in model_a.rglob("*") if p.is_file()}
+    if sizes != {p.relative_to(model_b): p.stat().st_size for p in model_b.rglob("*") if p.is_file()}:
+        pytest.skip("the two tiny models' files differ in size")
+    cache = tmp_path / "cache"
+    monkeypatch.setattr(models, "_memo", {})
+    cold = run_dense(model_a, tmp_path / "cold", use_cache=False).search(QUERIES, 4)
+    monkeypatch.setattr(models, "_memo", {})  # the runs below are new processes: their hashes go to the memo file
+    run_dense(model_b, cache).search(QUERIES, 4)  # B's embeddings in the store, B's hashes in the memo
+    run_dense(model_a, cache)
+    memo = cache / "file_hashes.json"
+    text = memo.read_text()
+    entries = _memo_entries(memo)
+    forged = 0
+    for path in model_a.rglob("*"):  # the memo is keyed by resolved paths
+        key, twin = str(path.resolve()), str((model_b / path.relative_to(model_a)).resolve())
+        if key in entries and entries[key][5] != entries[twin][5]:
+            text = text.replace(entries[key][5], entries[twin][5])  # A's file now "hashes" to B's
+            forged += 1
+    assert forged  # the weights at least
+    memo.write_text(text)
+    monkeypatch.setattr(models, "_memo", {})  # the next run, a new process
+    retriever = run_dense(model_a, cache)
+    assert retriever.model_identity() == models.model_identity(model_a, None)
+    assert retriever.search(QUERIES, 4) == cold
+
+
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
 def test_a_fifo_as_hash_memo_or_model_file_does_not_hang(tmp_path, monkeypatch):
     folder = tmp_path / "model"
@@ -139,6 +169,46 @@ def test_a_fifo_as_hash_memo_or_model_file_does_not_hang(tmp_path, monkeypatch):
     os.mkfifo(folder / "weights.bin")
     with pytest.raises(RetrieverError, match=r"model file .*weights.bin is a FIFO \(named pipe\), not a regular file"):
         models.model_identity(folder, None)
+
+
+def _memo_entries(memo: Path) -> dict:
+    """The path -> [stamp..., sha256] entries of a hash memo file, whatever its layout."""
+    raw = json.loads(memo.read_text())
+    return raw.get("entries", raw) if isinstance(raw, dict) else {}
+
+
+def test_the_hash_memo_has_a_header_and_an_edited_or_foreign_one_is_not_trusted(tmp_path, monkeypatch):
+    folder = tmp_path / "model"
+    folder.mkdir()
+    (folder / "model.safetensors").write_bytes(b"\x00" * 1000)
+    memo = tmp_path / "file_hashes.json"
+    monkeypatch.setattr(models, "_memo", {})
+    cold = models.model_identity(folder, None)
+    monkeypatch.setattr(models, "_memo", {})
+    assert models.model_identity(folder, memo) == cold
+    raw = json.loads(memo.read_text())
+    assert (raw["namespace"], raw["version"]) == ("rag_eval.file_hashes", models.MEMO_VERSION)
+    assert len(raw["checksum"]) == 64 and list(raw["entries"]) == [str((folder / "model.safetensors").resolve())]
+    real_sha = hashlib.sha256(b"\x00" * 1000).hexdigest()
+    forged_sha = hashlib.sha256(b"other weights").hexdigest()
+
+    hashed: list[str] = []
+    real = models._sha256_file
+    monkeypatch.setattr(models, "_sha256_file", lambda p: hashed.append(Path(p).name) or real(p))
+    edited = memo.read_text().replace(real_sha, forged_sha)  # the entry edited, the checksum left as it was
+    assert edited != memo.read_text()
+    entries = _memo_entries(memo)
+    foreign = json.dumps({k: [*v[:5], forged_sha] for k, v in entries.items()})  # no header (the old layout)
+    for name, text in {"edited entries": edited, "foreign JSON": foreign}.items():
+        memo.write_text(text)
+        monkeypatch.setattr(models, "_memo", {})  # a new process reading the memo file
+        hashed.clear()
+        assert models.model_identity(folder, memo) == cold, name
+        assert hashed == ["model.safetensors"], name  # hashed again, not taken from the file
+        assert [v[5] for v in _memo_entries(memo).values()] == [real_sha], name  # and the memo rebuilt
+        monkeypatch.setattr(models, "_memo", {})
+        hashed.clear()
+        assert models.model_identity(folder, memo) == cold and hashed == [], name  # the rebuilt memo is trusted
 
 
 # --------------------------------------------------------------------------- through the dense adapter
@@ -375,3 +445,50 @@ def test_a_zero_dimension_shard_is_a_miss_not_an_error_for_every_later_run(tiny,
     assert rebuilt.describe()["cache"] == "miss"
     np.testing.assert_allclose(rebuilt._embeddings, first._embeddings, atol=1e-6)
     assert run_dense(tiny, tmp_path).describe()["cache"] == "hit"
+
+
+def _shorten_every_vector(shard: Path) -> None:
+    """The shard rewritten with each vector one dimension short: well formed (checksum, namespace), wrong size."""
+    from rag_eval._models.embeddings.shard_file import shard_header
+
+    data = shard.read_bytes()
+    length = int.from_bytes(data[8:12], "little")
+    header = json.loads(data[12 : 12 + length])
+    count, dim = header["count"], header["dim"]
+    start = 12 + length
+    keys = data[start : start + 32 * count]
+    vectors = np.frombuffer(data[start + 32 * count :], dtype="<f4").reshape(count, dim)
+    payload = keys + np.ascontiguousarray(vectors[:, : dim - 1]).tobytes()
+    shard.write_bytes(shard_header(count, dim - 1, hashlib.sha256(payload).hexdigest(), header["namespace"]) + payload)
+
+
+@pytest.mark.parametrize("queries_cached", [True, False])
+def test_the_only_passage_shard_of_another_dimension_is_removed_and_re_encoded(tiny, tmp_path, queries_cached):
+    """The store's only shard, one dimension short: nothing outvotes it and no passage is missing. The model's
+    dimension (witnessed by its cached queries, or by the queries it encodes) has it removed and re-encoded."""
+    first = run_dense(tiny, tmp_path)
+    cold = first.search(QUERIES, 4)
+    (shard,) = Path(first.describe()["cache_path"]).glob("*.emb")
+    _shorten_every_vector(shard)
+    if not queries_cached:
+        for folder in (tmp_path / "passages").iterdir():
+            if folder != shard.parent:
+                for path in folder.iterdir():
+                    path.unlink()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        again = run_dense(tiny, tmp_path)
+        ranking = again.search(QUERIES, 4)
+    messages = [str(w.message) for w in caught if issubclass(w.category, EmbeddingCacheWarning)]
+    assert any(str(shard) in m and "its vectors have dim" in m and "removed it" in m for m in messages), messages
+    assert ranking.keys() == cold.keys()
+    for qid in cold:
+        assert list(ranking[qid]) == list(cold[qid])
+        np.testing.assert_allclose(list(ranking[qid].values()), list(cold[qid].values()), atol=1e-6)
+    described = again.describe()
+    assert described["passages_encoded"] == 4 and described["cache"] == "miss"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # repaired: the next run reads every vector from the store, silently
+        third = run_dense(tiny, tmp_path)
+        assert third.search(QUERIES, 4) == ranking
+    assert third.describe()["cache"] == "hit" and third.describe()["query_cache"] == "hit"

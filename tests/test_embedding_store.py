@@ -528,6 +528,33 @@ def test_when_most_shards_have_a_wrong_dimension_the_encoders_first_batch_proves
     assert counts == {"reused": 10, "encoded": 0, "duplicates": 0} and got.tobytes() == expected(TEXTS).tobytes()
 
 
+def test_the_only_shard_of_another_dimension_is_dropped_when_the_models_dimension_is_known(tmp_path):
+    """Nothing outvotes the only shard and nothing is missing, so no batch is encoded to contradict it:
+    the caller's known dimension (the model's) drops it, with a warning, and its texts are encoded again."""
+    encode_missing(TEXTS, FakeEncoder(), store_at(tmp_path), write_every=10)
+    (only,) = (tmp_path / "passages" / "ns").iterdir()
+    only.write_bytes(_shard_bytes([text_key(t) for t in TEXTS], 5))  # every text, one dimension short
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        got, counts = encode_missing(TEXTS, FakeEncoder(), store_at(tmp_path), write_every=10)
+    assert got.shape == (10, 5) and counts["encoded"] == 0  # unknown dimension: the store's word is all there is
+    assert store_at(tmp_path).dim() == 5
+    encoder = FakeEncoder()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got, counts = encode_missing(TEXTS, encoder, store_at(tmp_path), write_every=10, dim=6)
+    messages = [str(w.message) for w in caught]
+    assert any(f"shard {only} is unusable: its vectors have dim 5, the encoder's have dim 6; removed it" in m
+               for m in messages), messages
+    assert got.tobytes() == expected(TEXTS).tobytes()
+    assert counts == {"reused": 0, "encoded": 10, "duplicates": 0} and encoder.calls == [10]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # repaired: the next run reuses every vector, silently
+        got, counts = encode_missing(TEXTS, FakeEncoder(), store_at(tmp_path), write_every=10, dim=6)
+    assert counts["reused"] == 10 and got.tobytes() == expected(TEXTS).tobytes()
+    assert store_at(tmp_path).dim() == 6
+
+
 def test_a_ray_encoding_batch_re_encodes_texts_found_with_another_dimension(tmp_path):
     """The Ray actors' batch: texts found in shards the encoder's dimension contradicts are encoded too."""
     pytest.importorskip("pyarrow", reason="the Ray engine's batches are Arrow tables (pip install rag-eval-trec[ray])")

@@ -14,7 +14,7 @@ import rag_eval._run.execute as runner
 from rag_eval._commands.outputs import write_outputs
 from rag_eval._core.output_manifest import MANIFEST
 from rag_eval._data.config.schema import load_config
-from rag_eval._retrievers.ranking_cache import RankingCacheWarning, entry_text, plain_answer
+from rag_eval._retrievers.ranking_cache import RankingCacheWarning, entry_checksum, entry_text, plain_answer
 from rag_eval._run.execute import execute
 
 OCEAN_FACTS = REPO / "datasets" / "ocean_facts.yaml"
@@ -178,6 +178,38 @@ def test_a_damaged_entry_is_a_miss_and_is_rewritten(tmp_path, calls, damage):
         assert calls == []
 
 
+@pytest.mark.parametrize("field", ["description", "timings", "namespace"])
+def test_an_edited_header_is_a_miss_and_the_report_shows_the_true_description(tmp_path, calls, field):
+    """The checksum covers the header too: an edited description (what the report and compare print) is a miss."""
+    first = run(tmp_path, sweep_config(tmp_path, k1=(0.9,)), "one")
+    entries = sorted((tmp_path / "cache" / "rankings").glob("*.json"))
+    assert len(entries) == 2
+    for entry in entries:
+        head, answer_line = entry.read_text().splitlines()
+        header = json.loads(head)
+        if field == "description":
+            header["description"]["note"] = "FORGED-DESCRIPTION"
+            header["description"]["model"] = "FORGED-MODEL"
+        elif field == "timings":
+            header["timings"] = {name: 1234.5 for name in header["timings"]}
+        else:
+            header["namespace"] = "someone.else"
+        entry.write_text(entry_text(header, answer_line))  # the checksum left as it was
+    calls.clear()
+    with pytest.warns(RankingCacheWarning, match="unusable: (checksum mismatch|its header does not)") as warned:
+        second = run(tmp_path, sweep_config(tmp_path, k1=(0.9,)), "two")
+    assert len(warned) == 2
+    assert sorted(calls) == [("bm25", "index"), ("bm25", "search"), ("seed", "index"), ("seed", "search")]
+    for a, b in zip(first.outcomes, second.outcomes, strict=True):
+        assert b.ranking == a.ranking and "ranking_cache" not in b.description
+        assert b.description == a.description
+    report = (tmp_path / "two" / "report.md").read_text()
+    assert "FORGED" not in report and "1234.5" not in report
+    calls.clear()
+    run(tmp_path, sweep_config(tmp_path, k1=(0.9,)), "three")  # rewritten: the third run hits
+    assert calls == []
+
+
 def test_reuse_rankings_false_always_computes_and_stores_nothing(tmp_path, calls):
     run(tmp_path, sweep_config(tmp_path, k1=(0.9,), reuse_rankings=False))
     run(tmp_path, sweep_config(tmp_path, k1=(0.9,), reuse_rankings=False))
@@ -268,8 +300,6 @@ def test_only_plain_answers_are_stored():
 @pytest.mark.parametrize("tamper", ["unknown doc", "unasked query", "a string score"])
 def test_an_entry_that_fails_the_ranking_checks_is_a_miss_not_the_retrievers_error(tmp_path, calls, tamper):
     """A well-formed entry (valid checksum) whose ranking the run's checks refuse: a miss with a warning."""
-    import hashlib
-
     first = run(tmp_path, sweep_config(tmp_path, k1=(0.9,)))
     for entry in sorted((tmp_path / "cache" / "rankings").glob("*.json")):
         header, answer = (json.loads(line) for line in entry.read_text().splitlines())
@@ -280,7 +310,7 @@ def test_an_entry_that_fails_the_ranking_checks_is_a_miss_not_the_retrievers_err
         else:
             answer.setdefault("q-largest-ocean", {})["pacific-largest"] = "1.0"
         answer_line = json.dumps(answer, ensure_ascii=False)
-        header["checksum"] = hashlib.sha256(answer_line.encode()).hexdigest()
+        header["checksum"] = entry_checksum(header, answer_line.encode())
         entry.write_text(entry_text(header, answer_line))
     calls.clear()
     with pytest.warns(RankingCacheWarning, match="unusable") as warned:
@@ -295,8 +325,9 @@ def test_an_entry_that_fails_the_ranking_checks_is_a_miss_not_the_retrievers_err
 
 
 def test_an_entry_is_a_header_line_and_its_checksummed_answer_line_read_without_re_encoding(tmp_path, monkeypatch):
-    """Format 2: the checksum is of the answer line's bytes, so a load never writes the answer out again;
-    a changed byte, an entry of the one-document layout (format 1) or a lost line end is a miss with a warning."""
+    """Format 3: the checksum covers the header's content and the answer line's bytes, so a load never writes
+    the answer out again; a changed byte, an entry of the one-document layout (format 1), one of format 2
+    (no namespace, the answer alone checksummed) or a lost line end is a miss with a warning."""
     import hashlib
 
     from rag_eval._retrievers import ranking_cache
@@ -308,7 +339,8 @@ def test_an_entry_is_a_header_line_and_its_checksummed_answer_line_read_without_
     head, answer_line = raw.split(b"\n")[:2]
     assert raw == head + b"\n" + answer_line + b"\n"
     header = json.loads(head)
-    assert header["format"] == 2 and header["checksum"] == hashlib.sha256(answer_line).hexdigest()
+    assert (header["namespace"], header["format"]) == ("rag_eval.rankings", 3)
+    assert header["checksum"] == entry_checksum(header, answer_line) != hashlib.sha256(answer_line).hexdigest()
     assert json.loads(answer_line) == answer
 
     def no_re_encoding(value):
@@ -322,12 +354,16 @@ def test_an_entry_is_a_header_line_and_its_checksummed_answer_line_read_without_
     cases = {
         "a changed byte": raw.replace(b"2.5", b"2.6"),
         "format 1 (one JSON document)": json.dumps({**header, "answer": answer}).encode(),
+        "format 2 (no namespace, the answer line checksummed)": entry_text(
+            {**{k: v for k, v in header.items() if k != "namespace"}, "format": 2,
+             "checksum": hashlib.sha256(answer_line).hexdigest()}, answer_line.decode()
+        ).encode(),
         "no line end after the answer": raw[:-1],
         "a third line": raw + b"{}\n",
     }
     for name, damaged in cases.items():
         cache.path("k").write_bytes(damaged)
-        with pytest.warns(RankingCacheWarning, match="is unusable: (checksum mismatch|unreadable)"):
+        with pytest.warns(RankingCacheWarning, match="is unusable: (checksum mismatch|unreadable|its header does not)"):
             assert cache.load("k") is None, name
 
 

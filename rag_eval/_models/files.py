@@ -10,7 +10,9 @@ Shared by ``dense`` and ``cross_encoder``:
   where, and how to fix it.
 - :func:`model_identity` hashes a model folder's files (memoised by device, inode,
   size, mtime and ctime) so caches and results can tell two models apart even when
-  they share a name, and new weights are never taken for old ones.
+  they share a name, and new weights are never taken for old ones. The memo file
+  (``file_hashes.json`` in the cache folder) is trusted only when its header names it
+  (namespace ``rag_eval.file_hashes``, version) and its checksum matches its entries.
 - :func:`load_sentence_transformer` / :func:`load_cross_encoder` import
   sentence-transformers only when called, so ``import rag_eval`` never loads torch.
 """
@@ -277,15 +279,38 @@ def file_digest(path: Path, memo_file: Path | None = None) -> str:
     return digest
 
 
-def _load_memo(memo_file: Path) -> dict[str, tuple[int, int, int, int, int, str]]:
+#: The header of a hash memo file: what it is, and which layout. A file without it (an earlier
+#: layout, another program's JSON), or whose checksum does not match its entries, is ignored.
+MEMO_NAMESPACE = "rag_eval.file_hashes"
+MEMO_VERSION = 2  # 2: {namespace, version, checksum, entries}; 1 had no header
 
+
+def _memo_checksum(entries: dict[str, list[Any]]) -> str:
+    """sha256 of the canonical JSON of a memo file's entries (with the header's namespace and version)."""
+    payload = json.dumps(
+        {"namespace": MEMO_NAMESPACE, "version": MEMO_VERSION, "entries": entries},
+        sort_keys=True, ensure_ascii=True, separators=(",", ":"),
+    )
+    return hashlib.sha256(payload.encode("ascii")).hexdigest()
+
+
+def _load_memo(memo_file: Path) -> dict[str, tuple[int, int, int, int, int, str]]:
+    """The entries of a hash memo file whose header and checksum prove it; {} for anything else (one rehash)."""
     try:
         check_input_file(memo_file, "hash memo", max_bytes=64 * MiB)  # a FIFO here must not hang the run
         raw = json.loads(memo_file.read_text(encoding="utf-8"))
+        if not isinstance(raw, dict) or raw.get("namespace") != MEMO_NAMESPACE or raw.get("version") != MEMO_VERSION:
+            return {}  # no header (an earlier layout, a foreign file): not trusted
+        entries = raw.get("entries")
+        if not isinstance(entries, dict) or raw.get("checksum") != _memo_checksum(entries):
+            return {}  # edited or partly written: not trusted
         memo = {}
-        for k, v in raw.items():
-            if len(v) == 6:  # older memos without inode and ctime are ignored: one rehash
-                memo[k] = (int(v[0]), int(v[1]), int(v[2]), int(v[3]), int(v[4]), str(v[5]))
+        for k, v in entries.items():
+            if not isinstance(v, list) or len(v) != 6 or not isinstance(v[5], str):
+                return {}
+            if not all(isinstance(n, int) and not isinstance(n, bool) for n in v[:5]):
+                return {}
+            memo[str(k)] = (int(v[0]), int(v[1]), int(v[2]), int(v[3]), int(v[4]), v[5])
         return memo
     except (OSError, RagEvalError, ValueError, TypeError, IndexError, AttributeError):
         return {}  # a missing or damaged memo only costs a rehash
@@ -295,8 +320,11 @@ def _store_memo(memo_file: Path, key: str, value: tuple[int, int, int, int, int,
 
     memo = _load_memo(memo_file)
     memo[key] = value
+    entries = {k: list(v) for k, v in sorted(memo.items())}
+    document = {"namespace": MEMO_NAMESPACE, "version": MEMO_VERSION, "checksum": _memo_checksum(entries),
+                "entries": entries}
     try:
-        atomic_write_text(memo_file, json.dumps({k: list(v) for k, v in sorted(memo.items())}, indent=0))
+        atomic_write_text(memo_file, json.dumps(document, indent=0))
     except OSError:
         pass  # read-only cache folder: the in-process memo still works
 

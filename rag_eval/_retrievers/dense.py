@@ -224,6 +224,8 @@ class DenseRetriever:
         self._doc_ids: list[str] = []
         self._embeddings: np.ndarray | None = None
         self._ray_rows: tuple[EmbeddingStore, Sequence[str], Any] | None = None  # (store, key per row, spec) on Ray
+        self._indexed: Corpus | None = None  # the corpus index() encoded in this process, to encode it again
+        self._model_dim: int | None = None  # the dimension the model encodes to, once asked (see _encoder_dim)
         self._token_counter: Any = None  # while passages are encoded: where the encoder's token counts go
         self._stats: dict[str, Any] = {"cache": None, "passages": None, "passages_encoded": 0, "queries_encoded": 0}
         # Where index and search spend their time: loading the model, and encoding (the model's calls only).
@@ -319,6 +321,7 @@ class DenseRetriever:
         doc_ids = sorted(corpus)  # sorted: rows follow doc ids, which the tie rule of top_k_blockwise relies on
         self._doc_ids = doc_ids
         self._ray_rows = None
+        self._indexed = None
         self._searcher = None
         self.exact_reference = None
         self._seconds.pop("encode_passages", None)
@@ -356,9 +359,16 @@ class DenseRetriever:
             status, counts, info, lengths = self._index_on_ray(doc_ids, corpus, spec, tokens)
         else:
             prefixed = [self.passage_prefix + passage_text(corpus[doc_id]) for doc_id in doc_ids]
+            self._indexed = corpus
             self._token_counter = tokens  # fed by the encoder where it counts tokens anyway (the GPU pipeline)
             try:
                 self._embeddings, status, counts, info = self._encode_cached(prefixed, "passage")
+                if self._stored_dim_contradicted(self._embeddings, counts):
+                    # Every passage came from the store and this model's cached queries have another dimension:
+                    # the model says which is right; shards of another dimension are removed and encoded again.
+                    self._embeddings, status, counts, info = self._encode_cached(
+                        prefixed, "passage", dim=self._encoder_dim()
+                    )
             finally:
                 self._token_counter = None
             lengths = tokens.lengths(prefixed)  # counted here only for texts the encoder did not count
@@ -412,13 +422,42 @@ class DenseRetriever:
                 "corpus": "streamed from its file by the workers" if streamed else "sent from memory"}
         return status, counts, info, encoded.token_lengths
 
-    def _encode_cached(self, texts: list[str], kind: str) -> tuple[np.ndarray, str, dict[str, int], dict[str, Any]]:
+    def _encoder_dim(self) -> int:
+        """The dimension the model encodes to (loading it, once): what decides between stored vectors that disagree."""
+        if self._model_dim is None:
+            counter, self._token_counter = self._token_counter, None  # the probe is no passage: not counted
+            try:
+                self._model_dim = int(np.asarray(self._encode(["dimension"])).shape[1])
+            finally:
+                self._token_counter = counter
+        return self._model_dim
+
+    def _stored_dim_contradicted(self, passages: np.ndarray, counts: dict[str, int]) -> bool:
+        """Whether passages read wholly from the store have another dimension than this model's cached queries.
+
+        Passages of which some were encoded already have the encoder's dimension (the store drops
+        what its batches contradict). A store whose every shard has one wrong dimension is
+        outvoted by nothing; the cached query vectors of the same model (read without loading it)
+        are the witness, and the model decides when they disagree.
+        """
+        if counts["encoded"] or not counts["reused"] or not self.use_cache or not passages.shape[1]:
+            return False
+        if self._model_dim is not None:
+            return bool(passages.shape[1] != self._model_dim)
+        namespace = namespace_key(self.model_identity(), {"kind": "query", **self._encoding_options()})
+        queries = EmbeddingStore(self.cache_dir, namespace).dim()
+        return queries is not None and queries != passages.shape[1] and self._encoder_dim() != passages.shape[1]
+
+    def _encode_cached(
+        self, texts: list[str], kind: str, dim: int | None = None
+    ) -> tuple[np.ndarray, str, dict[str, int], dict[str, Any]]:
         """Embeddings of ``texts`` (exactly as the encoder receives them); returns (array, status, counts, info).
 
         Only the distinct texts the store lacks are encoded, and each batch is written as soon as
         it is encoded. ``kind`` ("passage" / "query") is part of the namespace, so passages and
         queries never share an entry. Status: ``hit`` (nothing encoded), ``partial`` (some texts
-        reused, some encoded), ``miss`` (nothing reused), ``off`` (no store).
+        reused, some encoded), ``miss`` (nothing reused), ``off`` (no store). ``dim``, the model's
+        dimension when known: stored vectors of another are dropped (warned, removed) and encoded again.
         """
         encode = self._timed_encode("encode_passages" if kind == "passage" else "encode_queries")
         if not self.use_cache:
@@ -426,7 +465,7 @@ class DenseRetriever:
             return array, "off", counts, {}
         namespace = namespace_key(self.model_identity(), {"kind": kind, **self._encoding_options()})
         store = EmbeddingStore(self.cache_dir, namespace)
-        array, counts = encode_missing(texts, encode, store, write_every=self._write_every)
+        array, counts = encode_missing(texts, encode, store, write_every=self._write_every, dim=dim)
         status = "hit" if not counts["encoded"] else "miss" if not counts["reused"] else "partial"
         return array, status, counts, {"cache_namespace": namespace, "cache_path": str(store.directory)}
 
@@ -446,6 +485,15 @@ class DenseRetriever:
         # Query embeddings are cached too: a rerun of an unchanged config loads no model at all.
         prefixed = [self.query_prefix + queries[qid] for qid in query_ids]
         query_embeddings, status, counts, _ = self._encode_cached(prefixed, "query")
+        if self._ray_rows is None and query_embeddings.shape[1] != self._embeddings.shape[1]:
+            # Queries and passages of one model disagree: one of them was read from a store shard of
+            # another dimension. The model says which; that side is dropped from the store and encoded again.
+            true_dim = self._encoder_dim()
+            if query_embeddings.shape[1] != true_dim:
+                query_embeddings, status, again, _ = self._encode_cached(prefixed, "query", dim=true_dim)
+                counts = {"encoded": counts["encoded"] + again["encoded"]}
+            if self._embeddings.shape[1] != true_dim:
+                self._encode_passages_again(true_dim)
         self._stats["query_cache"] = status
         self._stats["queries_encoded"] += counts["encoded"]
         if self._ray_rows is not None:
@@ -462,6 +510,22 @@ class DenseRetriever:
             qid: {doc_ids[i]: float(s) for i, s in zip(indices[row].tolist(), scores[row].tolist())}
             for row, qid in enumerate(query_ids)
         }
+
+    def _encode_passages_again(self, dim: int) -> None:
+        """Passages read from store shards of another dimension than the model's: dropped, encoded, searched anew."""
+        corpus = self._indexed
+        if corpus is None:
+            raise RetrieverError(f"{ADAPTER}: search() called before index(corpus)")
+        texts = [self.passage_prefix + passage_text(corpus[doc_id]) for doc_id in self._doc_ids]
+        self._embeddings, status, counts, info = self._encode_cached(texts, "passage", dim=dim)
+        self._searcher = build_searcher(
+            self.index_spec, self._embeddings, similarity=self.similarity,
+            cache_dir=self.cache_dir if self.use_cache else None, block_size=self.block_size,
+        )
+        self._stats.update(
+            cache=status, passages_encoded=self._stats.get("passages_encoded", 0) + counts["encoded"],
+            passages_reused=counts["reused"], **info,
+        )
 
     def _exact_sample(self, query_ids: list[str], query_embeddings: np.ndarray, top_k: int) -> Ranking:
         """Exact top ``top_k`` of a seeded sample of the queries: what the approximate index is measured against."""

@@ -1,10 +1,13 @@
 """On-disk cache of a built-in retriever's answer, so that re-running a config skips index() and search().
 
-One file per entry, under ``<cache_dir>/rankings/<key>.json``: a JSON header line (format,
-key, the sha256 of the answer line, the retriever's ``describe()`` and the index and search
-times of the run that computed it), then the answer (``{qid: {doc_id: score}}``) as one JSON
-line. The checksum is of the answer line's bytes as written, so a load checks it without
-writing the answer out again (a canonical re-encoding of 300 rankings of 100 took ~25 ms a load).
+One file per entry, under ``<cache_dir>/rankings/<key>.json``: a JSON header line (namespace
+``rag_eval.rankings``, format, key, a checksum, the retriever's ``describe()`` and the index
+and search times of the run that computed it), then the answer (``{qid: {doc_id: score}}``) as
+one JSON line. The checksum is a sha256 over the header's content (everything but the checksum,
+as canonical JSON: the description and timings a report prints are covered too) and the answer
+line's bytes as written, so a load checks the answer without writing it out again (a canonical
+re-encoding of 300 rankings of 100 took ~25 ms a load). An entry of an earlier format is under
+another key (the format is part of it): simply a miss.
 
 The key is a sha256 over everything the answer depends on, conservatively (a stale hit
 would print a wrong number; a needless miss only costs time):
@@ -27,8 +30,8 @@ only when every nested retriever is built-in too: a plug-in's code can change wh
 parameters stay the same. A dense model with no local folder (to be downloaded) has no
 content hash and is not cached either.
 
-An entry is written atomically; an entry that cannot be read or fails a check (format,
-key, checksum, shapes, or the run's own checks of a ranking: a document not in the corpus,
+An entry is written atomically; an entry that cannot be read or fails a check (namespace,
+format, key, checksum, shapes, or the run's own checks of a ranking: a document not in the corpus,
 a query not asked) is a miss, with a :class:`RankingCacheWarning`, never an error.
 """
 
@@ -54,7 +57,10 @@ from rag_eval._models import files as models
 from rag_eval._models.embeddings.options import cache_options
 from rag_eval._retrievers.shared_children import SharedChild
 
-FORMAT_VERSION = 2  # 2: a header line, then the answer line (its bytes checksummed)
+# 2: a header line, then the answer line (its bytes checksummed); 3: a namespace, and the checksum
+# covers the header's content (description, timings) too.
+FORMAT_VERSION = 3
+NAMESPACE = "rag_eval.rankings"
 FOLDER = "rankings"
 
 # The modules whose source is hashed into every key (relative to the rag_eval package).
@@ -211,12 +217,13 @@ class RankingCache:
             description_json = json.loads(json.dumps(dict(description), default=str))
             answer_line = json.dumps(plain, ensure_ascii=False, allow_nan=False)
             header = {
+                "namespace": NAMESPACE,
                 "format": FORMAT_VERSION,
                 "key": key,
-                "checksum": _answer_checksum(answer_line.encode("utf-8")),
                 "description": description_json,
                 "timings": {name: float(value) for name, value in timings.items()},
             }
+            header["checksum"] = entry_checksum(header, answer_line.encode("utf-8"))
             text = entry_text(header, answer_line)
         except (TypeError, ValueError):
             return False
@@ -283,14 +290,28 @@ def split_entry(raw: bytes) -> tuple[bytes, bytes]:
     return head, rest[:-1]
 
 
-def _answer_checksum(answer_line: bytes) -> str:
-    """The checksum an entry's header holds: the sha256 of its answer line's bytes as written."""
-    return hashlib.sha256(answer_line).hexdigest()
+def entry_checksum(header: Mapping[str, Any], answer_line: bytes) -> str:
+    """The checksum an entry's header holds: sha256 of the header's content and the answer line's bytes.
+
+    The header's content is every field but ``checksum``, as canonical JSON (sorted keys), so an
+    edited description or timing fails the check as an edited score does; the answer line is
+    hashed as written, never encoded again.
+    """
+    content = {name: value for name, value in header.items() if name != "checksum"}
+    digest = hashlib.sha256()
+    digest.update(
+        json.dumps(content, sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
+    )
+    digest.update(b"\n")
+    digest.update(answer_line)
+    return digest.hexdigest()
 
 
 def _check_header(header: Any, key: str, answer_line: bytes) -> str | None:
     if not isinstance(header, dict):
         return "not a JSON object"
+    if header.get("namespace") != NAMESPACE:
+        return f"its header does not name it a {NAMESPACE} entry"
     missing = [name for name in ("format", "key", "checksum", "description", "timings") if name not in header]
     if missing:
         return f"lacks {', '.join(missing)}"
@@ -298,7 +319,11 @@ def _check_header(header: Any, key: str, answer_line: bytes) -> str | None:
         return f"format {header['format']!r}, expected {FORMAT_VERSION}"
     if header["key"] != key:
         return "its key does not match its file name"
-    if header["checksum"] != _answer_checksum(answer_line):
+    try:
+        checksum = entry_checksum(header, answer_line)
+    except (TypeError, ValueError):  # a header holding what JSON cannot re-encode (NaN) is no entry of ours
+        return "its header is not plain JSON"
+    if header["checksum"] != checksum:
         return "checksum mismatch (the file was modified or partly written)"
     if not isinstance(header["description"], dict):
         return "its description is not a JSON object"

@@ -18,6 +18,7 @@ def encode_missing(
     *,
     write_every: int | Callable[[], int] = 1024,
     progress: Callable[[int], None] | None = None,
+    dim: int | None = None,
 ) -> tuple[np.ndarray, dict[str, int]]:
     """Embeddings of ``texts`` (float32, one row per text, in order), encoding only what the store lacks.
 
@@ -33,6 +34,9 @@ def encode_missing(
 
     Stored vectors whose dimension is not the encoder's are not this model's (a namespace has one
     model): they are a miss with an :class:`EmbeddingCacheWarning`, encoded again with the rest.
+    That takes an encoded batch; when nothing is missing, only ``dim`` (the model's dimension, when
+    the caller knows it) can tell: stored shards of another dimension are then dropped (warned,
+    removed) before anything is read, and their texts encoded again.
     """
     keys = [text_key(text) for text in texts]
     first: dict[str, int] = {}
@@ -42,6 +46,8 @@ def encode_missing(
     slot = {key: n for n, key in enumerate(distinct_keys)}
     inverse = np.array([slot[key] for key in keys], dtype=np.int64)
     if store is not None and distinct_keys:
+        if dim is not None:
+            store.expect_dim(dim)
         distinct, found = store.get(distinct_keys)
     else:
         distinct, found = np.zeros((len(distinct_keys), 0), dtype=np.float32), np.zeros(len(distinct_keys), bool)

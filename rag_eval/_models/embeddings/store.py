@@ -167,6 +167,26 @@ class EmbeddingStore:
             if not failed:
                 return vectors, found
 
+    def dim(self) -> int | None:
+        """The dimension of the store's vectors (settled over its valid shards), or None when it holds none."""
+        self._refresh()
+        return self._dim if self._shards else None
+
+    def expect_dim(self, dim: int) -> None:
+        """The model's known dimension: shards of any other are not its vectors and are dropped now.
+
+        Said by a caller that knows what the encoder produces (its first batch, the model's own
+        answer) before anything is read: a shard of another dimension is skipped with a warning and
+        removed even when it is the only one (nothing else would outvote it), and its texts are
+        missing, so they are encoded again.
+        """
+        if dim < 1:
+            raise ValueError(f"embedding store {self.directory}: expected dimension {dim}")
+        self._refresh()
+        if self._proven_dim != dim:
+            self._proven_dim = dim
+            self._settle_dim()
+
     def __len__(self) -> int:
         """Number of distinct keys stored (in valid shards)."""
         self._refresh()
