@@ -225,3 +225,11 @@ def test_pooling_again_never_drops_a_grade_that_is_not_merged(tmp_path, capsys):
     assert run_cli(capsys, "judgements", "merge", sheet, "--into", tmp_path / "holes.yaml")[0] == 0
     code, out, _ = run_cli(capsys, "pool", config, "--depth", 2, "--output", sheet, "--no-progress")
     assert code == 0 and all(row.grade is None for row in read_sheet(sheet))
+    # A sheet that grades b otherwise than the query set now does (a person re-graded it: 2, merged 1) holds a
+    # grade the query set does not: it is kept, not dropped. (Before, any judged unit counted as merged.)
+    rows[9] = rows[9].graded(2, "human", "ana")
+    write_sheet(sheet, rows)
+    before = sheet.read_bytes()
+    code, out, err = run_cli(capsys, "pool", config, "--depth", 2, "--output", sheet, "--no-progress")
+    assert (code, out) == (2, "") and "holds 1 graded row that the new pool would drop, not merged" in err
+    assert sheet.read_bytes() == before

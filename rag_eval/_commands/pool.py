@@ -74,7 +74,7 @@ def main(args: argparse.Namespace, say: Callable[[str], None]) -> int:
 def _keep_grades(existing: ExistingSheet, found: Pool, dataset: Dataset, output: str) -> tuple[list[SheetRow], int]:
     """The new pool's rows, each with the grade the sheet already at ``output`` gave its unit (the same text), and
     how many were kept. A graded row of that sheet the new pool drops is fine when the dataset now judges its unit
-    (it was merged); any other is refused (exit 2): nothing a person or a judge graded is lost."""
+    with the same grade (it was merged: :func:`_merged`); any other is refused (exit 2): nothing a person or a judge graded is lost."""
     old = {row.key: row for row in existing.graded()}
     rows = []
     for row in found.rows:
@@ -85,7 +85,7 @@ def _keep_grades(existing: ExistingSheet, found: Pool, dataset: Dataset, output:
             del old[row.key]
         else:
             rows.append(row)
-    lost = [row for row in old.values() if row.doc not in dataset.judgements.get(row.query_id, {})]
+    lost = [row for row in old.values() if not _merged(row, dataset)]
     if lost:
         first = lost[0]
         raise InputFormatError(
@@ -95,6 +95,15 @@ def _keep_grades(existing: ExistingSheet, found: Pool, dataset: Dataset, output:
             "pool to another file"
         )
     return rows, len(found.rows) - sum(row.grade is None for row in rows)
+
+
+def _merged(row: SheetRow, dataset: Dataset) -> bool:
+    """Whether the dataset holds ``row``'s grade: its passage judged with that very grade (a sheet that gives
+    another grade was not merged: a person may have re-graded it), or, for a span, its document judged."""
+    judged = dataset.judgements.get(row.query_id, {})
+    if row.doc not in judged:
+        return False
+    return row.start is not None or row.grade is None or float(judged[row.doc]) == float(row.grade)
 
 
 def summary_line(found: Pool, dataset: Dataset) -> str:
