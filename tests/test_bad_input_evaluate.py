@@ -194,3 +194,19 @@ def test_a_2gb_file_of_nul_bytes_is_refused_without_reading_it(tmp_path, which):
         f"rag-eval: error: {nul}:1: query id {chr(0) * 60!r}... (more than 1,048,576 characters) holds the control "
         "character U+0000 at position 1; ids may not hold control characters"
     ]
+
+
+def test_files_that_share_no_query_are_refused_not_scored_0(tmp_path, capsys):
+    # The first-day attack: SciFact's judgements against an NFCorpus run printed "ndcg@10 all 0.0000", exit 0.
+    qrels, run = tmp_path / "qrels", tmp_path / "run"
+    qrels.write_text(GOOD_QRELS + "q2 0 c 1\n")
+    run.write_text("PLAIN-1 Q0 a 1 2.0 t\nPLAIN-2 Q0 b 1 1.0 t\n")
+    assert main(["evaluate", "--qrels", str(qrels), "--run", str(run), "-m", "ndcg@10"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err == (
+        f"rag-eval: error: {run}: none of its 2 queries is judged in {qrels} (2 judged queries; e.g. run query "
+        "'PLAIN-1', judged query 'q1'): the files share no query id; check that they come from the same dataset\n")
+    # One query in common is a run to score (the other judged query scores 0, as trec_eval -c does).
+    run.write_text("q1 Q0 a 1 2.0 t\nPLAIN-2 Q0 b 1 1.0 t\n")
+    assert main(["evaluate", "--qrels", str(qrels), "--run", str(run), "-m", "ndcg@10"]) == 0
+    assert capsys.readouterr().out == "ndcg@10\tall\t0.5000\n"

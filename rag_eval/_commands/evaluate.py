@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from rag_eval._core import allocator
+from rag_eval._core.errors import InputFormatError
+from rag_eval._core.messages import shown
 from rag_eval._report.format import exclusion_notes, format_results
 from rag_eval._scoring.engine import BEIR_QRELS, prepare, read_judgements, read_run
 from rag_eval._scoring.evaluate import EvaluationOptions, passage_metrics, score
@@ -55,6 +57,13 @@ def evaluate_files(
     # Once joined, the tables are freed (del), before the metrics need memory.
     joined = prepare(judgements, read_run(run))
     del judgements
+    if joined.unjudged and len(joined.unanswered) == len(joined.query_ids):
+        # Not one query in common: files of two datasets, where every judged query would score 0 and exit 0.
+        raise InputFormatError(
+            f"{run}: none of its {len(joined.unjudged):,} queries is judged in {qrels} ({len(joined.query_ids):,} "
+            f"judged queries; e.g. run query {shown(joined.unjudged[0])}, judged query {shown(joined.query_ids[0])}): "
+            "the files share no query id; check that they come from the same dataset"
+        )
     results = score(joined, parsed, options)
     text = format_results(results, output_format, per_query=per_query)
     # Said once everything has been read (an error stays the only line on stderr), never on stdout.
