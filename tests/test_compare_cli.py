@@ -508,3 +508,22 @@ def test_the_power_line_says_the_mde_is_found_80_percent_of_the_time_not_a_floor
     assert line.startswith(f"power\tmrr@10\twith 6 queries a difference of {mde:.4f} is found 80% of the time, "
                            "smaller ones less often (paired t-test, alpha 0.05); finding 0.01 as often would need ")
     assert code == 0
+
+
+def test_an_mde_beyond_the_metrics_range_is_not_printed_as_a_difference(tmp_path, capsys):
+    # The first-day attack: "with 2 queries a difference of 2.6978 is found 80% of the time" for an nDCG.
+    base = {"q1": {"mrr@10": 1.0}, "q2": {"mrr@10": 0.5}}
+    cand = {"q1": {"mrr@10": 0.5}, "q2": {"mrr@10": 1.0}}
+    paths = []
+    for name, rows in (("base", base), ("cand", cand)):
+        paths.append(tmp_path / f"{name}.json")
+        paths[-1].write_text(json.dumps(helpers.results_document(rows)))
+    code, out, _ = compare_cli(capsys, *paths, "--gate", "mrr@10:max_drop=1")
+    from rag_eval._compare.power import minimum_detectable_difference
+
+    assert minimum_detectable_difference(np.array([-0.5, 0.5])) > 1  # sd 0.71 over 2 queries: far past 1
+    (line,) = [line for line in out.splitlines() if line.startswith("power\t")]
+    assert line.startswith("power\tmrr@10\twith 2 queries even the largest difference mrr@10 can show (1) is found "
+                           "less than 80% of the time (paired t-test, alpha 0.05); finding 0.01 80% of the time would "
+                           "need ")
+    assert code == 0

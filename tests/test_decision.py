@@ -524,3 +524,14 @@ def test_a_budget_that_no_unit_of_a_variant_fits_is_said_first():
         "on a larger budget, or cut the documents into chunks.")
     assert nothing_fits_warning(budget, contexts, {"chunks"}) == ""  # docs retrieved nothing: nothing to say
     assert nothing_fits_warning("evidence_recall@5", contexts, {"chunks", "docs"}) == ""  # a cut-off, no budget
+
+
+def test_a_pair_that_cannot_find_even_the_largest_difference_says_so():
+    # Two queries moving apart by 0.5 each way: the MDE (~2.7) is past anything an nDCG can show.
+    two = {"a": res([1.0, 0.5], ("q1", "q2")), "b": res([0.5, 1.0], ("q1", "q2"))}
+    text = "\n".join(decision_lines(_run([_outcome("a", two["a"]), _outcome("b", two["b"])]), M, "a", n_resamples=200))
+    assert minimum_detectable_difference(np.array([-0.5, 0.5])) > 1
+    assert "| 2 | b | 0.7500 [" in text and "| 0/0/0 |" not in text
+    assert next(line for line in text.splitlines() if line.startswith("| 2 | b |")).split(" | ")[6] == "> 1"
+    assert ("Power: with 2 queries, even the largest difference ndcg@10 can show (1) is found less than 80% of the "
+            "time (paired t-test, alpha 0.05, power 0.8; sd of the per-query differences b vs a: 0.7071)") in text

@@ -11,7 +11,7 @@ from rag_eval._compare.hole_flips import GateHoles
 from rag_eval._compare.power import Power
 from rag_eval._compare.regression import GateResult, Verdict
 from rag_eval._report.decision import POWER_TARGET
-from rag_eval._report.format import fmt_mde
+from rag_eval._report.format import beyond_range, fmt_mde
 from rag_eval._report.incomparable import render_incomparable
 from rag_eval._report.markdown import approximation_note
 from rag_eval._run.results_file import ResultsFile
@@ -78,6 +78,10 @@ def power_line(verdict: Verdict, metric: str) -> str:
     needed = power.queries_for(POWER_TARGET)
     if power.n < 2 or not power.mde > 0 or needed is None:
         return ""
+    if beyond_range(power.mde, metric):  # past the metric's range: even the largest difference is found less often
+        return (f"power\t{metric}\twith {power.n:,} queries even the largest difference {metric} can show (1) is found "
+                f"less than {power.power:.0%} of the time (paired t-test, alpha {power.alpha:g}); finding "
+                f"{POWER_TARGET:g} {power.power:.0%} of the time would need {needed:,} queries")
     # The MDE is the difference found with the power asked for, not a floor (as the report's power line says).
     return (
         f"power\t{metric}\twith {power.n:,} queries a difference of {fmt_mde(power.mde)} is found "

@@ -21,7 +21,16 @@ from rag_eval._compare.hole_flips import DecisionFlip, decision_flips, percent, 
 from rag_eval._compare.power import Power
 from rag_eval._compare.segments import SegmentTable, segment_table
 from rag_eval._compare.variants import sweep_points
-from rag_eval._report.format import code_span, escape_cell, escape_inline, fmt, fmt_mde, fmt_p, signed
+from rag_eval._report.format import (
+    beyond_range,
+    code_span,
+    escape_cell,
+    escape_inline,
+    fmt,
+    fmt_mde,
+    fmt_p,
+    signed,
+)
 from rag_eval._scoring.metrics.measures import parse_metric
 
 if TYPE_CHECKING:
@@ -302,7 +311,7 @@ def render_decision(
         wtl = "–" if v.wins is None else f"{v.wins}/{v.ties}/{v.losses}"
         index_s, search_s = timings.get(v.label, (math.nan, math.nan))
         row = (f"| {v.rank} | {label} | {fmt(v.mean)} [{fmt(v.ci_low)}, {fmt(v.ci_high)}] | {delta} | {p} | {wtl} | "
-               f"{_mde_cell(v.power_vs_baseline)} |")
+               f"{_mde_cell(v.power_vs_baseline, metric)} |")
         if holes_k is not None:
             entry = unjudged.get(v.label)
             row += " – |" if entry is None else f" {percent(entry.unjudged_share)} |"
@@ -362,13 +371,13 @@ def _tie_sentence(decision: Decision) -> str:
     if not others:
         return (f"Only {best} is significantly best: every other variant is worse by a paired permutation test "
                 f"against it (Holm-corrected, p < {alpha}).")
-    names = "; ".join(_tie_detail(decision.variant(label)) for label in others)
+    names = "; ".join(_tie_detail(decision.variant(label), decision.metric) for label in others)
     return (f"Statistically indistinguishable from the best ({best}): {names} (paired permutation test against "
             f"{best}, Holm-corrected, p ≥ {alpha}; each pair's detectable difference from its own per-query "
             "differences).")
 
 
-def _tie_detail(variant: VariantDecision) -> str:
+def _tie_detail(variant: VariantDecision, metric: str) -> str:
     """``b (0.0123 behind; this pair finds a difference of 0.0456 80% of the time)``: the gap and the pair's own power."""
     name = escape_inline(variant.label)
     power = variant.power_vs_best
@@ -378,6 +387,8 @@ def _tie_detail(variant: VariantDecision) -> str:
     if power.mde == 0.0:  # every per-query difference equal: none at all, or one shift of every query
         same = "equal to the best on every query" if power.mean_difference == 0 else "the same difference on every query"
         return f"{name} ({gap}; {same})"
+    if beyond_range(power.mde, metric):
+        return f"{name} ({gap}; this pair finds even a difference of 1 less than {power.power:.0%} of the time)"
     return f"{name} ({gap}; this pair finds a difference of {fmt_mde(power.mde)} {power.power:.0%} of the time)"
 
 
@@ -391,12 +402,14 @@ def power_line(decision: Decision) -> str:
     pairs = [v.power_vs_baseline for v in decision.variants
              if v.power_vs_baseline is not None and v.power_vs_baseline.n >= 2
              and v.power_vs_baseline.mde > 0 and not math.isnan(v.power_vs_baseline.mde)]
-    if len(pairs) >= 2 and len({fmt_mde(p.mde) for p in pairs}) > 1:  # a range only where the printed figures differ
+    bounded = parse_metric(decision.metric).family.bounded
+    if len(pairs) >= 2 and len({fmt_mde(p.mde, bounded) for p in pairs}) > 1:  # a range where the printed ones differ
         return _power_range_line(decision, pairs)
     return _one_pair_power_line(decision)
 
 
 def _power_range_line(decision: Decision, pairs: Sequence[Power]) -> str:
+    bounded = parse_metric(decision.metric).family.bounded
     low = min(pairs, key=lambda p: p.mde)
     high = max(pairs, key=lambda p: p.mde)
     n_low, n_high = low.queries_for(POWER_TARGET), high.queries_for(POWER_TARGET)
@@ -405,8 +418,9 @@ def _power_range_line(decision: Decision, pairs: Sequence[Power]) -> str:
     n_text = f"{queries[0]:,}" if len(queries) == 1 else f"{queries[0]:,} to {queries[-1]:,}"
     return (f"Power (paired t-test, alpha {low.alpha:g}, power {low.power:g}): with {n_text} paired queries, the "
             f"smallest difference in {decision.metric} a comparison with the {reference} can detect ranges from "
-            f"{fmt_mde(low.mde)} ({escape_inline(low.other)}, sd of its per-query differences {fmt(low.sd)}) to "
-            f"{fmt_mde(high.mde)} ({escape_inline(high.other)}, sd {fmt(high.sd)}); the MDE column gives each pair. "
+            f"{fmt_mde(low.mde, bounded)} ({escape_inline(low.other)}, sd of its per-query differences {fmt(low.sd)}) "
+            f"to {fmt_mde(high.mde, bounded)} ({escape_inline(high.other)}, sd {fmt(high.sd)}); the MDE column gives "
+            "each pair. "
             f"Detecting {POWER_TARGET:g} would need from {_count(n_low)} to {_count(n_high)} queries.")
 
 
@@ -424,6 +438,11 @@ def _one_pair_power_line(decision: Decision) -> str:
         return (f"Power: the per-query differences {pair} are all equal, so their variance gives no estimate "
                 "of the smallest detectable difference.")
     needed = power.queries_for(POWER_TARGET)
+    if beyond_range(power.mde, metric):  # past the metric's range: even the largest difference is found less often
+        return (f"Power: with {power.n:,} queries, even the largest difference {metric} can show (1) is found less "
+                f"than {power.power:.0%} of the time ({settings}; sd of the per-query differences {pair}: "
+                f"{fmt(power.sd)}); finding {POWER_TARGET:g} {power.power:.0%} of the time would need "
+                f"{_count(needed)} queries.")
     # The MDE is the difference found with the power asked for, not a floor: smaller ones are found, less often.
     return (f"Power: with {power.n:,} queries, a difference of {fmt_mde(power.mde)} in {metric} is found "
             f"{power.power:.0%} of the time, smaller ones less often ({settings}; sd of the per-query differences "
@@ -435,12 +454,12 @@ def _count(queries: int | None) -> str:
     return f"{queries:,}" if queries is not None else "more"
 
 
-def _mde_cell(power: Power | None) -> str:
+def _mde_cell(power: Power | None, metric: str) -> str:
     if power is None:
         return "–"
     if power.n < 2 or math.isnan(power.mde):
         return "n/a"
-    return fmt_mde(power.mde)
+    return fmt_mde(power.mde, parse_metric(metric).family.bounded)
 
 
 def _segment_lines(table: SegmentTable, decision: Decision) -> list[str]:

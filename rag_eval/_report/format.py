@@ -310,12 +310,20 @@ def signed(value: float) -> str:
     return "n/a" if value is None or math.isnan(value) else f"{value:+.4f}"
 
 
-def fmt_mde(value: float | None) -> str:
+def fmt_mde(value: float | None, bounded: bool = False) -> str:
     """A minimum detectable difference: as :func:`fmt`, or '< 0.0001' when positive but printed as 0.0000
-    (a pair whose differences barely vary detects tiny differences, not none)."""
+    (a pair whose differences barely vary detects tiny differences, not none), or '> 1' past the range of a
+    ``bounded`` metric (values in [0, 1]: no difference can be that large)."""
     if value is not None and 0.0 < value < 0.5 * 10.0**-DECIMALS:
         return f"< {10.0**-DECIMALS:.{DECIMALS}f}"
+    if bounded and value is not None and value > 1.0:
+        return "> 1"
     return fmt(value)
+
+
+def beyond_range(mde: float, metric: str) -> bool:
+    """Whether ``mde`` is larger than any difference ``metric`` can show (its values lie in [0, 1])."""
+    return bool(parse_metric(metric).family.bounded) and mde > 1.0
 
 
 def fmt_p(value: float) -> str:
