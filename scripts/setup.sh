@@ -10,10 +10,20 @@ if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv
 fi
 PIP=(.venv/bin/python -m pip --disable-pip-version-check -q)
-# torch first, pinned to the CPU build: sentence-transformers would otherwise pull
-# the newest torch with several GB of CUDA packages.
+# torch first, pinned to 2.13.0: sentence-transformers would otherwise pull the newest torch. Which
+# build pip finds depends on the index: this project's machines' index carries the CPU wheel; PyPI's
+# Linux wheels are CUDA builds (several GB). TORCH_INDEX_URL picks another index, e.g.
+# TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu for the CPU build anywhere.
+TORCH_FROM=()
+if [ -n "${TORCH_INDEX_URL:-}" ]; then
+  TORCH_FROM=(--index-url "$TORCH_INDEX_URL")
+fi
 if ! .venv/bin/python -c "import torch, sys; sys.exit(0 if torch.__version__.startswith('2.13.0') else 1)" 2>/dev/null; then
-  "${PIP[@]}" install "torch==2.13.0"
+  "${PIP[@]}" install "${TORCH_FROM[@]}" "torch==2.13.0"
+fi
+if ! .venv/bin/python -c "import torch, sys; sys.exit(0 if torch.version.cuda is None else 1)"; then
+  echo "setup.sh: note: torch $(.venv/bin/python -c 'import torch; print(torch.__version__)') is a CUDA build;" \
+    "for the CPU build: rm -rf .venv && TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu bash scripts/setup.sh" >&2
 fi
 # The distribution used to be called rag-eval (a name PyPI gives another project): an
 # environment set up then still holds it, and two distributions would own one module.
