@@ -828,3 +828,14 @@ def test_a_main_metric_of_the_judgements_alone_is_refused(project, main, better)
     ]
     write(project / "configs" / "ok.yaml", valid(metrics=["ndcg@10", "judged@10"], main_metric="judged@10"))
     assert load_config(project / "configs" / "ok.yaml").model.main_metric == "judged@10"  # it depends on the ranking
+
+
+def test_a_query_set_given_as_the_config_is_said_in_one_line(project):
+    # The first-day attack: `rag-eval validate datasets/ocean_facts.yaml` printed six schema errors.
+    path = project / "data" / "tiny.yaml"
+    with pytest.raises(ConfigError) as excinfo:
+        load_config(path)
+    assert str(excinfo.value) == (
+        f"{path}: this is a query set (it has queries), not a run config; a run config names it under "
+        "`dataset: {path: ...}` beside retrievers and metrics (configs/ocean_facts.yaml is one)"
+    )

@@ -301,6 +301,13 @@ def read_config(path: Path) -> dict[str, Any]:
     raw = load_yaml(path, "YAML run config", MAX_CONFIG_BYTES, ConfigError)
     if not isinstance(raw, dict):
         raise ConfigError(f"{path}: a run config is a mapping with keys dataset, retrievers, metrics, ...")
+    found = [key for key in ("queries", "corpus", "documents") if key in raw]
+    if found and "retrievers" not in raw:
+        # A query set given where the config belongs: said once, not as six unknown and missing keys.
+        raise ConfigError(
+            f"{path}: this is a query set (it has {found[0]}), not a run config; a run config names it under "
+            "`dataset: {path: ...}` beside retrievers and metrics (configs/ocean_facts.yaml is one)"
+        )
     return raw
 
 
