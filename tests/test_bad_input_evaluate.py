@@ -133,7 +133,7 @@ def test_dev_zero_is_refused_without_reading_it(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("metric, expected", [
-    ("ndgc@10", r"unknown metric 'ndgc@10' \(did you mean 'ndcg'\?\)"),
+    ("ndgc@10", r"unknown metric 'ndgc@10' \(did you mean 'ndcg@10'\?\)"),
     ("ndcg@0", r"positive integer"),
     ("P_x", r"unknown metric|not an integer|positive integer"),
     ("ndcg@1.5", r"not an integer"),

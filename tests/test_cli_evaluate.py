@@ -403,7 +403,7 @@ def test_missing_file(tmp_path, capsys, which):
 @pytest.mark.parametrize(
     "metric, problem",
     [
-        ("ndgc@10", r"unknown metric 'ndgc@10' \(did you mean 'ndcg'\?\)"),
+        ("ndgc@10", r"unknown metric 'ndgc@10' \(did you mean 'ndcg@10'\?\)"),
         ("ndcg@0", r"positive integer"),
         ("P_0", r"positive integer"),
         ("ndcg@-2", r"positive integer"),

@@ -154,7 +154,7 @@ def test_unknown_adapter_with_hint(project):
 def test_bad_metric_with_hint(project):
     path = write(project / "configs" / "run.yaml", valid(metrics=["ndcg@10", "ndgc@5"]))
     (problem,) = problems(path)
-    assert problem.startswith(f"{path}: metrics: unknown metric 'ndgc@5' (did you mean 'ndcg'?)")
+    assert problem.startswith(f"{path}: metrics: unknown metric 'ndgc@5' (did you mean 'ndcg@5'?)")
 
 
 def test_dataset_needs_a_location(project):
@@ -349,7 +349,7 @@ def test_validate_lists_every_independent_problem_in_one_run(project, capsys):
         f"{path}: retrievers[0](bad label).label: {LABEL_RULE}",
         f"{path}: retriever 'lexical': adapter 'bm25' has no parameter 'stemer' (did you mean 'stemmer'?)",
         f"{path}: retrievers[2](chunked).chunker: no chunker 'nochunker' in chunking; chunkers: fixed-20",
-        f"{path}: metrics: unknown metric 'ndgc@5' (did you mean 'ndcg'?)",
+        f"{path}: metrics: unknown metric 'ndgc@5' (did you mean 'ndcg@5'?)",
         f"{path}: evaluation.gain: Input should be 'linear' or 'exponential' (got 'quadratic')",
         f"{path}: regression.baseline: {path.parent / 'base.json'}: no such file",
         f"{path}: regression.gates.doc_ndcg@10.max_drop: Input should be greater than or equal to 0 (got -1)",

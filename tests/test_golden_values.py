@@ -397,7 +397,7 @@ def test_unknown_metric_lists_valid_names_and_suggests():
         parse_metric("ndgc@10")
     message = str(info.value)
     assert "ndgc@10" in message
-    assert "did you mean 'ndcg'" in message
+    assert "did you mean 'ndcg@10'" in message  # the cutoff kept: it is a valid one
     for form in valid_metric_names():
         assert form in message
     assert "precision@k" in message and "r_precision" in message

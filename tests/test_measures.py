@@ -113,7 +113,7 @@ def test_every_listed_form_parses():
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("ndgc@10", "did you mean 'ndcg'"),
+        ("ndgc@10", "did you mean 'ndcg@10'"),
         ("precision", "needs a cutoff"),
         ("r_precision@5", "takes no cutoff"),
         ("P_x", "is not an integer"),
@@ -133,7 +133,10 @@ def test_bad_names_say_what_is_wrong(text, message):
         ("bpre@5", "unknown metric 'bpre@5' (did you mean 'bpref'?); valid: "),  # bpref takes no cutoff
         ("precison@5", "unknown metric 'precison@5' (did you mean 'precision@5'?); valid: "),
         ("hitrate", "unknown metric 'hitrate' (did you mean 'hit_rate@k'?); valid: "),
-        ("ndgc@10", "unknown metric 'ndgc@10' (did you mean 'ndcg'?); valid: "),
+        ("ndgc@10", "unknown metric 'ndgc@10' (did you mean 'ndcg@10'?); valid: "),  # the user's cutoff kept
+        ("mmr@10", "unknown metric 'mmr@10' (did you mean 'mrr@10'?); valid: "),
+        ("ndgc", "unknown metric 'ndgc' (did you mean 'ndcg'?); valid: "),  # no cutoff given, none needed
+        ("ndgc@0", "unknown metric 'ndgc@0' (did you mean 'ndcg'?); valid: "),  # 0 is no cutoff to keep
         ("rprecc", "unknown metric 'rprecc' (did you mean 'r_precision'?); valid: "),
         ("xyzzy", "unknown metric 'xyzzy'; valid: "),  # nothing close: no suggestion
     ],
@@ -239,7 +242,7 @@ def test_levels_are_distinct_metrics_and_passage_names_are_unchanged():
          "got 0; write e.g. evidence_recall@2000chars"),
         ("evidence_iou@-5tokens", "metric 'evidence_iou@-5tokens': the budget must be a positive number of tokens, "
          "got -5; write e.g. evidence_iou@2000tokens"),
-        ("doc_ndgc@10", "unknown metric 'doc_ndgc@10' (did you mean 'doc_ndcg'?); valid: "),
+        ("doc_ndgc@10", "unknown metric 'doc_ndgc@10' (did you mean 'doc_ndcg@10'?); valid: "),
         ("evidence_recal@2000chars", "unknown metric 'evidence_recal@2000chars' (did you mean "
          "'evidence_recall@2000chars'?); valid: "),
         ("evidence_iuo@5", "unknown metric 'evidence_iuo@5' (did you mean 'evidence_iou@5'?); valid: "),

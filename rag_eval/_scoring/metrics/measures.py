@@ -383,12 +383,15 @@ def _unknown(raw: str) -> str:
 
 
 def _valid_form(name: str, cutoff: str) -> str:
-    """A suggestion that parses as written: ``ndcg``, ``r_precision``, ``precision@5`` or ``precision@k``.
+    """A suggestion that parses as written: ``ndcg``, ``ndcg@10``, ``r_precision``, ``precision@5`` or ``precision@k``.
 
     A family that needs a cutoff is never suggested alone ('precision' would be refused in turn);
     the user's own cutoff is kept when it is a valid one (a budget of an evidence family too).
     """
     family = FAMILIES[name]
+    number = cutoff.isascii() and cutoff.isdigit() and int(cutoff) > 0
+    if family.cutoff == "optional":  # 'ndgc@10' means ndcg@10: the user's cutoff is kept where it is one
+        return f"{name}@{cutoff}" if number else name
     if family.cutoff != "required":
         return name
     budget = _BUDGET.fullmatch(cutoff)
