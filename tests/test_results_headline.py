@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from rag_eval._data.config.schema import load_config
+from rag_eval._data.datasets.query_set import load_yaml_query_set
 from rag_eval._run.execute import execute
 from rag_eval.cli import main
 
@@ -129,3 +130,23 @@ def test_no_query_with_a_value_prints_n_a_and_a_report_without_a_decision(tmp_pa
     decision = report.split("## 🏁 Decision", 1)[1].split("\n## ", 1)[0]
     assert "No decision: no variant has a value of `mrr@3` for any query" in decision
     assert "Ship" not in decision
+
+
+def test_a_retriever_none_of_whose_units_fits_the_budget_says_so_in_its_headline(tmp_path, capsys):
+    # The first-day attack: "bm25-md evidence_recall@1000tokens 0.0000" with no note, where report.md explained it.
+    # The ocean documents have 312 to 666 characters: none fits 300 characters whole; 200-character chunks do.
+    lengths = sorted(len(t) for t in load_yaml_query_set(REPO / "datasets" / "ocean_documents.yaml").documents.values())
+    assert lengths[0] > 300
+    config = yaml.safe_load((REPO / "configs" / "ocean_documents.yaml").read_text())
+    config["dataset"]["path"] = str(REPO / "datasets" / "ocean_documents.yaml")
+    config["chunking"] = {"recursive-200c": config["chunking"]["recursive-200c"]}
+    config["retrievers"] = [r for r in config["retrievers"] if r["label"] in ("bm25-recursive-200c", "bm25-documents")]
+    config.update(metrics=["evidence_recall@300chars", "evidence_recall@3"], main_metric="evidence_recall@300chars",
+                  output=str(tmp_path / "out"))
+    path = tmp_path / "docs.yaml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    assert main(["run", str(path), "--no-progress"]) == 0
+    lines = dict(line.split("\t", 1) for line in capsys.readouterr().out.splitlines()[:2])
+    assert lines["bm25-documents"].startswith("evidence_recall@300chars\t0.0000\t(no unit it retrieved fits the "
+                                              "budget on any query: 0 by the budget, not by the ranking")
+    assert "budget" not in lines["bm25-recursive-200c"]

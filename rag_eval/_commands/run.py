@@ -21,6 +21,7 @@ from rag_eval._core.errors import ComparisonError, RetrieverError
 from rag_eval._core.output_folder import check_replaceable, hold_output_folder
 from rag_eval._data.config.schema import LoadedConfig, load_config
 from rag_eval._report.comparison import render_comparison
+from rag_eval._report.decision import nothing_read
 from rag_eval._report.format import fmt, mean_notes
 from rag_eval._run.checks import RetrieverRunError
 from rag_eval._run.execute import execute
@@ -115,6 +116,8 @@ def _shown_passages(run: RunOutcome, verdict: Verdict) -> Mapping[str, Any]:
 def headline_lines(run: RunOutcome) -> list[str]:
     """``label<TAB>metric<TAB>value`` per retriever, then why the mean is what it is, when that is not obvious."""
     main_metric = run.config.model.primary_metric
+    # A budget metric reads nothing of a retriever whose units are all longer than the budget: 0 by the budget.
+    unread = nothing_read(run, main_metric)
     lines = []
     for outcome in run.outcomes:
         if main_metric not in outcome.results.aggregate:  # chunk-level, for a retriever returning its own spans
@@ -122,6 +125,8 @@ def headline_lines(run: RunOutcome) -> list[str]:
             continue
         value = outcome.results.aggregate[main_metric]
         notes = mean_notes(outcome.results, main_metric, run.dataset.judgements, run.dataset.evidence)
+        if outcome.label in unread:
+            notes.insert(0, "no unit it retrieved fits the budget on any query: 0 by the budget, not by the ranking")
         line = f"{outcome.label}\t{main_metric}\t{fmt(value)}"  # n/a where no query has a value, as in the report
         lines.append(line + (f"\t({'; '.join(notes)})" if notes else ""))
     return lines

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from rag_eval._run.holes_section import MetricHoles
     from rag_eval._run.outcome import RunOutcome
 
-__all__ = ["POWER_TARGET", "context_sizes", "decision_lines", "render_decision"]
+__all__ = ["POWER_TARGET", "context_sizes", "decision_lines", "nothing_read", "render_decision"]
 
 # The difference the power line asks about ("detecting 0.01 would need M queries").
 POWER_TARGET = 0.01
@@ -199,6 +199,15 @@ def nothing_fits_warning(metric: str, contexts: Mapping[str, ContextSize], retri
             f"{'it' if one else 'they'} retrieved fits the budget on any query (the units are longer), so "
             f"{code_span(metric)} is 0 by the budget, not by the ranking; compare {'it' if one else 'them'} on a "
             "larger budget, or cut the documents into chunks.")
+
+
+def nothing_read(run: RunOutcome, main: str) -> set[str]:
+    """Labels of the retrievers that retrieved something but of which ``main``, a budget metric, reads nothing:
+    every unit longer than the budget (empty for a cut-off metric or a dataset without documents)."""
+    if parse_metric(main).budget_unit is None or not run.dataset.has_documents:
+        return set()
+    retrieving = _retrieving(run.outcomes)
+    return {label for label, size in context_sizes(run, main).items() if size.chars == 0 and label in retrieving}
 
 
 def _retrieving(outcomes: Sequence[Any]) -> set[str]:
