@@ -190,7 +190,7 @@ def nothing_fits_warning(metric: str, contexts: Mapping[str, ContextSize], retri
     parsed = parse_metric(metric)
     if parsed.budget_unit is None:
         return ""
-    empty = [label for label, size in contexts.items() if size.chars == 0 and label in retrieving]
+    empty = _unread(contexts, retrieving)
     if not empty:
         return ""
     names = ", ".join(escape_inline(label) for label in empty)
@@ -206,8 +206,12 @@ def nothing_read(run: RunOutcome, main: str) -> set[str]:
     every unit longer than the budget (empty for a cut-off metric or a dataset without documents)."""
     if parse_metric(main).budget_unit is None or not run.dataset.has_documents:
         return set()
-    retrieving = _retrieving(run.outcomes)
-    return {label for label, size in context_sizes(run, main).items() if size.chars == 0 and label in retrieving}
+    return set(_unread(context_sizes(run, main), _retrieving(run.outcomes)))
+
+
+def _unread(contexts: Mapping[str, ContextSize], retrieving: Collection[str]) -> list[str]:
+    """The labels of ``retrieving`` (those that retrieved something) of which the metric read no character."""
+    return [label for label, size in contexts.items() if size.chars == 0 and label in retrieving]
 
 
 def _retrieving(outcomes: Sequence[Any]) -> set[str]:
