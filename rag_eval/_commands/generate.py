@@ -284,14 +284,10 @@ def _scalar(value: str) -> Any:
 
 @contextmanager
 def _warnings_as_lines() -> Iterator[None]:
-    """The cache's warnings (a damaged file) as one ``rag-eval: warning:`` line each on stderr."""
-
-    def show(message: Any, category: Any, filename: Any, lineno: Any, file: Any = None, line: Any = None) -> None:
-        print(f"rag-eval: warning: {' '.join(str(message).split())}", file=sys.stderr)
-
+    """Every damaged cache file said, even twice in one process; the command line prints each as one
+    ``rag-eval: warning:`` line (rag_eval.cli, for all of rag_eval's own warnings)."""
     with warnings.catch_warnings():
         warnings.simplefilter("always", JudgeCacheWarning)
-        warnings.showwarning = show
         yield
 
 

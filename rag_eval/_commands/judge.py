@@ -18,11 +18,9 @@ nothing is written (exit 2), and a rerun takes every answer from the cache.
 from __future__ import annotations
 
 import argparse
-import sys
 import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
 
 from rag_eval._commands.exit_codes import EXIT_PASSED, EXIT_REGRESSION
 from rag_eval._commands.output_paths import check_output
@@ -102,14 +100,10 @@ def summary(graded: Graded, output: str) -> str:
 
 @contextmanager
 def _warnings_as_lines() -> Iterator[None]:
-    """A judge's warnings (a damaged cache file) as one ``rag-eval: warning:`` line each on stderr."""
-
-    def show(message: Any, category: Any, filename: Any, lineno: Any, file: Any = None, line: Any = None) -> None:
-        print(f"rag-eval: warning: {' '.join(str(message).split())}", file=sys.stderr)
-
+    """Every damaged cache file said, even twice in one process; the command line prints each as one
+    ``rag-eval: warning:`` line (rag_eval.cli, for all of rag_eval's own warnings)."""
     with warnings.catch_warnings():
-        warnings.simplefilter("always", JudgeCacheWarning)  # each file's problem is said, even twice in one process
-        warnings.showwarning = show
+        warnings.simplefilter("always", JudgeCacheWarning)
         yield
 
 
