@@ -99,8 +99,8 @@ def ray_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     against real Ray), and shut down as that run would; a run finds it running, joins it and
     leaves it running. Yields the ``ray`` module.
     """
-    ray = pytest.importorskip("ray", reason="the Ray engine needs the ray extra (pip install rag-eval-trec[ray])")
-    data = pytest.importorskip("ray.data", reason="the Ray engine needs the ray extra (pip install rag-eval-trec[ray])")
+    ray = pytest.importorskip("ray", reason="the Ray engine needs the ray extra (pip install '.[ray]')")
+    data = pytest.importorskip("ray.data", reason="the Ray engine needs the ray extra (pip install '.[ray]')")
     from rag_eval._data.config.execution import ExecutionSpec
     from rag_eval._execution.ray_cluster import connect
 

@@ -18,7 +18,7 @@ from rag_eval._retrievers.index_cache import IndexCacheWarning
 from rag_eval._retrievers.index_spec import IndexSpec
 from rag_eval._retrievers.params import AdapterParams, check_params
 
-FAISS_REASON = "faiss-cpu is not installed (pip install rag-eval-trec[ann])"
+FAISS_REASON = "faiss-cpu is not installed (pip install '.[ann]')"
 
 
 class _Holder(AdapterParams):
@@ -128,7 +128,7 @@ def test_exact_kind_is_top_k_blockwise() -> None:
 def test_missing_faiss_is_a_one_line_error(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "faiss", None)  # import faiss now raises ImportError
     with pytest.raises(RetrieverError, match=r"^index kinds flat, hnsw, ivf and ivf_pq need FAISS, .*"
-                       r"install it with pip install 'rag-eval-trec\[ann\]', or use index kind exact$"):
+                       r'install it with pip install "\.\[ann\]" in your rag_eval checkout, or use index kind exact$'):
         build_searcher(IndexSpec(kind="hnsw"), _unit(10, 4, 25))
 
 

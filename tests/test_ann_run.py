@@ -8,7 +8,7 @@ import _models
 import numpy as np
 import pytest
 
-pytest.importorskip("faiss", reason="FAISS is not installed (pip install rag-eval-trec[ann])")
+pytest.importorskip("faiss", reason="FAISS is not installed (pip install '.[ann]')")
 
 from rag_eval._data.config import load_config  # noqa: E402
 from rag_eval._run.execute import execute  # noqa: E402

@@ -557,7 +557,7 @@ def test_the_only_shard_of_another_dimension_is_dropped_when_the_models_dimensio
 
 def test_a_ray_encoding_batch_re_encodes_texts_found_with_another_dimension(tmp_path):
     """The Ray actors' batch: texts found in shards the encoder's dimension contradicts are encoded too."""
-    pytest.importorskip("pyarrow", reason="the Ray engine's batches are Arrow tables (pip install rag-eval-trec[ray])")
+    pytest.importorskip("pyarrow", reason="the Ray engine's batches are Arrow tables (pip install '.[ray]')")
     from rag_eval._execution.ray_engine import _EncodeBatches
 
     class Factory:
@@ -586,7 +586,7 @@ def test_a_ray_encoding_batch_re_encodes_texts_found_with_another_dimension(tmp_
 
 def test_a_ray_actor_builds_its_encoder_only_at_the_first_text_the_store_lacks(tmp_path):
     """A rerun whose store holds every passage loads no model on the workers; a miss builds it once."""
-    pytest.importorskip("pyarrow", reason="the Ray engine's batches are Arrow tables (pip install rag-eval-trec[ray])")
+    pytest.importorskip("pyarrow", reason="the Ray engine's batches are Arrow tables (pip install '.[ray]')")
     from rag_eval._execution.ray_engine import _EncodeBatches
 
     built = []
@@ -620,7 +620,7 @@ def test_a_ray_actor_builds_its_encoder_only_at_the_first_text_the_store_lacks(t
 
 def test_a_ray_encoding_batch_that_cannot_be_stored_fails_the_run(tmp_path):
     """On Ray the store is how vectors reach the search: a write that fails is an error there (locally, a warning)."""
-    pytest.importorskip("pyarrow", reason="the Ray engine's batches are Arrow tables (pip install rag-eval-trec[ray])")
+    pytest.importorskip("pyarrow", reason="the Ray engine's batches are Arrow tables (pip install '.[ray]')")
     from rag_eval._core.errors import RetrieverError
     from rag_eval._execution.ray_engine import _EncodeBatches
 

@@ -10,7 +10,7 @@ import _models
 import pytest
 from conftest import skip_module_without
 
-skip_module_without("ray", "Ray is not installed (pip install rag-eval-trec[ray])")
+skip_module_without("ray", "Ray is not installed (pip install '.[ray]')")
 
 from rag_eval._core.errors import RetrieverError  # noqa: E402
 from rag_eval._data.config import load_config  # noqa: E402

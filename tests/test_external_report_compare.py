@@ -17,7 +17,7 @@ import pytest
 import yaml
 from conftest import skip_module_without
 
-skip_module_without("qdrant_client", "needs qdrant-client (pip install 'rag-eval-trec[qdrant]')")  # imported by the fixture
+skip_module_without("qdrant_client", "needs qdrant-client (pip install '.[qdrant]')")  # imported by the fixture
 
 from rag_eval.cli import main  # noqa: E402
 

@@ -23,9 +23,9 @@ import numpy as np
 import pytest
 import yaml
 
-pytest.importorskip("psycopg", reason="adapter pgvector needs psycopg (pip install 'rag-eval-trec[pgvector]')")
-pytest.importorskip("pgvector", reason="adapter pgvector needs pgvector (pip install 'rag-eval-trec[pgvector]')")
-pytest.importorskip("pgserver", reason="the embedded server needs pgserver (pip install 'rag-eval-trec[pgvector]')")
+pytest.importorskip("psycopg", reason="adapter pgvector needs psycopg (pip install '.[pgvector]')")
+pytest.importorskip("pgvector", reason="adapter pgvector needs pgvector (pip install '.[pgvector]')")
+pytest.importorskip("pgserver", reason="the embedded server needs pgserver (pip install '.[pgvector]')")
 # One embedded server for the module: under -n its tests stay on one worker.
 pytestmark = pytest.mark.xdist_group("pgvector")
 
@@ -481,7 +481,7 @@ def test_without_pgserver_the_error_names_the_extra(scratch, monkeypatch):
     monkeypatch.setitem(sys.modules, "pgserver", None)  # as if it were not installed
     own_cache = fresh(scratch)
     retriever = pgvector(own_cache)
-    with pytest.raises(RetrieverError, match=r"pip install 'rag-eval-trec\[pgvector\]'"):
+    with pytest.raises(RetrieverError, match=r'pip install "\.\[pgvector\]" in your rag_eval checkout'):
         retriever.connect()
     retriever.close()
     assert postmasters(own_cache / "pgvector") == []

@@ -604,7 +604,7 @@ def test_grade_for_cuts_at_the_thresholds_a_tie_taking_the_higher_grade():
 
 def test_the_cross_encoder_judge_grades_the_tiny_models_scores_by_the_thresholds(tmp_path, capsys):
     for module in ("torch", "transformers", "sentence_transformers"):
-        pytest.importorskip(module, reason="the cross_encoder judge needs the dense extra (pip install rag-eval-trec[dense])")
+        pytest.importorskip(module, reason="the cross_encoder judge needs the dense extra (pip install '.[dense]')")
     import torch
     from _models import tiny_cross_encoder
     from transformers import AutoModelForSequenceClassification, AutoTokenizer

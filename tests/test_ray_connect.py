@@ -26,7 +26,7 @@ import pytest
 import yaml
 from conftest import skip_module_without
 
-skip_module_without("ray", "Ray is not installed (pip install rag-eval-trec[ray])")
+skip_module_without("ray", "Ray is not installed (pip install '.[ray]')")
 # Each test starts Ray, or a run that would start it: beside the shared cluster's tests, never in parallel with them.
 pytestmark = pytest.mark.ray_state
 
@@ -159,7 +159,7 @@ def test_without_ray_installed_validate_and_run_both_refuse_engine_ray(tmp_path,
         "retrievers": [{"label": "s", "adapter": "static", "params": {"rankings": {"q1": ["d1"]}}}],
         "output": str(tmp_path / "out"),
     }))
-    fix = 'execution.engine: ray needs Ray, which is not installed; pip install "rag-eval-trec[ray]", or use engine: local'
+    fix = 'execution.engine: ray needs Ray, which is not installed; pip install ".[ray]" in your rag_eval checkout, or use engine: local'
     assert main(["validate", str(config)]) == 2
     assert f"{config}: {fix}" in capsys.readouterr().err
     assert main(["run", str(config), "--no-progress"]) == 2  # run refuses it too, before anything runs

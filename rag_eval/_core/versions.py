@@ -15,6 +15,15 @@ _PACKAGES = ("rag-eval", "numpy", "pandas", "scipy", "bm25s", "sentence-transfor
 DISTRIBUTION = "rag-eval-trec"
 
 
+def install_extra(extra: str) -> str:
+    """How to install one of rag_eval's extras, for a message: the one home of that advice.
+
+    rag_eval is installed from a checkout (it is not on PyPI), so ``pip install "rag-eval-trec[x]"``
+    would fail; the command names the checkout's own extra.
+    """
+    return f'pip install ".[{extra}]" in your rag_eval checkout'
+
+
 def package_version(distribution: str) -> str | None:
     """The installed version of a distribution (None when it is not installed); imports nothing.
 

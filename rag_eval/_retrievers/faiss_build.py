@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from rag_eval._core.errors import RetrieverError
+from rag_eval._core.versions import install_extra
 from rag_eval._retrievers.index_spec import IndexSpec
 
 
@@ -142,6 +143,6 @@ def faiss_module() -> Any:
     except ImportError as error:
         raise RetrieverError(
             f"index kinds flat, hnsw, ivf and ivf_pq need FAISS, which could not be imported ({error}); "
-            "install it with pip install 'rag-eval-trec[ann]', or use index kind exact"
+            f"install it with {install_extra('ann')}, or use index kind exact"
         ) from error
     return faiss

@@ -23,6 +23,7 @@ from typing import Any, Protocol
 from rag_eval._core.errors import ConfigError
 from rag_eval._core.messages import close_match
 from rag_eval._core.tokens import count_words, word_spans
+from rag_eval._core.versions import install_extra
 from rag_eval._models import files as models  # by module: tests point its cache lookups elsewhere
 
 WORDS = "words"
@@ -185,7 +186,7 @@ def load_tokenizer(spec: str, field: str, base: Path | None = None) -> Tokenizer
         from tokenizers import Tokenizer as Backend
     except ImportError:
         raise ConfigError(
-            f"{field}: {spec!r} needs the tokenizers package (pip install tokenizers, or rag-eval-trec[dense]); "
+            f"{field}: {spec!r} needs the tokenizers package (pip install tokenizers, or {install_extra('dense')}); "
             "or use 'words'"
         ) from None
     try:

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from rag_eval._core.errors import RetrieverError
+from rag_eval._core.versions import install_extra
 
 #: ONNX Runtime fusions never applied. SkipLayerNormFusion: ONNX Runtime's SkipLayerNormalization CPU
 #: kernel took 0.54 ms where Add + LayerNormalization took 0.10 (one 256 x 384 input, one thread, 1.32):
@@ -30,7 +31,7 @@ def require_runtime(backend: str, adapter: str) -> None:
     except ImportError as error:
         raise RetrieverError(
             f"{adapter}: backend {backend} needs {module}, which is not installed ({error}); "
-            f"pip install 'rag-eval-trec[{backend}]'"
+            f"{install_extra(backend)}"
         ) from error
 
 

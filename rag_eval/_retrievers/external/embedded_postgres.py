@@ -31,9 +31,10 @@ from pathlib import Path
 from typing import Any
 
 from rag_eval._core.errors import RetrieverError
+from rag_eval._core.versions import install_extra
 
 #: What to install when pgserver is missing.
-INSTALL_HINT = "pip install 'rag-eval-trec[pgvector]'"
+INSTALL_HINT = install_extra("pgvector")
 #: pgserver's list of the processes that use a data folder's server.
 _HANDLES = ".handle_pids.json"
 
