@@ -1,6 +1,7 @@
 """The LLM judge's answer cache read and written directly (no endpoint needed): an entry is used only when
 its grade is the one its own answer gives (the judge's parser, :func:`prompt.parse_grade`) and its recorded
-model and prompt version are its key's; damaged lines are dropped, atomically, when the next answer is written.
+model and prompt version are its key's; damaged lines are dropped, atomically, when the next answer is written
+or when the judge has asked what it needed.
 
 The same attacks through ``rag-eval judge`` and the real llama.cpp server: tests/test_judges.py.
 """
@@ -171,6 +172,32 @@ def test_the_rewrite_keeps_what_another_judge_appended_since_this_one_read_the_f
     assert file_keys(path) == [key("good"), key("by the second"), key("by the first")]
     third, said = opened(tmp_path)
     assert said == [] and len(third) == 3
+
+
+def test_compact_drops_damaged_lines_when_every_answer_was_cached(tmp_path):
+    """A run that asks nothing (every answer cached) wrote nothing, so its damaged line was warned of on every run."""
+    path = write(tmp_path, entry("good", "##final score: 2", 2), "{damaged", entry("good 2", "##final score: 0", 0))
+    answers, said = opened(tmp_path)
+    assert len(said) == 1 and "1 damaged line skipped (first: line 3)" in said[0]
+    assert [getattr(hit(answers, q), "grade", None) for q in ("good", "good 2")] == [2, 0]
+    answers.compact()
+    assert file_keys(path) == [key("good"), key("good 2")]
+    assert sorted(os.listdir(path.parent)) == [cache.FILE_NAME]
+    again, said_again = opened(tmp_path)
+    assert said_again == [] and len(again) == 2
+
+
+def test_compact_leaves_a_clean_file_and_a_foreign_file_alone(tmp_path):
+    clean = write(tmp_path / "clean", entry("good", "##final score: 2", 2))
+    inode, before = clean.stat().st_ino, clean.read_bytes()
+    opened(tmp_path / "clean")[0].compact()
+    assert clean.stat().st_ino == inode and clean.read_bytes() == before
+    foreign = tmp_path / "foreign" / cache.FOLDER / cache.FILE_NAME
+    foreign.parent.mkdir(parents=True)
+    foreign.write_text('{"something": "else"}\n{damaged\n', encoding="utf-8")
+    answers, said = opened(tmp_path / "foreign")
+    answers.compact()  # not ours: replaced only when an answer is written into it
+    assert foreign.read_text(encoding="utf-8") == '{"something": "else"}\n{damaged\n' and len(said) == 1
 
 
 def test_a_file_with_no_damaged_line_is_only_appended_to(tmp_path):

@@ -350,6 +350,27 @@ def test_a_damaged_cache_line_is_skipped_with_a_warning(tmp_path, capsys, monkey
                 and line.endswith("}")] == [keys[0], keys[1]]
 
 
+def test_a_damaged_line_is_dropped_by_a_run_that_asks_nothing(tmp_path, capsys, monkeypatch):
+    """Every answer cached, one damaged line: the run wrote nothing, so every later run warned of the line again."""
+    monkeypatch.setenv("RAG_EVAL_CACHE_DIR", str(tmp_path / "cache"))
+    rows = ocean_rows(2)
+    keys = [cache.answer_key(MODEL_NAME, prompt.PROMPT_VERSION, r.query_text, r.text) for r in rows]
+    path = tmp_path / "cache" / "judges" / "llm-answers.jsonl"
+    path.parent.mkdir(parents=True)
+    lines = [json.dumps({"key": k, "model": MODEL_NAME, "prompt_version": prompt.PROMPT_VERSION,
+                         "answer": f"##final score: {g}", "grade": g, "prompt_tokens": 1, "completion_tokens": 1,
+                         "seconds": 0.1}) for k, g in zip(keys, (3, 1))]
+    path.write_text("\n".join([json.dumps(cache.header()), lines[0], "{cut", lines[1]]) + "\n")
+    with endpoint(_one_grade_endpoint()) as fake:
+        sheet, config = write_inputs(tmp_path, rows, llm_config(fake.base_url))
+        code, _, err = judge_cli(sheet, config, tmp_path / "out.csv", capsys)
+        assert code == 0 and fake.count == 0 and "1 damaged line skipped (first: line 3)" in err
+        assert [r.grade for r in read_sheet(tmp_path / "out.csv")] == [3.0, 1.0]
+        assert path.read_text().splitlines() == [json.dumps(cache.header()), *lines]  # the damaged line is gone
+        code, _, err = judge_cli(sheet, config, tmp_path / "out2.csv", capsys)
+        assert code == 0 and fake.count == 0 and "damaged" not in err  # said once, not on every run
+
+
 def test_an_edited_cache_entry_is_asked_again_and_the_damaged_lines_are_dropped(llama, tmp_path, capsys):
     """The attack, against the real server: a cached grade edited to one its own answer does not give, and an entry
     whose recorded model was edited, were used as they were; a damaged line was warned about on every later run."""

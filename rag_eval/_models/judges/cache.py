@@ -30,8 +30,8 @@ An entry is also trusted only when it proves itself:
 Any other line is damaged: skipped with one warning (one for the file's lines as it is read, one
 for the entries a lookup finds edited), its answer asked again. A file that held a damaged line
 is rewritten compactly (the header and the last good line of each key) with the first new
-answer, atomically, so the warning is not repeated by every later run; a file with none is only
-appended to. A cache that cannot be read or written is never an error: the judge asks the
+answer, or when the judge has asked what it needed (:meth:`AnswerCache.compact`), atomically, so the
+warning is not repeated by a later run; a file with none is only appended to. A cache that cannot be read or written is never an error: the judge asks the
 endpoint instead.
 
 Answers are appended with one ``write`` each (``O_APPEND``), so two judges sharing the file keep
@@ -157,6 +157,23 @@ class AnswerCache:
                 self._warn(f"judge cache {self.path}: cannot be written ({error.strerror or error}); "
                            "answers of this run are not kept (set params.cache_dir to a writable folder)")
 
+    def compact(self) -> None:
+        """Rewrite the file now without the damaged lines it held, so a later run does not warn of them again.
+
+        Called once a judge has asked what it needed: a run whose every answer was cached writes
+        nothing else, and the damaged lines would otherwise stay (and be warned of) until an answer
+        is written. A file that is not ours is left alone until an answer is written into it.
+        """
+        with self._lock:
+            if not self._compact or self._restart or not self._writable:
+                return
+            try:
+                self._rewrite(None, None)
+            except OSError as error:
+                self._writable = False
+                self._warn(f"judge cache {self.path}: cannot be written ({error.strerror or error}); "
+                           "its damaged lines stay (set params.cache_dir to a writable folder)")
+
     # ------------------------------------------------------------------ internals
 
     def _append(self, line: bytes) -> None:
@@ -165,8 +182,8 @@ class AnswerCache:
             handle.write((b"\n" if self._needs_newline else b"") + line)
         self._needs_newline = False
 
-    def _rewrite(self, key: str, line: bytes) -> None:
-        """The file replaced (atomically) by its header, the last good line of each key, and ``line``.
+    def _rewrite(self, key: str | None, line: bytes | None) -> None:
+        """The file replaced (atomically) by its header, the last good line of each key, and ``line`` (if any).
 
         The file is read again under the exclusive lock: what another judge appended since this one read
         it is kept. A file not ours (or unreadable) is started afresh.
@@ -191,8 +208,9 @@ class AnswerCache:
                         continue  # an entry this judge found edited (one appended since, correct, is kept)
                     good.pop(found, None)  # the last line of a key wins, in the place it was written
                     good[found] = text.strip()
-            good.pop(key, None)
-            good[key] = line.rstrip(b"\n")
+            if key is not None and line is not None:
+                good.pop(key, None)
+                good[key] = line.rstrip(b"\n")
             first = json.dumps(header()).encode("utf-8")
             atomic_write_bytes(self.path, b"\n".join([first, *good.values()]) + b"\n")  # makes the folder too
         self._restart = self._compact = self._needs_newline = False

@@ -174,6 +174,8 @@ class QuestionGenerator:
                 todo[key] = documents[doc]
         done = None if progress is None else (lambda key: progress(sharing[key]))
         answers.update(self._ask_all(todo, done))
+        if cache is not None:
+            cache.compact()  # damaged lines dropped now, even when every answer was cached
         seen = {_normal(text) for text in known_questions}
         counted: set[str] = set()
         for doc, text in documents.items():

@@ -167,6 +167,8 @@ class LlmJudge:
                 elif key not in questions:
                     questions[key] = (query, passage)
         known.update(self._ask_all(questions))
+        if self.cache is not None:
+            self.cache.compact()  # damaged lines dropped now, even when every answer was cached
         answers: list[list[JudgeGrade]] = []
         given: set[str] = set()
         for batch_keys in keys:
