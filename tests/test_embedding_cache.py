@@ -15,6 +15,7 @@ from pathlib import Path
 import _models
 import numpy as np
 import pytest
+from _shards import shorten_every_vector
 
 from rag_eval._core.errors import RetrieverError
 from rag_eval._models import files as models
@@ -447,21 +448,6 @@ def test_a_zero_dimension_shard_is_a_miss_not_an_error_for_every_later_run(tiny,
     assert run_dense(tiny, tmp_path).describe()["cache"] == "hit"
 
 
-def _shorten_every_vector(shard: Path) -> None:
-    """The shard rewritten with each vector one dimension short: well formed (checksum, namespace), wrong size."""
-    from rag_eval._models.embeddings.shard_file import shard_header
-
-    data = shard.read_bytes()
-    length = int.from_bytes(data[8:12], "little")
-    header = json.loads(data[12 : 12 + length])
-    count, dim = header["count"], header["dim"]
-    start = 12 + length
-    keys = data[start : start + 32 * count]
-    vectors = np.frombuffer(data[start + 32 * count :], dtype="<f4").reshape(count, dim)
-    payload = keys + np.ascontiguousarray(vectors[:, : dim - 1]).tobytes()
-    shard.write_bytes(shard_header(count, dim - 1, hashlib.sha256(payload).hexdigest(), header["namespace"]) + payload)
-
-
 @pytest.mark.parametrize("queries_cached", [True, False])
 def test_the_only_passage_shard_of_another_dimension_is_removed_and_re_encoded(tiny, tmp_path, queries_cached):
     """The store's only shard, one dimension short: nothing outvotes it and no passage is missing. The model's
@@ -469,7 +455,7 @@ def test_the_only_passage_shard_of_another_dimension_is_removed_and_re_encoded(t
     first = run_dense(tiny, tmp_path)
     cold = first.search(QUERIES, 4)
     (shard,) = Path(first.describe()["cache_path"]).glob("*.emb")
-    _shorten_every_vector(shard)
+    shorten_every_vector(shard)
     if not queries_cached:
         for folder in (tmp_path / "passages").iterdir():
             if folder != shard.parent:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import _models
 import pytest
+from _shards import shorten_every_vector
 from conftest import skip_module_without
 
 skip_module_without("ray", "Ray is not installed (pip install '.[ray]')")
@@ -225,3 +226,49 @@ execution: {execution}
     assert there.description["embedding_dim"] == here.description["embedding_dim"] == 32  # was 0 on Ray
     assert there.description["passages_encoded"] == here.description["passages"] - here.description["duplicate_passages"]
     assert here.description["passages"] > 30 and "ray" in sys.modules
+
+
+def test_on_ray_passage_shards_of_another_dimension_are_removed_and_encoded_again(tmp_path: Path, ray_cluster) -> None:
+    """Every passage shard one dimension short and every passage found: the Ray search compared nothing and
+    failed on the shapes. The queries (encoded, or cached) disagree with the shards; the model decides, the
+    shards are removed, the workers encode the passages again, and the numbers are the cold run's."""
+    import warnings
+
+    from rag_eval._retrievers.embedding_cache import EmbeddingCacheWarning
+
+    data = _beir_folder(tmp_path / "beir")
+    model = _models.tiny_bi_encoder()
+    path = tmp_path / "run.yaml"
+    path.write_text(
+        f"""
+name: dims
+dataset: {{path: {data}}}
+retrievers:
+  - {{label: dense, adapter: dense, params: {{model: {model}, device: cpu, show_progress: false, max_seq_length: 32}}}}
+top_k: 10
+metrics: [ndcg@10]
+reuse_rankings: false
+cache_dir: {tmp_path / "cache"}
+execution: {{engine: ray, address: local, actors: 1, batch_size: 7, shards: 2}}
+""",
+        encoding="utf-8",
+    )
+    (cold,) = execute(load_config(path), progress=False).outcomes
+    folder = Path(cold.description["cache_path"])
+    shards = sorted(folder.glob("*.emb"))
+    assert shards
+    for shard in shards:
+        shorten_every_vector(shard)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        (again,) = execute(load_config(path), progress=False).outcomes
+    said = [str(w.message) for w in caught if issubclass(w.category, EmbeddingCacheWarning)]
+    assert any("its vectors have dim 31" in m and "removed it" in m for m in said), said
+    assert again.ranking == cold.ranking and again.results.per_query == cold.results.per_query
+    assert again.description["passages_encoded"] == cold.description["passages_encoded"]
+    assert again.description["embedding_dim"] == 32
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        (third,) = execute(load_config(path), progress=False).outcomes  # repaired: every passage from the store
+    assert not [w for w in caught if issubclass(w.category, EmbeddingCacheWarning)]
+    assert third.description["cache"] == "hit" and third.ranking == cold.ranking

@@ -224,6 +224,7 @@ class DenseRetriever:
         self._doc_ids: list[str] = []
         self._embeddings: np.ndarray | None = None
         self._ray_rows: tuple[EmbeddingStore, Sequence[str], Any] | None = None  # (store, key per row, spec) on Ray
+        self._ray_indexed: tuple[list[str], Corpus, Any, Any] | None = None  # what _index_on_ray was given, on Ray
         self._indexed: Corpus | None = None  # the corpus index() encoded in this process, to encode it again
         self._model_dim: int | None = None  # the dimension the model encodes to, once asked (see _encoder_dim)
         self._token_counter: Any = None  # while passages are encoded: where the encoder's token counts go
@@ -321,6 +322,7 @@ class DenseRetriever:
         doc_ids = sorted(corpus)  # sorted: rows follow doc ids, which the tie rule of top_k_blockwise relies on
         self._doc_ids = doc_ids
         self._ray_rows = None
+        self._ray_indexed = None
         self._indexed = None
         self._searcher = None
         self.exact_reference = None
@@ -356,6 +358,7 @@ class DenseRetriever:
         if spec is not None:
             # The texts are read by the workers (from the file itself when the corpus stays on disk),
             # and their tokens counted there: the driver holds ids and store keys only.
+            self._ray_indexed = (doc_ids, corpus, spec, tokens)
             status, counts, info, lengths = self._index_on_ray(doc_ids, corpus, spec, tokens)
         else:
             prefixed = [self.passage_prefix + passage_text(corpus[doc_id]) for doc_id in doc_ids]
@@ -485,14 +488,15 @@ class DenseRetriever:
         # Query embeddings are cached too: a rerun of an unchanged config loads no model at all.
         prefixed = [self.query_prefix + queries[qid] for qid in query_ids]
         query_embeddings, status, counts, _ = self._encode_cached(prefixed, "query")
-        if self._ray_rows is None and query_embeddings.shape[1] != self._embeddings.shape[1]:
+        passage_dim = self._passage_dim()
+        if passage_dim is not None and query_embeddings.shape[1] != passage_dim:
             # Queries and passages of one model disagree: one of them was read from a store shard of
             # another dimension. The model says which; that side is dropped from the store and encoded again.
             true_dim = self._encoder_dim()
             if query_embeddings.shape[1] != true_dim:
                 query_embeddings, status, again, _ = self._encode_cached(prefixed, "query", dim=true_dim)
                 counts = {"encoded": counts["encoded"] + again["encoded"]}
-            if self._embeddings.shape[1] != true_dim:
+            if passage_dim != true_dim:
                 self._encode_passages_again(true_dim)
         self._stats["query_cache"] = status
         self._stats["queries_encoded"] += counts["encoded"]
@@ -511,8 +515,24 @@ class DenseRetriever:
             for row, qid in enumerate(query_ids)
         }
 
+    def _passage_dim(self) -> int | None:
+        """The dimension of the passages searched: in memory, or (on Ray) of the store the workers wrote."""
+        if self._ray_rows is not None:
+            return self._ray_rows[0].dim()
+        assert self._embeddings is not None
+        return int(self._embeddings.shape[1])
+
     def _encode_passages_again(self, dim: int) -> None:
         """Passages read from store shards of another dimension than the model's: dropped, encoded, searched anew."""
+        if self._ray_indexed is not None:
+            assert self._ray_rows is not None
+            self._ray_rows[0].expect_dim(dim)  # the shards of another dimension removed: their passages are missing
+            status, counts, info, _ = self._index_on_ray(*self._ray_indexed)
+            self._stats.update(
+                cache=status, passages_encoded=self._stats.get("passages_encoded", 0) + counts["encoded"],
+                passages_reused=counts["reused"], **info,
+            )
+            return
         corpus = self._indexed
         if corpus is None:
             raise RetrieverError(f"{ADAPTER}: search() called before index(corpus)")
