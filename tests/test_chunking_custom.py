@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import textwrap
 import uuid
 from pathlib import Path
@@ -29,6 +30,16 @@ def by_line(text):
 @chunker_function
 def as_strings(text, width=4):
     return [text[i : i + width] for i in range(0, len(text), width - 1)]
+
+@chunker_function
+def numpy_offsets(text):
+    import numpy as np
+    starts = np.array([0, 11], dtype=np.int64)
+    return list(zip(starts, starts + np.array([10, 11])))
+
+@chunker_function
+def bool_offsets(text):
+    return [(False, 3)]
 
 @chunker_function
 def bad_offsets(text):
@@ -155,6 +166,19 @@ def test_a_class_is_built_once_with_params(module):
         "method": f"{name}:Paragraphs", "size": None, "overlap": None, "unit": None, "tokenizer": "words",
         "library": "custom", "params": {},
     }
+
+
+def test_numpy_integer_offsets_are_offsets_and_kept_as_ints(module):
+    """A chunker computing with numpy returns np.int64 offsets: refused before ("start np.int64(0) is not an
+    integer offset") while evaluate_evidence accepted them; the chunks keep Python ints (ids, JSON)."""
+    chunks = chunk(module, "numpy_offsets")
+    assert [(c.start, c.end, c.text) for c in chunks] == [(0, 10, "first line"), (11, 22, "second line")]
+    assert all(type(c.start) is int and type(c.end) is int for c in chunks)
+    assert json.dumps([[c.start, c.end] for c in chunks]) == "[[0, 10], [11, 22]]"
+    assert error_of(module, "bool_offsets") == (
+        "chunking.mine: chunker 'M:bool_offsets' gave document 'd' the span [False, 3): start False is not an "
+        "integer offset"
+    )
 
 
 def test_bad_offsets_name_chunker_document_and_span(module):

@@ -11,6 +11,7 @@ The id is read back from the right: a document id may itself hold ``#`` and ``-`
 
 from __future__ import annotations
 
+import numbers
 import re
 from dataclasses import dataclass
 
@@ -68,15 +69,22 @@ def parse_chunk_id(value: str) -> tuple[str, int, int] | None:
     return value[: match.start()], start, end
 
 
+def is_offset(value: object) -> bool:
+    """Whether ``value`` may be an offset: an integer (``int`` or a numpy integer), not a bool."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
 def span_problem(start: object, end: object, length: int) -> str | None:
     """Why ``[start, end)`` is not a span of a document of ``length`` characters, or None.
 
-    Offsets are ints (not bools, not floats: 3.0 is refused rather than guessed).
+    Offsets are integers: Python's or numpy's (a chunker computing with numpy returns ``np.int64``, as
+    evaluate_evidence accepts), not bools, not floats (3.0 is refused rather than guessed). A caller
+    that keeps the offsets turns them into ``int`` with :func:`int` once this says None.
     """
     for name, value in (("start", start), ("end", end)):
-        if isinstance(value, bool) or not isinstance(value, int):
+        if not is_offset(value):
             return f"{name} {value!r} is not an integer offset"
-    assert isinstance(start, int) and isinstance(end, int)
+    start, end = int(start), int(end)  # type: ignore[call-overload]
     if start < 0:
         return f"start {start} is negative; offsets count characters from 0"
     if end <= start:

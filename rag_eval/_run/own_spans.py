@@ -97,6 +97,7 @@ def checked_own_spans(
             problem = span_problem(start, end, len(documents[doc]))
             if problem:
                 raise RetrieverRunError(f"{where}: {problem}")
+            start, end = int(start), int(end)  # a numpy integer is kept as Python's (chunk ids, JSON)
             key = chunk_id(doc, start, end)
             if key in scored:
                 raise RetrieverRunError(f"{where}: the same span is returned twice for this query; return each span once")

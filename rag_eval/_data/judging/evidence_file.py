@@ -19,6 +19,7 @@ from typing import Any
 from rag_eval._core.errors import DatasetError
 from rag_eval._core.files import MAX_DOCUMENT_BYTES, read_bytes
 from rag_eval._core.messages import shown
+from rag_eval._core.spans import is_offset
 from rag_eval._core.validation import field_path
 from rag_eval._core.yaml_loader import parse_yaml
 from rag_eval._data.datasets.corpus import resolve_path
@@ -136,7 +137,7 @@ def evidence_item(path: Path, raw: dict[str, Any], where: str, value: Any) -> Ev
     elif quote is None:
         problem = next((f"{name} {shown(offset)} is not an integer offset; write offsets as whole numbers"
                         for name, offset in (("start", start), ("end", end))
-                        if isinstance(offset, bool) or not isinstance(offset, int)), None)
+                        if not is_offset(offset)), None)
     match = value.get("match") or "exact"
     if problem is None and match not in ("exact", "whitespace"):
         problem = f"match {shown(match)} is not exact or whitespace"

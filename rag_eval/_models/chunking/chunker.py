@@ -100,6 +100,7 @@ class Chunker:
                     f"chunking.{self.name}: chunker {self.method!r} gave document {doc!r} the span "
                     f"[{start!r}, {end!r}): {problem}"
                 )
+            start, end = int(start), int(end)  # a numpy integer is kept as Python's (chunk ids, JSON)
             if (start, end) in seen:
                 raise ConfigError(
                     f"chunking.{self.name}: chunker {self.method!r} gave document {doc!r} the span [{start}, {end}) "

@@ -26,7 +26,7 @@ import numpy as np
 
 from rag_eval._core.errors import InputFormatError
 from rag_eval._core.ids import any_control_characters, id_problem, shown_id
-from rag_eval._core.spans import Chunk, EvidenceSpan, chunk_id, span_problem
+from rag_eval._core.spans import Chunk, EvidenceSpan, chunk_id, is_offset, span_problem
 from rag_eval._scoring.evidence.blocks import sort_within_blocks
 
 _ID_RULE = "ids must be non-empty text without control characters"
@@ -210,7 +210,7 @@ def _offsets(columns: SpanColumns, field: int, name: str) -> np.ndarray:
                 columns.fail(row, f"expected ({_form(columns.what)}), got {type(item).__name__} {_short(item)}",
                              with_doc=False)
             value = item[field]
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not -(2**63) <= value < 2**63:
+            if not is_offset(value) or not -(2**63) <= value < 2**63:
                 columns.fail(row, _offset_problem(name, value))
         raise AssertionError("no offset is bad")  # pragma: no cover
     # array('q') takes a bool as 0 or 1: only those rows need a look at their type.
