@@ -506,6 +506,26 @@ class Human(Half):
     source = "human"
 
 
+class Shouting(Half):
+    source = "HUMAN"
+
+
+class Verified(Half):
+    source = "llm+Verified"
+
+
+class NoColon(Half):
+    source = "nocolon"
+
+
+class TwoLines(Half):
+    source = "a:b\\nc"
+
+
+class Padded(Half):
+    source = "llm:  qwen"
+
+
 class Wrong(Half):
     def judge(self, query, passages):
         return [7 for p in passages]
@@ -540,6 +560,12 @@ def test_a_plugin_judge_beside_the_config_grades_with_its_own_provenance(plugin_
     ("no_such_module_x:J", "judge 'no_such_module_x:J': no module named 'no_such_module_x'"),
     ("lmm", "unknown judge 'lmm'; did you mean 'llm'?"),
     ("my_judges:Human", "source 'human' is not a judge's provenance"),
+    # Sources `judgements merge` refuses were written into sheets with exit 0 (the provenance rule is one home now).
+    ("my_judges:Shouting", "source 'HUMAN' is not a provenance; give the judge's source as '<kind>:<name>'"),
+    ("my_judges:Verified", "source 'llm+Verified' is not a provenance; give the judge's source as '<kind>:<name>'"),
+    ("my_judges:NoColon", "source 'nocolon' is not a provenance; give the judge's source as '<kind>:<name>'"),
+    ("my_judges:TwoLines", "source 'a:b\\nc': the judge's name is empty, padded or holds a control character"),
+    ("my_judges:Padded", "source 'llm: qwen': the judge's name is empty, padded or holds a control character"),
     ("my_judges:Wrong", "grade 7 is outside 0-3"),
 ])
 def test_a_wrong_judge_is_one_line_and_nothing_named_is_called(plugin_folder, capsys, adapter, message):

@@ -44,6 +44,8 @@ from rag_eval._core.masking import without_userinfo
 from rag_eval._core.messages import close_match, did_you_mean, first_and_more
 from rag_eval._core.plugins import error_cause, import_target, object_kind, qualified_name
 from rag_eval._core.validation import PARAMETER_VOICE, pydantic_problems
+from rag_eval._data.judging.grades import provenance_problem
+from rag_eval._data.judging.sheet import HUMAN, VERIFIED
 
 #: The grades a judge gives: the graded scale 0-3.
 LOWEST, HIGHEST = 0.0, 3.0
@@ -51,7 +53,7 @@ ENTRY_POINT_GROUP = "rag_eval.judges"
 #: Attribute that marks a function as a judge factory a config may name (see :func:`judge_factory`).
 FACTORY_MARKER = "rag_eval_judge_factory"
 #: Sources a judge may not claim: they say a person graded.
-PERSON_SOURCES = frozenset({"human", "llm+verified"})
+PERSON_SOURCES = frozenset({HUMAN, VERIFIED})
 
 BUILTIN: dict[str, str] = {
     "llm": "rag_eval._models.judges.llm:LlmJudge",
@@ -209,11 +211,15 @@ def source_of(judge: Any) -> str:
     source = getattr(judge, "source", None)
     if source is None:
         return f"judge:{qualified_name(type(judge))}"
-    if not isinstance(source, str) or not source.strip() or source.strip() in PERSON_SOURCES:
-        raise JudgeError(f"judge {qualified_name(type(judge))}: source {source!r} is not a judge's provenance; "
-                         f"give a non-empty '<kind>:<name>' (not {' or '.join(sorted(PERSON_SOURCES))}, which say a "
-                         "person graded)")
-    return " ".join(source.split())
+    # The provenance rule of sheets and query sets (one home): a source `merge` would refuse is refused here,
+    # before any grade is asked, and a person's source ('human', 'llm+verified') is never a judge's.
+    problem = provenance_problem(source) if isinstance(source, str) else f"source {source!r} is not text"
+    if problem is None and source in PERSON_SOURCES:
+        problem = f"source {source!r} is not a judge's provenance (it says a person graded)"
+    if problem is not None:
+        raise JudgeError(f"judge {qualified_name(type(judge))}: {problem.split('; write ')[0]}; give the judge's "
+                         "source as '<kind>:<name>': a lower-case kind, a colon, a name on one line (llm:qwen2.5)")
+    return source
 
 
 def description_of(judge: Any) -> str:
