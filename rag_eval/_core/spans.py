@@ -14,6 +14,7 @@ from __future__ import annotations
 import numbers
 import re
 from dataclasses import dataclass
+from typing import cast
 
 _POSITION = re.compile(r"#([0-9]+)-([0-9]+)\Z")
 
@@ -84,11 +85,11 @@ def span_problem(start: object, end: object, length: int) -> str | None:
     for name, value in (("start", start), ("end", end)):
         if not is_offset(value):
             return f"{name} {value!r} is not an integer offset"
-    start, end = int(start), int(end)  # type: ignore[call-overload]
-    if start < 0:
-        return f"start {start} is negative; offsets count characters from 0"
-    if end <= start:
-        return f"end {end} is not after start {start}; a span is [start, end) with end > start"
-    if end > length:
-        return f"end {end} is past the end of the document ({length:,} characters)"
+    first, last = int(cast(int, start)), int(cast(int, end))  # numpy's integers shown as Python's
+    if first < 0:
+        return f"start {first} is negative; offsets count characters from 0"
+    if last <= first:
+        return f"end {last} is not after start {first}; a span is [start, end) with end > start"
+    if last > length:
+        return f"end {last} is past the end of the document ({length:,} characters)"
     return None
