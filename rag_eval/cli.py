@@ -45,6 +45,7 @@ from rag_eval._commands.process_end import (
     skip_final_collections,
 )
 from rag_eval._core.errors import RagEvalError
+from rag_eval._core.plugin_output import plugin_output_to_stderr, stdout_to_stderr
 
 __all__ = [
     "COMMANDS",
@@ -123,7 +124,9 @@ def _dispatch(args: argparse.Namespace) -> int:
             "plug-ins must raise an exception instead"
         )
         return EXIT_BAD_INPUT
-    except Exception as error:  # noqa: BLE001 (anything else is a bug: one line, exit 3, traceback logged)
+    except BaseException as error:  # noqa: BLE001 (anything else is a bug: one line, exit 3, traceback logged)
+        # BaseException: asyncio.CancelledError or another one that is not an Exception would otherwise end the
+        # process with a traceback and exit 1, which CI reads as "a gate failed". Plug-in calls report theirs.
         print(internal_error_line(error, debug=getattr(args, "debug", False), version=__version__), file=sys.stderr)
         return EXIT_INTERNAL_ERROR
     finally:
@@ -177,14 +180,14 @@ def _cmd_evaluate(command: ModuleType, args: argparse.Namespace) -> int:
 
 
 def _cmd_run(command: ModuleType, args: argparse.Namespace) -> int:
-    results = sys.stdout
+    # stdout holds the result lines, which scripts read: whatever else is written while the run works (a
+    # plug-in's print, os.write(1, ...) or child process, in index() or search() or at import) goes to stderr.
+    with plugin_output_to_stderr() as stdout:
+        results = GuardedStdout(stdout)  # a closed pipe or a full disk is one line, exit 2
 
-    def say(line: str) -> None:
-        print(line, file=results)
+        def say(line: str) -> None:
+            print(line, file=results)
 
-    # stdout holds the result lines, which scripts read: whatever else is printed while the run
-    # works (a plug-in's print in index() or search(), or from a thread of its own) goes to stderr.
-    with contextlib.redirect_stdout(sys.stderr):
         done = command.run_config(
             args.config,
             say=say,
@@ -193,6 +196,7 @@ def _cmd_run(command: ModuleType, args: argparse.Namespace) -> int:
             progress=False if args.no_progress else None,
             summary=_summary_path(args),
         )
+        results.flush()  # inside the block: its failure is reported, not swallowed when the block closes
     return EXIT_PASSED if done.verdict is None or done.verdict.passed else EXIT_REGRESSION
 
 
@@ -201,7 +205,8 @@ def _summary_path(args: argparse.Namespace) -> str | None:
 
 
 def _cmd_validate(command: ModuleType, args: argparse.Namespace) -> int:
-    problems, summary = command.validate_config(args.config)
+    with plugin_output_to_stderr():  # a plug-in module's import-time output must not mix with the summary
+        problems, summary = command.validate_config(args.config)
     if problems:
         for problem in problems:
             print(problem, file=sys.stderr)
@@ -276,7 +281,7 @@ def console_main() -> None:
     if command and command[0] in _QUICK_EXIT_COMMANDS:
         os._exit(code)
     if lingering_threads():
-        sys.stdout = sys.stderr  # the command's lines are out: a lingering thread's print must not follow them
+        stdout_to_stderr()  # the command's lines are out: a lingering thread's output must not follow them
         threading.Thread(target=end_despite_threads, args=(code,), name="rag-eval-exit", daemon=True).start()
     skip_final_collections()
     sys.exit(code)

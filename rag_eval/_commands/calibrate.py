@@ -18,8 +18,6 @@ passage the config's dataset lacks).
 from __future__ import annotations
 
 import argparse
-import contextlib
-import sys
 from collections.abc import Callable, Sequence
 
 from rag_eval._compare.calibration import (
@@ -36,6 +34,7 @@ from rag_eval._compare.hole_flips import percent
 from rag_eval._compare.label_sources import SameModel, same_model_warnings
 from rag_eval._core.errors import InputFormatError, RetrieverError
 from rag_eval._core.messages import shown
+from rag_eval._core.plugin_output import plugin_output_to_stderr
 from rag_eval._data.config.schema import LoadedConfig, load_config
 from rag_eval._data.datasets import Dataset
 from rag_eval._data.judging.sheet import read_sheet
@@ -115,7 +114,7 @@ def _run(config_path: str) -> RunOutcome:
     """The config's retrievers run (nothing written), as rag-eval pool runs them."""
     config: LoadedConfig = load_config(config_path)
     try:
-        with contextlib.redirect_stdout(sys.stderr):  # a plug-in's prints must not mix with the lines
+        with plugin_output_to_stderr():  # a plug-in's prints must not mix with the lines
             run = execute(config, progress=False)
     except RetrieverRunError as error:
         raise RetrieverError(f"{config.path}: {error}", problems=error.problems) from error

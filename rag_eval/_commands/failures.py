@@ -14,6 +14,8 @@ import tempfile
 import traceback
 from typing import Any, TextIO
 
+from rag_eval._core.plugins import error_cause
+
 # The exception's text in the one line, at most this long (the whole of it is in the traceback).
 SUMMARY_CHARS = 300
 
@@ -48,7 +50,7 @@ def internal_error_line(error: BaseException, *, debug: bool, version: str) -> s
     """The line that reports ``error`` as a bug in rag-eval ``version``; with ``debug`` the traceback is written
     to stderr first, else to a new log file named in the line (when none can be written, the line says so)."""
     text = "".join(traceback.format_exception(type(error), error, error.__traceback__))
-    summary = f"{type(error).__name__}: {' '.join(str(error).split())}"[:SUMMARY_CHARS]
+    summary = error_cause(error)[:SUMMARY_CHARS]  # never raises: the error may come from a plug-in's code
     if debug:
         sys.stderr.write(text)
         where = "traceback above"

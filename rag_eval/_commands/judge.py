@@ -26,6 +26,7 @@ from rag_eval._commands.exit_codes import EXIT_PASSED, EXIT_REGRESSION
 from rag_eval._commands.output_paths import check_output
 from rag_eval._core.errors import InputFormatError
 from rag_eval._core.messages import shown
+from rag_eval._core.plugin_output import plugin_output_to_stderr
 from rag_eval._data.judging.sheet import (
     ExistingSheet,
     SheetRow,
@@ -50,7 +51,9 @@ def main(args: argparse.Namespace, say: Callable[[str], None]) -> int:
     sheet_format(args.output)  # a wrong extension is found before any judging
     rows = read_sheet(args.sheet)
     existing = _check_output(args, rows)
-    with showing_progress(False if args.no_progress else None), _warnings_as_lines():
+    # What the judge plug-in writes to stdout (print, os.write, a child process) goes to stderr: stdout holds the
+    # summary and the rows not graded.
+    with showing_progress(False if args.no_progress else None), _warnings_as_lines(), plugin_output_to_stderr():
         judge = load_judge(args.judge, cache_dir=default_cache_dir())
         todo = sum(row.grade is None for row in rows)
         with _bar(todo) as progress:

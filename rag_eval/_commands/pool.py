@@ -16,7 +16,6 @@ a folder or a FIFO is refused before anything runs.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import sys
 from collections import Counter
 from collections.abc import Callable
@@ -26,6 +25,7 @@ from pathlib import Path
 from rag_eval._commands.output_paths import check_output
 from rag_eval._core.errors import ConfigError, InputFormatError, RetrieverError
 from rag_eval._core.messages import shown
+from rag_eval._core.plugin_output import plugin_output_to_stderr
 from rag_eval._core.ranking import ranked_ids
 from rag_eval._data.config.schema import LoadedConfig, load_config
 from rag_eval._data.datasets import Dataset
@@ -144,7 +144,7 @@ def _check_outputs(config: LoadedConfig, outputs: list[tuple[str, str]], results
 def _from_run(config: LoadedConfig, progress: bool | None) -> tuple[Dataset, list[Ranked], int]:
     """Run the config's retrievers (nothing written); each one's rankings, best first."""
     try:
-        with contextlib.redirect_stdout(sys.stderr):  # a plug-in's prints must not mix with the summary line
+        with plugin_output_to_stderr():  # a plug-in's prints must not mix with the summary line
             run = execute(config, progress=progress)
     except RetrieverRunError as error:
         raise RetrieverError(f"{config.path}: {error}", problems=error.problems) from error

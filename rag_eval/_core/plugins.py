@@ -4,6 +4,12 @@ An import string ``package.module:attr`` is imported with the config's own folde
 ``sys.path`` (:func:`config_folder`), so a module beside the config can be named directly.
 Naming is not calling: this module only imports and describes; what may be called is decided
 by the registry of each kind (a class with the right methods, or a function registered for it).
+
+Whatever plug-in code raises is the plug-in's failure, reported as one line (exit 2): an Exception,
+SystemExit, asyncio.CancelledError, a BaseException subclass of its own. Only KeyboardInterrupt
+(Ctrl-C) passes as itself. Each place that calls plug-in code therefore re-raises RagEvalError and
+KeyboardInterrupt and turns any other BaseException into its own error, worded by
+:func:`error_cause`, the one home that turns a plug-in's exception into text.
 """
 
 from __future__ import annotations
@@ -57,11 +63,52 @@ def qualified_name(obj: Any) -> str:
 
 
 def error_cause(error: BaseException) -> str:
-    """``Type: message`` on one line (the CLI prints one line per error)."""
+    """``Type: message`` on one line (the CLI prints one line per error); never raises.
+
+    A message that cannot be shown (an exception whose ``__str__`` raises) is said as such:
+    ``ValueError (its message could not be shown: str() raised RuntimeError: no str)``.
+    """
     if isinstance(error, SystemExit):
-        return f"SystemExit({error.code!r}); a plug-in must raise an exception, not exit the process"
-    text = " ".join(str(error).split())
-    return f"{type(error).__name__}: {text}" if text else type(error).__name__
+        return f"SystemExit({_shown_code(error)}); a plug-in must raise an exception, not exit the process"
+    name = type(error).__name__
+    text, shown = _message(error)
+    if not shown:
+        return f"{name} ({text})"
+    return f"{name}: {text}" if text else name
+
+
+def error_text(error: BaseException) -> str:
+    """``error``'s message on one line ("" when it has none); never raises: a message that cannot be shown
+    says so, naming what its ``__str__`` raised."""
+    text, shown = _message(error)
+    return text if shown else f"({text})"
+
+
+def _message(error: BaseException) -> tuple[str, bool]:
+    """``(message on one line, True)``, or ``(why it cannot be shown, False)`` when ``str(error)`` raises."""
+    try:
+        return " ".join(str(error).split()), True
+    except KeyboardInterrupt:
+        raise
+    except BaseException as broken:  # a plug-in's __str__: reporting its failure must not fail in turn
+        try:
+            why = " ".join(str(broken).split())
+        except KeyboardInterrupt:
+            raise
+        except BaseException:  # its own __str__ is broken too: its type alone
+            why = ""
+        raised = f"{type(broken).__name__}: {why}" if why else type(broken).__name__
+        return f"its message could not be shown: str() raised {raised}", False
+
+
+def _shown_code(stop: SystemExit) -> str:
+    """The repr of ``sys.exit()``'s argument, or its type where that repr raises."""
+    try:
+        return repr(stop.code)
+    except KeyboardInterrupt:
+        raise
+    except BaseException:  # a plug-in's object with a broken __repr__
+        return f"<{type(stop.code).__name__}>"
 
 
 @contextlib.contextmanager
@@ -108,7 +155,9 @@ def import_target(target: str, name: str, what: str = "adapter") -> Any:
         raise RetrieverError(
             f"{what} {name!r}: module {module_name!r} needs {missing!r}, which is not installed ({error})"
         ) from error
-    except (Exception, SystemExit) as error:
+    except KeyboardInterrupt:
+        raise
+    except BaseException as error:  # SystemExit, asyncio.CancelledError...: the module failed to import
         raise RetrieverError(f"{what} {name!r}: importing {module_name!r} failed: {error_cause(error)}") from error
     obj: Any = module
     for part in attr.split("."):

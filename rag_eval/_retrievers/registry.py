@@ -60,7 +60,9 @@ def resolve(name: str) -> Any:
     entry = plugin_names()[name]
     try:
         loaded = entry.load()
-    except (Exception, SystemExit) as error:  # a broken plug-in must not be hidden
+    except KeyboardInterrupt:
+        raise
+    except BaseException as error:  # a broken plug-in must not be hidden, whatever it raised (rag_eval._core.plugins)
         raise RetrieverError(
             f"plug-in retriever {name!r} (entry point {entry.value}) failed to load: {error_cause(error)}"
         ) from error
@@ -126,16 +128,17 @@ def check(name: str, params: Mapping[str, Any] | None = None) -> Any:
 def build(name: str, params: Mapping[str, Any] | None = None) -> Any:
     """Check, then instantiate the retriever ``name`` with keyword ``params``.
 
-    Whatever the constructor raises (SystemExit included) becomes one RetrieverError
-    line naming the adapter; the result must have ``index`` and ``search``.
+    Whatever the constructor raises (SystemExit and asyncio.CancelledError included, Ctrl-C
+    excepted) becomes one RetrieverError line naming the adapter; the result must have
+    ``index`` and ``search``.
     """
     params = dict(params or {})
     factory = check(name, params)
     try:
         retriever = factory(**params)
-    except RagEvalError:
+    except (RagEvalError, KeyboardInterrupt):
         raise
-    except (Exception, SystemExit) as error:
+    except BaseException as error:  # the plug-in failed, whatever it raised (rag_eval._core.plugins)
         raise RetrieverError(f"adapter {name!r}: {qualified_name(factory)}() raised {error_cause(error)}") from error
     for method in ("index", "search"):
         if not callable(getattr(retriever, method, None)):

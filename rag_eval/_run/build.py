@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from rag_eval._core.errors import RagEvalError, RetrieverError
-from rag_eval._core.plugins import config_folder
+from rag_eval._core.plugins import config_folder, error_cause, error_text
 from rag_eval._data.config.schema import LoadedConfig
 from rag_eval._data.config.sections import RetrieverSpec
 from rag_eval._retrievers import registry
@@ -33,13 +33,13 @@ def build_retriever(spec: RetrieverSpec, config: LoadedConfig, *, instantiate: b
             if not instantiate:
                 return registry.check(spec.adapter, params)
             return registry.build(spec.adapter, params)
+    except KeyboardInterrupt:
+        raise
     except RagEvalError as error:
         problems = [f"{where}: {' '.join(problem.split())}" for problem in error.problems]
         raise RetrieverError(f"{where}: {one_line(error)}", problems=problems) from error
-    except Exception as error:  # a bug in resolving: name the retriever, keep the cause
-        raise RetrieverError(
-            f"{where} ({spec.adapter}) could not be built: {type(error).__name__}: {one_line(error)}"
-        ) from error
+    except BaseException as error:  # what a plug-in's Params model raised, or a bug in resolving: name the retriever
+        raise RetrieverError(f"{where} ({spec.adapter}) could not be built: {error_cause(error)}") from error
 
 
 def resolve_params(factory: Any, params: Mapping[str, Any], config: LoadedConfig) -> dict[str, Any]:
@@ -68,8 +68,11 @@ def resolve_params(factory: Any, params: Mapping[str, Any], config: LoadedConfig
 
 
 def one_line(error: BaseException) -> str:
-    """An exception's message on one line: the CLI prints exactly one line per error."""
-    return " ".join(str(error).split())
+    """An exception's message on one line: the CLI prints exactly one line per error.
+
+    Never raises: a plug-in's exception may have a ``__str__`` that does (rag_eval._core.plugins words it).
+    """
+    return error_text(error)
 
 
 def _is_spec(value: Any) -> bool:

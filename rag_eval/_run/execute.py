@@ -15,7 +15,8 @@ import time
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from rag_eval._core.errors import ConfigError, RagEvalError
+from rag_eval._core.errors import ConfigError, RagEvalError, RetrieverError
+from rag_eval._core.plugins import error_cause
 from rag_eval._data.config.schema import LoadedConfig
 from rag_eval._data.config.sections import RetrieverSpec
 from rag_eval._execution.context import executing
@@ -127,7 +128,10 @@ class _Loop:
         if reused is not None:
             return reused
         raw = self._retrieve(spec, retriever, corpus, timings, bar)
-        description = describe(retriever, spec.label)
+        try:
+            description = describe(retriever, spec.label)
+        except RetrieverError as error:  # a run error, as index() and search() fail: `run` names the config
+            raise RetrieverRunError(str(error), problems=error.problems) from error
         bar.set_description(f"{spec.label}: evaluate")
         outcome, answer = self.side.outcome(spec, retriever, description, raw, timings, fresh=True)
         self.reuse.save(key, answer, description, timings)  # stored only once checked and evaluated
@@ -182,20 +186,23 @@ def _call(spec: RetrieverSpec, step: str, method: Any, *args: Any) -> Any:
     """Call a retriever's method; whatever it raises becomes one RetrieverRunError naming it and the step.
 
     SystemExit included: a plug-in that calls ``sys.exit()`` has failed, and must not end
-    rag-eval with the plug-in's exit code (which CI would read as a verdict). Ctrl-C
-    (KeyboardInterrupt) still stops the run.
+    rag-eval with the plug-in's exit code (which CI would read as a verdict); so has one that
+    raises asyncio.CancelledError or another BaseException (which would end it with 1, "a gate
+    failed"). Ctrl-C (KeyboardInterrupt) still stops the run.
     """
     where = f"retriever {spec.label!r} ({spec.adapter}) failed in {step}()"
     try:
         return method(*args)
+    except KeyboardInterrupt:
+        raise
     except RagEvalError as error:
         raise RetrieverRunError(f"{where}: {one_line(error)}") from error
     except SystemExit as error:
         raise RetrieverRunError(
             f"{where}: it called sys.exit({error.code!r}); a plug-in must raise an exception, not exit the process"
         ) from error
-    except Exception as error:
-        raise RetrieverRunError(f"{where}: {type(error).__name__}: {one_line(error)}") from error
+    except BaseException as error:  # the plug-in failed, whatever it raised (rag_eval._core.plugins)
+        raise RetrieverRunError(f"{where}: {error_cause(error)}") from error
 
 
 def _release(retriever: Any) -> None:

@@ -15,8 +15,6 @@ not run. Nothing else is written.
 
 from __future__ import annotations
 
-import contextlib
-import sys
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -26,6 +24,7 @@ from typing import Any
 import yaml
 
 from rag_eval._core.errors import RetrieverError
+from rag_eval._core.plugin_output import plugin_output_to_stderr
 from rag_eval._core.ranking import ranked_ids
 from rag_eval._core.spans import parse_chunk_id
 from rag_eval._data.config.schema import LoadedConfig
@@ -87,7 +86,7 @@ def round_trip(
             "sweep": None,
         })
         try:
-            with contextlib.redirect_stdout(sys.stderr):  # a plug-in's prints must not mix with the summary line
+            with plugin_output_to_stderr():  # a plug-in's prints must not mix with the summary line
                 run = execute(LoadedConfig(config.path, config.raw, model), progress=progress)
         except RetrieverRunError as error:
             raise RetrieverError(f"{config.path}: --round-trip: {error}", problems=error.problems) from error

@@ -117,7 +117,9 @@ def build(name: str, method: str, obj: Any, params: Mapping[str, Any]) -> Callab
         instance = obj(**kwargs)
     except RagEvalError:
         raise
-    except (Exception, SystemExit) as error:
+    except KeyboardInterrupt:
+        raise
+    except BaseException as error:  # SystemExit, asyncio.CancelledError...: the plug-in failed (rag_eval._core.plugins)
         raise ConfigError(f"chunking.{name}: chunker {method!r}: {qualified_name(obj)}() raised {error_cause(error)}") from error
     chunk = getattr(instance, "chunk", None)
     if not callable(chunk):
@@ -138,7 +140,9 @@ def spans(name: str, method: str, call: Callable[[str], Any], doc: str, text: st
         items = list(result)  # a generator runs here: its errors are the chunker's too
     except RagEvalError:
         raise
-    except (Exception, SystemExit) as error:
+    except KeyboardInterrupt:
+        raise
+    except BaseException as error:  # SystemExit, asyncio.CancelledError...: the plug-in failed (rag_eval._core.plugins)
         raise ConfigError(f"{lead} failed on document {doc!r}: {error_cause(error)}") from error
     out: list[tuple[int, int]] = []
     search_from = 0

@@ -136,7 +136,9 @@ def resolve(name: str) -> Any:
     entry = plugins[name]
     try:
         loaded = entry.load()
-    except (Exception, SystemExit) as error:  # a broken plug-in must not be hidden
+    except KeyboardInterrupt:
+        raise
+    except BaseException as error:  # a broken plug-in must not be hidden
         raise JudgeError(f"plug-in judge {name!r} (entry point {entry.value}) failed to load: {error_cause(error)}") from error
     return _judge_factory(loaded, name, registered=True)
 
@@ -195,7 +197,9 @@ def build(name: str, params: Mapping[str, Any] | None = None, *, cache_dir: Path
         judge = factory(**params)
     except RagEvalError:
         raise
-    except (Exception, SystemExit) as error:
+    except KeyboardInterrupt:
+        raise
+    except BaseException as error:  # SystemExit, asyncio.CancelledError...: the plug-in failed (rag_eval._core.plugins)
         cause = without_userinfo(error_cause(error))
         raise JudgeError(f"judge {name!r}: {qualified_name(factory)}() raised {cause}") from error
     if not callable(getattr(judge, "judge", None)):
@@ -306,7 +310,9 @@ def _called(judge: Any, call: Callable[[], Any]) -> Any:
         return call()
     except RagEvalError:
         raise
-    except (Exception, SystemExit) as error:
+    except KeyboardInterrupt:
+        raise
+    except BaseException as error:  # SystemExit, asyncio.CancelledError...: the plug-in failed (rag_eval._core.plugins)
         raise JudgeError(f"judge {qualified_name(type(judge))}: judge() raised {error_cause(error)}") from error
 
 
