@@ -39,6 +39,12 @@ never better than being in it (a plain 0 under zscore would rank an absent
 document above every below-average one the child did return).
 
 Fused ties are broken by doc id descending, as trec_eval would.
+
+Each child's answer is checked as the run checks a top-level retriever's
+(:func:`rag_eval._retrievers.answer_check.check_answer`) before it is fused: a doc id not in
+the corpus, a NaN, infinite, str or bool score, or a query that was not asked stops the
+search with one line naming the child (``hybrid: retrievers[0] (my_pkg:Mine): query ...``),
+since a fused score hides where a bad value came from.
 """
 
 from __future__ import annotations
@@ -52,6 +58,7 @@ from pydantic import Field, field_validator, model_validator
 from rag_eval._core import ranking
 from rag_eval._core.errors import RetrieverError
 from rag_eval._models import files as _models
+from rag_eval._retrievers.answer_check import check_answer
 from rag_eval._retrievers.base import Corpus, Queries, Ranking, describe
 from rag_eval._retrievers.children import RetrieverRef, build_child
 from rag_eval._retrievers.params import AdapterParams, Folder, check_params
@@ -161,6 +168,7 @@ class HybridRetriever:
             build_child(child, f"{ADAPTER}: retrievers[{position}]", self.cache_dir)
             for position, child in enumerate(settings.retrievers)
         ]
+        self._corpus: Corpus | None = None  # what the children indexed: their answers are checked against it
 
     def depth(self, top_k: int) -> int:
         """How many results to ask of each child: ``candidates``, never fewer than ``top_k``."""
@@ -168,31 +176,35 @@ class HybridRetriever:
 
     def index(self, corpus: Corpus) -> None:
         """Index every child on the same corpus."""
+        self._corpus = None  # a failing index() must not leave the old corpus as the one to check against
         for child in self.children:
             child.index(corpus)
+        self._corpus = corpus
 
     def search(self, queries: Queries, top_k: int) -> Ranking:
         """Fused top ``top_k`` per query (ties at the cut-off keep the greater doc ids)."""
         ranking.check_top_k(top_k, where=ADAPTER, error=RetrieverError)
+        if self._corpus is None:
+            raise RetrieverError(f"{ADAPTER}: search() called before index(corpus)")
         depth = self.depth(top_k)
-        runs = []
-        for position, child in enumerate(self.children):
-            run = child.search(queries, depth)
-            if not isinstance(run, Mapping):
-                raise RetrieverError(
-                    f"{ADAPTER}: retrievers[{position}] returned {type(run).__name__}, not {{qid: {{doc: score}}}}"
-                )
-            runs.append(run)
+        # Each child's answer checked and cut to its top `depth` (a child may return more than asked).
+        runs = [
+            check_answer(self.child_name(position), child.search(queries, depth), queries, self._corpus, depth)
+            for position, child in enumerate(self.children)
+        ]
         results: Ranking = {}
         for qid in queries:
-            # A child may return more than asked: only its top `depth` take part.
-            lists = [ranking.top_k(run.get(qid) or {}, depth) for run in runs]
+            lists = [run[qid] for run in runs]
             if self.method == "rrf":
                 fused = rrf_scores(lists, self.weights, self.k)
             else:
                 fused = weighted_scores(lists, self.weights, self.normalization)
             results[qid] = ranking.top_k(fused, top_k)
         return results
+
+    def child_name(self, position: int) -> str:
+        """How errors name a child: its place in params.retrievers and its adapter."""
+        return f"{ADAPTER}: retrievers[{position}] ({self.specs[position]['adapter']})"
 
     def describe(self) -> dict[str, Any]:
         """Fusion settings and each child's own description."""

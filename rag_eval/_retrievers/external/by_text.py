@@ -16,12 +16,12 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from rag_eval._core.errors import RetrieverError
 from rag_eval._core.ranking import check_top_k
 from rag_eval._retrievers.base import Corpus, Queries, Ranking
-from rag_eval._retrievers.external.hits import Hit
+from rag_eval._retrievers.external.hits import Hit, settled
 from rag_eval._retrievers.external.latency import LatencyLog
 from rag_eval._retrievers.external.mapping import HitMapper, MapSpec, read_id_map
 from rag_eval._retrievers.params import AdapterParams, Folder, check_params
@@ -34,6 +34,15 @@ class TextHitsParams(AdapterParams):
     map: MapSpec | None = Field(None, description="how a hit becomes a passage or a span (docs/integrations.md)")
     id_map: Folder | None = Field(None, description="file of 'external id<TAB>passage id' lines")
     batch_size: int = Field(1, ge=1, le=10_000, description="queries per call where the target answers batches")
+
+    @field_validator("id_map")
+    @classmethod
+    def _a_readable_id_map(cls, value: Folder | None) -> Folder | None:
+        # Read whole here, so that `rag-eval validate` (which builds nothing) says what index() would: a file
+        # missing, a folder, a bad line. index() reads it again: the run maps with the file as it is then.
+        if value is not None:
+            read_id_map(Path(value).expanduser())
+        return value
 
     @model_validator(mode="after")
     def _some_mapping(self) -> TextHitsParams:
@@ -67,7 +76,13 @@ class ScoreOrder:
         self.spread = 0  # answers with two different scores or more
 
     def observe(self, hits: Sequence[Hit]) -> None:
-        """Count one answer, in the order the target returned it (scores as they will be ranked)."""
+        """Count one answer, in the order the target returned it (scores as they will be ranked).
+
+        An answer with a hit without a score is ranked in the order returned (HitMapper.rank): its
+        scores are not used, so they say nothing here.
+        """
+        if any(hit.score is None for hit in hits):
+            return
         scores = [hit.score for hit in hits if hit.score is not None]
         self.unsorted += any(later > earlier for earlier, later in pairwise(scores))
         if len(set(scores)) > 1:
@@ -149,10 +164,20 @@ class TextHitsRetriever(ABC):
             answers = self.latency.timed(len(batch), self.ask_many, texts, top_k)
             self._check_answers(batch, answers)
             for qid, hits in zip(batch, answers):
+                hits = settled(self.ADAPTER, qid, hits, self.score_sign())
+                self.observe(hits, top_k)
                 ranking[qid] = self.mapper.rank_top(qid, hits, top_k)
         self.latency.overhead_s += (time.perf_counter() - started) - self.latency.backend_s
         self.mapper.check_mapped()
         return ranking
+
+    def score_sign(self) -> float:
+        """-1.0 where the config says the target's scores are distances (lower = better), else 1.0."""
+        return -1.0 if getattr(self.settings, "scores", "similarity") == "distance" else 1.0
+
+    def observe(self, hits: Sequence[Hit], k: int) -> None:
+        """Look at one query's settled hits, in the target's order, before they are mapped (nothing by default)."""
+        return None
 
     def _check_answers(self, batch: Sequence[str], answers: Any) -> None:
         if not isinstance(answers, list) or len(answers) != len(batch):

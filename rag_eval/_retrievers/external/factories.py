@@ -142,7 +142,9 @@ def call_factory(function: Callable[..., Any], params: Mapping[str, Any], target
         built = function(**params)
     except RagEvalError as error:
         raise RetrieverError(f"{adapter}: params.factory {target!r} failed: {_one_line(error)}") from error
-    except (Exception, SystemExit) as error:
+    except KeyboardInterrupt:
+        raise
+    except BaseException as error:  # SystemExit, asyncio.CancelledError...: the plug-in failed (rag_eval._core.plugins)
         raise RetrieverError(
             f"{adapter}: params.factory {target!r} raised {error_cause(error)}; fix the factory or params.factory_params"
         ) from error
@@ -230,7 +232,7 @@ class FactoryRetriever(TextHitsRetriever):
         return super().search(queries, top_k)
 
     def ask_many(self, texts: Sequence[str], k: int) -> list[list[Hit]]:
-        """Each query's hits (:meth:`answer_many`), observed: fewer than ``k``, or scores that rise along the order."""
+        """Each query's hits (:meth:`answer_many`); a failure of the team's object is one line naming it."""
         try:
             answers = self.answer_many(texts, k)
         except RagEvalError:
@@ -240,10 +242,12 @@ class FactoryRetriever(TextHitsRetriever):
                 f"{self.ADAPTER}: the {self.target_class} built by params.factory {self.settings.factory!r} raised "
                 f"{error_cause(error)} while answering a query"
             ) from error
-        for hits in answers if isinstance(answers, list) else ():
-            self.short_answers += len(hits) < k
-            self.order.observe(hits)
         return answers
+
+    def observe(self, hits: Sequence[Hit], k: int) -> None:
+        """Count an answer of fewer than ``k`` hits, and how its scores fall along the target's order."""
+        self.short_answers += len(hits) < k
+        self.order.observe(hits)
 
     def answer_many(self, texts: Sequence[str], k: int) -> list[list[Hit]]:
         """Several queries' hits (one :meth:`ask` each); a subclass may answer a batch in one call."""

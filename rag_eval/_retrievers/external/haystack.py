@@ -189,11 +189,10 @@ def _sockets(tree: Mapping[str, Mapping[str, Any]]) -> list[tuple[str, str]]:
 
 def _hit(document: Any) -> Hit:
     """A Haystack ``Document`` as a hit."""
-    score = getattr(document, "score", None)
     identifier = getattr(document, "id", None)
     return Hit(
         id=str(identifier) if identifier is not None else None,
-        score=float(score) if score is not None else None,
+        score=getattr(document, "score", None),  # as given: settled (checked, made a float) by TextHitsRetriever.search
         text=getattr(document, "content", None),
         metadata=metadata_of(getattr(document, "meta", None)),
     )

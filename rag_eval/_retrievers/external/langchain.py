@@ -67,9 +67,9 @@ class LangChainRetriever(FactoryRetriever):
     def ask(self, text: str, k: int) -> list[Hit]:
         """One query's hits, best first."""
         if self.kind == "vector_store":
-            sign = -1.0 if self.settings.scores == "distance" else 1.0
+            # the score as the store gave it: settled (negated for scores: distance, checked) by TextHitsRetriever.search
             pairs = self.target.similarity_search_with_score(text, k=k)
-            return [_hit(document, sign * float(score)) for document, score in pairs]
+            return [_hit(document, score) for document, score in pairs]
         extra = {"k": k} if self.kind == "vector_store_retriever" else {}
         return [_hit(document, None) for document in self.target.invoke(text, **extra)]
 
@@ -92,7 +92,7 @@ class LangChainRetriever(FactoryRetriever):
         return [[_hit(document, None) for document in documents] for documents in self.target.batch(list(texts), **extra)]
 
 
-def _hit(document: Any, score: float | None) -> Hit:
+def _hit(document: Any, score: Any) -> Hit:
     """A LangChain ``Document`` as a hit (its id may be None: such a hit maps by metadata or text)."""
     identifier = getattr(document, "id", None)
     return Hit(

@@ -82,10 +82,9 @@ class LlamaIndexRetriever(FactoryRetriever):
 def _hit(found: Any) -> Hit:
     """A ``NodeWithScore`` as a hit."""
     node = found.node
-    score = found.score
     return Hit(
         id=str(node.node_id) if node.node_id is not None else None,
-        score=float(score) if score is not None else None,
+        score=found.score,  # as given: settled (checked, made a float) by TextHitsRetriever.search
         text=node.get_content(),
         metadata=metadata_of(node.metadata),
     )

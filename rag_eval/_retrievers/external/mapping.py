@@ -179,8 +179,11 @@ class HitMapper:
     def rank(self, query_id: str, hits: Sequence[Hit]) -> dict[str, float]:
         """``{unit id: score}`` of one query's hits, in the backend's order; unmapped hits counted, not kept.
 
-        A hit without a score gets one from its rank (``len(hits) - rank``), so rank order is kept. Two hits of
-        one unit keep the first (the better ranked) and count as a duplicate.
+        When any hit of the answer has no score, every hit of it gets one from its rank (``len(hits) - rank``):
+        the backend's order is the one scale the answer has (the scores of some hits say nothing of where the
+        scoreless ones stand), as :func:`best_first` cuts it. Such an answer is counted (``ranked_by_order``;
+        ``mixed_scores`` when some of its hits had a score, which is then not used). Two hits of one unit keep
+        the first (the better ranked) and count as a duplicate.
         """
         ranked: dict[str, float] = {}
         count = len(hits)
@@ -195,7 +198,12 @@ class HitMapper:
             # (references to the corpus's own strings) is built once, on the first query.
             self._ids = frozenset(self.corpus)
         ids = self._ids if self._ids is not None else frozenset()
-        direct = duplicates = scoreless = 0
+        direct = duplicates = 0
+        scoreless = sum(hit.score is None for hit in hits)
+        by_order = scoreless > 0
+        if by_order:
+            self.counts["ranked_by_order"] += 1
+            self.counts["mixed_scores"] += scoreless < count
         for position, hit in enumerate(hits):
             unit: Any = None
             if field is not None:
@@ -215,11 +223,7 @@ class HitMapper:
                 duplicates += 1
                 continue
             score = hit.score
-            if score is None:
-                scoreless += 1
-                ranked[unit] = float(count - position)
-            else:
-                ranked[unit] = float(score)
+            ranked[unit] = float(count - position) if by_order or score is None else float(score)
         if direct:
             self.counts["mapped"] += direct
             self.counts["by_passage_id"] += direct
@@ -354,6 +358,10 @@ class HitMapper:
             "stale": counts["stale"],
             "ambiguous_text": counts["ambiguous_text"],
             "scoreless_hits": self.scoreless,
+            # answers ranked by the backend's order (some hit had no score); of them, those whose other hits'
+            # scores were set aside (a mix of scored and scoreless hits)
+            "ranked_by_order": counts["ranked_by_order"],
+            "mixed_scores": counts["mixed_scores"],
         }
         if counts["beyond_top_k"]:
             # every hit returned is accounted for: hits (the top_k best, mapped or not) + beyond_top_k = returned
