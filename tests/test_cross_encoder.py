@@ -93,18 +93,26 @@ def test_top_k_beyond_rerank_depth_warns(tiny_ce):
     assert len(run["q1"]) == 2
 
 
-def test_first_stage_returning_unknown_docs_is_an_error(tiny_ce):
+@pytest.mark.parametrize(("answer", "problem"), [
+    ({"q": {"ghost": 1.0}}, "query 'q': returned doc 'ghost', which is not in the corpus"),
+    # Checked as every retriever's answer is (rag_eval._retrievers.answer_check): these were re-ranked before.
+    ({"q": {"d1": float("nan")}}, "query 'q', doc 'd1': score is NaN"),
+    ({"q": {"d1": "0.5"}}, "query 'q', doc 'd1': score '0.5' (str) is not a number; return an int or a float"),
+    ({"q": {"d1": True}}, "query 'q', doc 'd1': score True (bool) is not a number; return an int or a float"),
+])
+def test_the_first_stages_answer_is_checked_as_a_retrievers(tiny_ce, answer, problem):
     retriever = registry.build(
         "cross_encoder",
         {
             "model": str(tiny_ce),
-            "first_stage": {"adapter": "_models:FixedRetriever", "params": {"run": {"q": {"ghost": 1.0}}}},
+            "first_stage": {"adapter": "_models:FixedRetriever", "params": {"run": answer}},
             "show_progress": False,
         },
     )
     retriever.index(CORPUS)
-    with pytest.raises(RetrieverError, match="doc 'ghost' for query 'q', which is not in the corpus"):
+    with pytest.raises(RetrieverError) as caught:
         retriever.search({"q": "x"}, 3)
+    assert str(caught.value) == f"cross_encoder: first_stage (_models:FixedRetriever): {problem}"
 
 
 def test_describe_and_cache_dir_pass_through(tiny_ce, tmp_path):

@@ -430,7 +430,7 @@ WHERE = "retriever 'bad': query 'q-dessert', span"
          f"{WHERE} 0 (['café.md'], 0, 10): the document id is list; give the id as a string"),
         (plugin_answer({"q-dessert": [[CAFE, 0, 10, 1.0], {"doc": CAFE, "start": 0, "end": 10, "score": 0.5}]}),
          f"{WHERE} 1 ('café.md', 0, 10): the same span is returned twice for this query; return each span once"),
-        (plugin_answer("nan"), f"{WHERE} 0 ('café.md', 0, 10): score is nan; scores must be finite numbers"),
+        (plugin_answer("nan"), f"{WHERE} 0 ('café.md', 0, 10): score is NaN"),
         # Spans may mix forms across queries (a document id is the whole document, a chunk id its span);
         # a key that is neither is named.
         (plugin_answer({"q-dessert": [[CAFE, 0, 10, 1.0]], "q-capital": {"tokyo?": 1.0}}),

@@ -44,6 +44,7 @@ from rag_eval._models.embeddings.loading import load_scorer
 from rag_eval._models.embeddings.options import EncodingParams
 from rag_eval._models.positions import check_model_length
 from rag_eval._models.progress import library_bars, progress_wanted
+from rag_eval._retrievers.answer_check import check_answer
 from rag_eval._retrievers.base import Corpus, Queries, Ranking, describe
 from rag_eval._retrievers.children import RetrieverRef, build_child
 from rag_eval._retrievers.embedding_cache import default_cache_dir
@@ -152,21 +153,16 @@ class CrossEncoderReranker:
                 f"each query gets at most {self.rerank_top_n} re-ranked passages",
                 stacklevel=2,
             )
-        first = self.first_stage.search(queries, self.rerank_top_n)
-        if not isinstance(first, Mapping):
-            raise RetrieverError(f"{ADAPTER}: first stage returned {type(first).__name__}, not {{qid: {{doc: score}}}}")
+        # The first stage's answer is checked as a retriever's (a NaN or str score, an unknown doc) and cut to its
+        # best n by the ranking rule (score desc, then doc id desc), so a tie at the cut keeps the greater id.
+        first = check_answer(f"{ADAPTER}: first_stage ({self.first_stage_spec['adapter']})",
+                             self.first_stage.search(queries, self.rerank_top_n), queries, self._texts,
+                             self.rerank_top_n)
         pairs: list[tuple[str, str]] = []
         owners: list[tuple[str, str]] = []
         for qid, text in queries.items():
-            # The first stage may return more than asked: keep its best n by the ranking
-            # rule (score desc, then doc id desc), so a tie at the cut keeps the greater id.
-            for doc_id in ranking.top_k(first.get(qid) or {}, self.rerank_top_n):
-                passage = self._texts.get(doc_id)
-                if passage is None:
-                    raise RetrieverError(
-                        f"{ADAPTER}: first stage returned doc {doc_id!r} for query {qid!r}, which is not in the corpus"
-                    )
-                pairs.append((text, passage))
+            for doc_id in first[qid]:
+                pairs.append((text, self._texts[doc_id]))
                 owners.append((qid, doc_id))
         results: dict[str, dict[str, float]] = {qid: {} for qid in queries}
         if not pairs:

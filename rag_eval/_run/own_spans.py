@@ -7,7 +7,6 @@ checked against the document it names; its id is :func:`rag_eval._core.spans.chu
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -15,6 +14,7 @@ import numpy as np
 
 from rag_eval._core.messages import close_match
 from rag_eval._core.spans import chunk_id, parse_chunk_id, span_problem
+from rag_eval._retrievers.answer_check import NotAScore, as_score
 from rag_eval._run.checks import RetrieverRunError, Span
 
 
@@ -139,12 +139,7 @@ def _guess(doc: Any, documents: Mapping[str, str]) -> str:
 
 
 def _score(where: str, score: Any) -> float:
-    if isinstance(score, (bool, np.bool_)) or not isinstance(score, (int, float, np.integer, np.floating)):
-        raise RetrieverRunError(f"{where}: score {score!r} ({type(score).__name__}) is not a number")
     try:
-        value = float(score)
-    except OverflowError:
-        raise RetrieverRunError(f"{where}: score is too large for a float64") from None
-    if not math.isfinite(value):
-        raise RetrieverRunError(f"{where}: score is {value}; scores must be finite numbers")
-    return value
+        return as_score(score)  # the one rule for a score (rag_eval._retrievers.answer_check)
+    except NotAScore as problem:
+        raise RetrieverRunError(f"{where}: {problem}") from None
