@@ -247,3 +247,17 @@ def test_validate_passes_a_good_id_map(folder, monkeypatch, capsys):
     config(folder, "langchain", [0.9, 0.5, 0.1], id_map="ids.tsv")
     assert main(["validate", "run.yaml"]) == 0
     assert not (folder / "factory.called").exists()
+
+
+def test_the_report_says_when_an_answer_mixed_scored_and_scoreless_hits():
+    """report.md said "the target gave no scores" only when every hit had none; a mixed answer, ranked by
+    order with its scores set aside, was not mentioned."""
+    from rag_eval._report.external import _problems
+
+    mixed = {"mapping": {"scoreless_hits": 125, "ranked_by_order": 25, "mixed_scores": 25}}
+    assert _problems("x", mixed) == [
+        "- **x**: 25 answers mixed scored hits with 125 hits without a score: those answers were ranked in the order "
+        "the target returned them, their scores set aside."
+    ]
+    none = {"mapping": {"scoreless_hits": 30, "ranked_by_order": 3, "mixed_scores": 0}}
+    assert _problems("x", none) == ["- **x**: the target gave no scores (30 hits): ranked in the order it returned them."]

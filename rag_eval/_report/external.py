@@ -110,7 +110,14 @@ def _problems(label: str, description: Mapping[str, Any]) -> list[str]:
         )
     if mapping.get("duplicates"):
         lines.append(f"{who} {mapping['duplicates']:,} hits repeat a passage already ranked higher; the first was kept.")
-    if mapping.get("scoreless_hits"):
+    if mapping.get("mixed_scores"):
+        # some hits scored, others not: the whole answer was ranked by the target's order (docs/integrations.md)
+        lines.append(
+            f"{who} {mapping['mixed_scores']:,} answers mixed scored hits with {mapping.get('scoreless_hits', 0):,} "
+            "hits without a score: those answers were ranked in the order the target returned them, their scores "
+            "set aside."
+        )
+    elif mapping.get("scoreless_hits"):
         lines.append(
             f"{who} the target gave no scores ({mapping['scoreless_hits']:,} hits): ranked in the order it returned them."
         )
