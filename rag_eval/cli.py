@@ -45,7 +45,7 @@ from rag_eval._commands.process_end import (
     skip_final_collections,
 )
 from rag_eval._core.errors import RagEvalError
-from rag_eval._core.plugin_output import plugin_output_to_stderr, stdout_to_stderr
+from rag_eval._core.plugin_output import plugin_output_to_stderr, reserve_standard_streams, stdout_to_stderr
 
 __all__ = [
     "COMMANDS",
@@ -182,7 +182,7 @@ def _cmd_evaluate(command: ModuleType, args: argparse.Namespace) -> int:
 def _cmd_run(command: ModuleType, args: argparse.Namespace) -> int:
     # stdout holds the result lines, which scripts read: whatever else is written while the run works (a
     # plug-in's print, os.write(1, ...) or child process, in index() or search() or at import) goes to stderr.
-    with plugin_output_to_stderr() as stdout:
+    with plugin_output_to_stderr(last=True) as stdout:
         results = GuardedStdout(stdout)  # a closed pipe or a full disk is one line, exit 2
 
         def say(line: str) -> None:
@@ -268,6 +268,7 @@ def console_main() -> None:
     alive at the end are left out of the teardown's garbage collections
     (:func:`rag_eval._commands.process_end.skip_final_collections`: about 1 s after a torch model ran).
     """
+    reserve_standard_streams()  # started with stdout or stderr closed (>&-): /dev/null, not a crash
     code = main()
     try:
         sys.stdout.flush()

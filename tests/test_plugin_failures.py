@@ -116,6 +116,33 @@ class RaisingDescribe(Base):
         raise ValueError("describe broke")
 
 
+class ClosesStdout(Base):
+    def search(self, queries, top_k):
+        sys.stdout.close()  # during plug-in code sys.stdout was sys.stderr itself: this closed rag-eval's stderr
+        return {qid: {"pacific-largest": float("nan")} for qid in queries}
+
+
+class AsyncSearch(Base):
+    async def search(self, queries, top_k):
+        return {qid: {"pacific-largest": 1.0} for qid in queries}
+
+
+class LeavesAWriter(Base):
+    def search(self, queries, top_k):
+        import threading
+        import time
+
+        def write():  # not a daemon: still writing while rag-eval prints its lines and ends
+            end = time.monotonic() + 1.0
+            while time.monotonic() < end:
+                os.write(1, b"THREAD-FD1\\n")
+                print("THREAD-PRINT")
+                time.sleep(0.0002)
+
+        threading.Thread(target=write, name="writer").start()
+        return super().search(queries, top_k)
+
+
 class Noisy(Base):
     def index(self, corpus):
         print("PRINTED-IN-INDEX")
@@ -488,3 +515,57 @@ def test_the_redirect_restores_stdout_and_keeps_the_commands_own_lines_in_order(
                           cwd=tmp_path)
     assert done.stdout.splitlines() == ["before", "result 1", "result 2", "after", "after, fd 1"]
     assert done.stderr.splitlines() == ["noise 1", "noise 2", "noise 3"]
+
+
+def test_a_plugin_that_closes_sys_stdout_leaves_rag_evals_stderr_open(tmp_path, plugs):
+    """Its error line was lost ("lost sys.stderr") and the run ended with exit 1, which CI reads as a gate."""
+    config = write_config(tmp_path, {"adapter": f"{plugs}:ClosesStdout"})
+    done = _rag_eval(["run", str(config), "--no-progress"], tmp_path)
+    assert (done.returncode, done.stdout) == (2, ""), done.stderr
+    assert done.stderr.splitlines() == [
+        f"rag-eval: error: {config}: retriever 'mine': query 'q-largest-ocean', doc 'pacific-largest': score is NaN"
+    ]
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(("command", "adapter", "code"), [("run", "Base", 0), ("validate", "Base", 0),
+                                                          ("run", "ClosesStdout", 2)])
+def test_a_closed_stdout_is_dev_null_not_an_internal_error(tmp_path, plugs, command, adapter, code):
+    """`rag-eval run config.yaml >&-` ended in an internal error (sys.stdout is None) with exit 1."""
+    config = write_config(tmp_path, {"adapter": f"{plugs}:{adapter}"})
+    env = {k: v for k, v in os.environ.items() if k != "GITHUB_STEP_SUMMARY"}
+    done = subprocess.run(
+        [sys.executable, "-m", "rag_eval", command, str(config), *(["--no-progress"] if command == "run" else [])],
+        stdin=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, timeout=120, check=False, env=env, cwd=tmp_path,
+        preexec_fn=lambda: os.close(1),  # noqa: PLW1509 - the child starts with fd 1 closed, as under >&-
+    )
+    assert done.returncode == code, done.stderr
+    assert "internal error" not in done.stderr and "Traceback" not in done.stderr
+    if code == 0 and command == "run":
+        assert (tmp_path / "out" / "report.md").exists() and done.stderr == ""
+    if code == 2:
+        assert done.stderr.splitlines() == [
+            f"rag-eval: error: {config}: retriever 'mine': query 'q-largest-ocean', doc 'pacific-largest': score is NaN"
+        ]
+
+
+def test_an_async_search_is_one_line_without_never_awaited_warnings(tmp_path, plugs):
+    """The line was followed by four lines of "RuntimeWarning: coroutine ... was never awaited"."""
+    config = write_config(tmp_path, {"adapter": f"{plugs}:AsyncSearch"})
+    done = _rag_eval(["run", str(config), "--no-progress"], tmp_path)
+    assert (done.returncode, done.stdout) == (2, ""), done.stderr
+    assert done.stderr.splitlines() == [
+        f"rag-eval: error: {config}: retriever 'mine': search() returned coroutine, expected {{qid: {{doc_id: score}}}}"
+    ]
+
+
+def test_a_thread_left_writing_never_reaches_stdout(tmp_path, plugs):
+    """Between the end of the run and the process's exit, fd 1 was the real stdout again: a plug-in's thread
+    still writing reached it (2 runs of 13 in the attack)."""
+    config = write_config(tmp_path, {"adapter": f"{plugs}:LeavesAWriter"})
+    for _ in range(3):
+        done = _rag_eval(["run", str(config), "--no-progress"], tmp_path)
+        assert done.returncode == 0, done.stderr
+        lines = done.stdout.splitlines()
+        assert len(lines) == 2 and lines[0].startswith("mine\tndcg@4\t") and lines[1].startswith("report: "), lines
+        assert "THREAD-FD1" in done.stderr and "THREAD-PRINT" in done.stderr

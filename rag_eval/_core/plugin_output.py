@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import threading
 from collections.abc import Iterator
 from typing import Any, TextIO
 
@@ -28,10 +29,16 @@ STDERR_FD = 2
 
 
 @contextlib.contextmanager
-def plugin_output_to_stderr() -> Iterator[TextIO]:
+def plugin_output_to_stderr(*, last: bool = False) -> Iterator[TextIO]:
     """Within the block everything written to stdout, at any level, goes to stderr; yields the stream that
-    reaches the real stdout, for the command's own lines (flush it before the block ends to see its errors)."""
+    reaches the real stdout, for the command's own lines (flush it before the block ends to see its errors).
+
+    ``last``: the block holds every line the command prints (``run``). Then, when a thread started in the block
+    is still running at its end (a plug-in's, not a daemon), stdout stays on stderr for the rest of the process:
+    restored, the thread's writes would reach stdout until the process turns it away again at its exit.
+    """
     stdout = sys.stdout
+    before = set(threading.enumerate())
     saved = _duplicate_stdout(stdout)
     if saved is None:
         with contextlib.redirect_stdout(sys.stderr):
@@ -44,17 +51,53 @@ def plugin_output_to_stderr() -> Iterator[TextIO]:
         encoding=getattr(stdout, "encoding", None) or "utf-8", errors=getattr(stdout, "errors", None) or "strict",
         closefd=True,
     )
+    # The plug-ins' sys.stdout is a stream of its own on a duplicate of stderr, not sys.stderr itself: a plug-in
+    # that closes sys.stdout (or dup2s /dev/null onto its fileno()) must not close or silence rag-eval's stderr,
+    # where the command's error line goes.
+    plugins = open(  # noqa: SIM115 - closed below
+        os.dup(_stderr_fd()), "w", buffering=1, encoding=getattr(sys.stderr, "encoding", None) or "utf-8",
+        errors="backslashreplace", closefd=True,
+    )
     try:
         os.dup2(_stderr_fd(), STDOUT_FD)
-        with contextlib.redirect_stdout(sys.stderr):
+        with contextlib.redirect_stdout(plugins):
             yield results
     finally:
         # A plug-in's text still in the buffers of the stream objects on fd 1 (sys.__stdout__) is flushed while
         # fd 1 is stderr, or it would reach the real stdout at the next flush.
-        _flush(stdout, sys.__stdout__, results)
-        os.dup2(saved, STDOUT_FD)
+        _flush(stdout, sys.__stdout__, results, plugins)
+        lingering = last and any(t.is_alive() and not t.daemon for t in set(threading.enumerate()) - before)
+        if lingering:
+            sys.stdout = sys.stderr  # the command has no line left to print; a lingering thread's prints go here
+        else:
+            os.dup2(saved, STDOUT_FD)
         with contextlib.suppress(OSError, ValueError):  # an unwritable stdout was reported by the command's flush
             results.close()
+        if not lingering:  # a lingering thread may still write to it
+            with contextlib.suppress(OSError, ValueError):  # closed by the plug-in already
+                plugins.close()
+
+
+def reserve_standard_streams() -> None:
+    """A standard stream the process was started without (``rag-eval run ... >&-``) is opened on /dev/null.
+
+    Otherwise fd 1 (or 2) is free: Python's ``sys.stdout`` is None, so the command ends in an internal error
+    (exit 1 after a traceback), and the first file rag-eval opens (its output folder's lock) takes fd 1, where
+    a plug-in's ``os.write(1, ...)`` would land. Closed, the stream's lines go nowhere, as with ``> /dev/null``.
+    For the console script only: an in-process caller's streams are its own.
+    """
+    for fd, name in ((STDOUT_FD, "stdout"), (STDERR_FD, "stderr")):
+        try:
+            os.fstat(fd)
+            continue
+        except OSError:
+            pass
+        opened = os.open(os.devnull, os.O_WRONLY)  # the lowest free fd: `fd` itself when the lower ones are open
+        if opened != fd:
+            os.dup2(opened, fd)
+            os.close(opened)
+        if getattr(sys, name) is None:
+            setattr(sys, name, open(fd, "w", encoding="utf-8", closefd=False))  # noqa: SIM115 - the process's own
 
 
 def stdout_to_stderr() -> None:

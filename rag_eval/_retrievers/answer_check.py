@@ -8,6 +8,7 @@ so that an adapter may use it (layers import only downward).
 
 from __future__ import annotations
 
+import inspect
 import math
 from collections.abc import Mapping
 from typing import Any
@@ -73,6 +74,8 @@ def check_answer(
     """
 
     if not isinstance(raw, Mapping):
+        if inspect.iscoroutine(raw):  # an `async def search`: closed, or Python warns "never awaited" after the line
+            raw.close()
         raise RetrieverRunError(f"{who}: search() returned {type(raw).__name__}, expected {{qid: {{doc_id: score}}}}")
     ranking: dict[str, dict[str, float]] = {}
     for qid, scored in raw.items():
