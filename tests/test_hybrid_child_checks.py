@@ -15,8 +15,10 @@ import numpy as np
 import pytest
 import yaml
 
+from rag_eval._core.errors import RetrieverError
 from rag_eval._retrievers import registry
 from rag_eval._retrievers.answer_check import RetrieverRunError
+from rag_eval._retrievers.base import describe
 from rag_eval._run.checks import check_ranking
 from rag_eval.cli import main
 
@@ -151,3 +153,24 @@ def test_run_of_good_children_gives_the_hand_computed_ndcg(tmp_path, monkeypatch
     # linear gains d2=1, d1=2, d3=0: DCG = 1 + 2/log2(3); ideal = 2 + 1/log2(3)
     ndcg = (1 + 2 / math.log2(3)) / (2 + 1 / math.log2(3))
     assert f"h\tndcg@10\t{ndcg:.4f}" in capsys.readouterr().out  # 0.8597
+
+
+class FailingDescribe(Verbatim):
+    def describe(self):
+        raise RuntimeError("model card missing")
+
+
+def test_a_childs_describe_failure_names_the_child():
+    """The line named the hybrid by its class path and the child by its class, without its place."""
+    children = [
+        {"adapter": "_models:GreedyRetriever", "params": {"run": GOOD}},
+        {"adapter": "test_hybrid_child_checks:FailingDescribe", "params": {"answer": GOOD}},
+    ]
+    retriever = registry.build("hybrid", {"retrievers": children})
+    with pytest.raises(RetrieverError) as caught:
+        describe(retriever, "h", "hybrid")
+    assert str(caught.value) == (
+        "retriever 'h' (hybrid): describe() failed: hybrid: retrievers[1] (test_hybrid_child_checks:FailingDescribe): "
+        "retriever test_hybrid_child_checks:FailingDescribe: describe() raised RuntimeError: model card missing; "
+        "describe() must return a dict (or None)"
+    )

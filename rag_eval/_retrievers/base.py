@@ -42,19 +42,21 @@ class Retriever(Protocol):
         """Return up to ``top_k`` scored documents for each query."""
 
 
-def describe(retriever: Any, label: str | None = None) -> dict[str, Any]:
+def describe(retriever: Any, label: str | None = None, adapter: str | None = None) -> dict[str, Any]:
     """The retriever's own description, or its class path when it has none.
 
     ``describe()`` is user code: whatever it raises, or a result that is not a
-    mapping, becomes one RetrieverError line naming the retriever (``label`` when
-    given, else its class), never a traceback.
+    mapping, becomes one RetrieverError line naming the retriever (``label`` and its
+    ``adapter`` as the config names it, as index and search errors do; else its class),
+    never a traceback.
     """
     cls = type(retriever)
     base: dict[str, Any] = {"class": f"{cls.__module__}:{cls.__qualname__}"}
     method = getattr(retriever, "describe", None)
     if not callable(method):
         return base
-    who = f"retriever {label!r} ({base['class']})" if label else f"retriever {base['class']}"
+    shown = adapter or base["class"]
+    who = f"retriever {label!r} ({shown})" if label else f"retriever {shown}"
     try:
         extra = method()
     except KeyboardInterrupt:

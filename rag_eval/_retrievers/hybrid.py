@@ -208,7 +208,12 @@ class HybridRetriever:
 
     def describe(self) -> dict[str, Any]:
         """Fusion settings and each child's own description."""
-        children = [describe(child) for child in self.children]
+        children = []
+        for position, child in enumerate(self.children):
+            try:
+                children.append(describe(child, adapter=self.specs[position]["adapter"]))
+            except RetrieverError as error:  # which child: its place in params.retrievers, as search errors say
+                raise RetrieverError(f"{self.child_name(position)}: {error}") from error
         caches = [f"{spec['adapter']} {d['cache']}" for spec, d in zip(self.specs, children) if d.get("cache")]
         fusion = f"rrf (k={self.k:g})" if self.method == "rrf" else f"weighted {self.normalization}"
         return {

@@ -129,7 +129,7 @@ class _Loop:
             return reused
         raw = self._retrieve(spec, retriever, corpus, timings, bar)
         try:
-            description = describe(retriever, spec.label)
+            description = describe(retriever, spec.label, spec.adapter)
         except RetrieverError as error:  # a run error, as index() and search() fail: `run` names the config
             raise RetrieverRunError(str(error), problems=error.problems) from error
         bar.set_description(f"{spec.label}: evaluate")
