@@ -211,7 +211,7 @@ class HybridRetriever:
         children = []
         for position, child in enumerate(self.children):
             try:
-                children.append(describe(child, adapter=self.specs[position]["adapter"]))
+                children.append(describe(child, adapter=str(self.specs[position]["adapter"])))
             except RetrieverError as error:  # which child: its place in params.retrievers, as search errors say
                 raise RetrieverError(f"{self.child_name(position)}: {error}") from error
         caches = [f"{spec['adapter']} {d['cache']}" for spec, d in zip(self.specs, children) if d.get("cache")]
