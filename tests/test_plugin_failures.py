@@ -209,11 +209,17 @@ DOCUMENTS = {
 }
 
 
+def new_module(folder: Path, prefix: str, source: str) -> str:
+    """Write ``source`` as the module ``<prefix>_<uuid>`` in ``folder`` (a name no other test imported); its name."""
+    name = f"{prefix}_{uuid.uuid4().hex[:10]}"
+    (folder / f"{name}.py").write_text(source, encoding="utf-8")
+    return name
+
+
 @pytest.fixture
 def plugs(tmp_path: Path) -> Any:
     """The folder of the configs, holding the plug-in module ``plugs_<uuid>`` (its name returned)."""
-    name = f"plugs_{uuid.uuid4().hex[:10]}"
-    (tmp_path / f"{name}.py").write_text(PLUGS, encoding="utf-8")
+    name = new_module(tmp_path, "plugs", PLUGS)
     yield name
     sys.modules.pop(name, None)
     importlib.invalidate_caches()
@@ -277,8 +283,7 @@ def test_a_base_exception_from_a_hybrid_child_is_one_line_and_exit_2(tmp_path, p
 
 @pytest.mark.parametrize("command", ["run", "validate"])
 def test_a_base_exception_at_import_is_one_line_and_exit_2(tmp_path, capsys, command):
-    module = f"cancels_at_import_{uuid.uuid4().hex[:10]}"
-    (tmp_path / f"{module}.py").write_text("import asyncio\nraise asyncio.CancelledError('import cancelled')\n")
+    module = new_module(tmp_path, "cancels_at_import", "import asyncio\nraise asyncio.CancelledError('import cancelled')\n")
     config = write_config(tmp_path, {"adapter": f"{module}:R"})
     try:
         code, out, err = run_cli([command, str(config)], capsys)
@@ -336,8 +341,7 @@ def _documents_config(folder: Path, method: str, mode: str) -> Path:
 
 @pytest.fixture
 def chunkers(tmp_path: Path) -> Any:
-    name = f"chunkers_{uuid.uuid4().hex[:10]}"
-    (tmp_path / f"{name}.py").write_text(CHUNKERS, encoding="utf-8")
+    name = new_module(tmp_path, "chunkers", CHUNKERS)
     yield name
     sys.modules.pop(name, None)
 
@@ -351,8 +355,7 @@ def test_a_base_exception_from_a_chunker_is_one_line_and_exit_2(tmp_path, chunke
 
 
 def _judge_inputs(folder: Path, mode: str) -> tuple[Path, Path]:
-    module = f"judges_{uuid.uuid4().hex[:10]}"
-    (folder / f"{module}.py").write_text(JUDGES, encoding="utf-8")
+    module = new_module(folder, "judges", JUDGES)
     judge = folder / "judge.yaml"
     judge.write_text(yaml.safe_dump({"adapter": f"{module}:Nasty", "params": {"mode": mode}}), encoding="utf-8")
     sheet = folder / "sheet.csv"
