@@ -60,6 +60,14 @@ CASES = [
     ("run: too few fields", "run", text("q1 Q0 a 1 2.0 t\nq1 Q0 b 2 1.0\n"), r"RUN:2: expected 6 fields .*found 5"),
     ("run: three fields", "run", text("q1 a 2.0\n"),
      r"RUN:1: expected 6 fields 'qid Q0 doc_id rank score tag', found 3"),
+    # A doc id holding a space shifts the fields after it: trec_eval would read "my" as the doc and "1" as its score.
+    ("run: a doc id with a space (7 fields)", "run", text("q1 Q0 other 1 0.9 t\nq1 Q0 my doc 2 0.2 t\n"),
+     r"RUN:2: the rank field 'doc' is not a number; a TREC run line is 'qid Q0 doc_id rank score tag', "
+     r"so a doc id cannot hold a space"),
+    ("run: a doc id with a space, no rank (6 fields)", "run", text("q1 Q0 my doc 0.2 t\n"),
+     r"RUN:1: the rank field 'doc' is not a number"),
+    ("run: rank ending in a letter", "run", text("q1 Q0 a 1 0.9 t\nq1 Q0 b 2nd 0.2 t\n"),
+     r"RUN:2: the rank field '2nd' is not a number"),
     ("qrels: grade not a number", "qrels", text("q1 0 a 1\nq1 0 b high\n"), r"QRELS:2: grade 'high' is not a number"),
     ("run: score not a number", "run", text("q1 Q0 a 1 2.0 t\nq1 Q0 b 2 lots t\n"),
      r"RUN:2: score 'lots' is not a number"),

@@ -117,6 +117,30 @@ def test_judgements_take_no_fields_after_the_grade(tmp_path):
         engine.read_qrels(path)
 
 
+@pytest.mark.parametrize("content", [
+    "q1 Q0 a 1 2.5 t\nq1 Q0 my doc 2 1.5 t\n",  # the usual layout
+    "q1 Q0 a 1 2.5 t extra\nq1  Q0 my doc 2 1.5 t\n",  # fields after the tag, runs of blanks
+])
+def test_a_rank_that_is_not_a_number_is_named_with_its_line(tmp_path, content):
+    """trec_eval never reads the rank, but a doc id holding a space shifts the fields after it: "my" would be read
+    as the doc and 2 as its score. The fast reader looks at each rank's first and last byte; the line reader names
+    the line."""
+    path = tmp_path / "r.run"
+    path.write_text(content)
+    with pytest.raises(fast_reader.Irregular):
+        fast_reader.read_fast(path, TREC_RUN)
+    with pytest.raises(InputFormatError, match=r"r.run:2: the rank field 'doc' is not a number"):
+        engine.read_run(path)
+
+
+@pytest.mark.parametrize("rank", ["0", "17", "-1", "+3", "1.0", ".5", "1e3"])
+def test_any_number_is_a_rank(tmp_path, rank):
+    path = tmp_path / "r.run"
+    path.write_text(f"q1 Q0 a {rank} 2.5 t\nq1 Q0 b {rank} 1.5 t\n")
+    fast, slow = both_readers(path, TREC_RUN)
+    assert fast == slow == [("q1", "a", (2.5).hex()), ("q1", "b", (1.5).hex())]
+
+
 def test_a_file_of_blank_lines_is_an_empty_run(tmp_path):
     path = tmp_path / "r.run"
     path.write_text("\n  \n\t\n")

@@ -139,6 +139,10 @@ def test_static_missing_and_malformed_files(tmp_path):
     with pytest.raises(RetrieverError) as excinfo:
         StaticRetriever(path=str(bad_run))
     assert str(excinfo.value).startswith(f"static: {bad_run}:2: expected 6 fields")
+    bad_run.write_text("q1 Q0 my doc 1 0.2 t\n")  # a doc id holding a space: "my" ranked with score 1, before
+    with pytest.raises(RetrieverError) as excinfo:
+        StaticRetriever(path=str(bad_run))
+    assert str(excinfo.value).startswith(f"static: {bad_run}:1: the rank field 'doc' is not a number")
 
 
 # ---- bm25: a tiny corpus computed by hand ------------------------------------------------------------

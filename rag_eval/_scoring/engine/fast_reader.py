@@ -394,8 +394,12 @@ def _parse_text(
     tokens = _single_separators(text, layout)
     if tokens is None:
         tokens = _any_blanks(base, length, layout)
-    first, stop = tokens  # where each line's query id, doc id and value start and end, offsets into base
+    # where each line's query id, doc id and value (then the layout's number_fields) start and end, offsets into base
+    first, stop = tokens
     n = first[0].size
+    for a, b in zip(first[3:], stop[3:]):
+        if not _look_like_numbers(base, a, b):
+            raise Irregular  # a rank that is not a number: the line reader names the line
     if n > values.size:
         raise Irregular  # (more lines than newlines: cannot happen)
     if int(text.max()) >= 127:
@@ -416,6 +420,19 @@ def _parse_text(
         raise Irregular from None
     hashes[:n] = docs.hashes()
     return _Chunk(starts, group_codes, queries, query_hashes, n)
+
+
+# The bytes a number may start with, and end with: a field's first and last byte are all that is looked at
+# (a rank of "doc" or "2nd" shows a doc id holding a space); the line reader checks the whole field.
+_NUMBER_START = np.zeros(256, dtype=bool)
+_NUMBER_START[list(b"0123456789+-.")] = True
+_NUMBER_END = np.zeros(256, dtype=bool)
+_NUMBER_END[list(b"0123456789.")] = True
+
+
+def _look_like_numbers(base: np.ndarray, first: np.ndarray, stop: np.ndarray) -> bool:
+    """Whether every field [first, stop) of ``base`` starts and ends as a number does."""
+    return bool(_NUMBER_START[base[first]].all() and _NUMBER_END[base[stop - 1]].all())
 
 
 def _single_separators(text: np.ndarray, layout: Layout) -> tuple[list, list] | None:
@@ -447,9 +464,9 @@ def _single_separators(text: np.ndarray, layout: Layout) -> tuple[list, list] | 
     line_start = np.empty(n, dtype=np.int64)
     line_start[0] = _FRONT
     line_start[1:] = fields[:-1, -1] + 1
-    doc, value = layout.doc_index, layout.value_index
-    first = [line_start, fields[:, doc - 1] + 1, fields[:, value - 1] + 1]
-    return first, [fields[:, 0], fields[:, doc], fields[:, value]]
+    columns = (0, layout.doc_index, layout.value_index, *layout.number_fields)
+    first = [fields[:, j - 1] + 1 if j else line_start for j in columns]
+    return first, [fields[:, j] for j in columns]
 
 
 def _any_blanks(base: np.ndarray, length: int, layout: Layout) -> tuple[list, list]:
@@ -488,7 +505,7 @@ def _any_blanks(base: np.ndarray, length: int, layout: Layout) -> tuple[list, li
             raise Irregular  # a line with another number of fields
         fields = starting[line_first[:, None] + np.arange(ncols)]
     first, stop = [], []
-    for column in (0, layout.doc_index, layout.value_index):
+    for column in (0, layout.doc_index, layout.value_index, *layout.number_fields):
         at = fields[:, column]
         first.append(events[at] + _FRONT)
         stop.append(events[at + 1] + _FRONT)  # a field's next event is its end (the text ends with a newline)

@@ -21,6 +21,9 @@ class Layout:
     value_index: int
     header: tuple[bytes, ...] = ()  # a first line that must be exactly these fields
     extra_fields: bool = False  # fields after the last column are ignored (a run's tag)
+    # Columns not read that must still be numbers (a run's rank): trec_eval ignores them, but a doc id
+    # holding a space shifts the fields after it, and the rank is where that shows.
+    number_fields: tuple[int, ...] = ()
 
     @property
     def value_label(self) -> str:
@@ -28,7 +31,9 @@ class Layout:
 
 
 TREC_QRELS = Layout("TREC qrels", "judgements", ("qid", "iter", "doc_id", "grade"), 2, 3)
-TREC_RUN = Layout("TREC run", "run", ("qid", "Q0", "doc_id", "rank", "score", "tag"), 2, 4, extra_fields=True)
+TREC_RUN = Layout(
+    "TREC run", "run", ("qid", "Q0", "doc_id", "rank", "score", "tag"), 2, 4, extra_fields=True, number_fields=(3,)
+)
 BEIR_QRELS = Layout(
     "BEIR qrels", "judgements", ("query-id", "corpus-id", "score"), 1, 2, header=(b"query-id", b"corpus-id", b"score")
 )

@@ -84,6 +84,12 @@ def read_lines(path: Path, layout: Layout) -> FlatTable:
                 raise InputFormatError(f"{where}: expected {described}, found {len(fields)}")
             doc = fields[layout.doc_index].decode()
             _check_id(doc, "doc id", where)
+            for index in layout.number_fields:
+                if number_or_none(fields[index]) is None:
+                    raise InputFormatError(
+                        f"{where}: the {layout.columns[index]} field {fields[index].decode()!r} is not a number; "
+                        f"a {layout.name} line is '{' '.join(layout.columns)}', so a doc id cannot hold a space"
+                    )
             token = fields[layout.value_index]
             value = number_or_none(token)
             if value is None:
