@@ -333,6 +333,7 @@ def test_an_endpoint_answering_garbage_is_one_line(tmp_path, capsys, reply):
     ("zero", "--per-document 0: ask for 1 to 256 questions per document"),
     ("json", "write the query set as a .yaml file"),
     ("same", "is the query set file"),
+    ("not a query set", "out.yaml: exists and is not a query set (a YAML mapping with queries)"),
     ("round trip", "round-trip.yaml"),
 ])
 def test_bad_input_is_one_line_before_anything_is_asked(tmp_path, capsys, case, message):
@@ -353,13 +354,19 @@ def test_bad_input_is_one_line_before_anything_is_asked(tmp_path, capsys, case, 
             output = tmp_path / "out.json"
         elif case == "same":
             output = source
+        elif case == "not a query set":  # a user's file: replaced with exit 0, before
+            output.write_text("user content\n", encoding="utf-8")
         elif case == "round trip":
             extra = ["--round-trip", tmp_path / "round-trip.yaml"]  # no such file
         before = source.read_bytes()
         code, out, err = generate(capsys, source, "--judge", judge, "--output", output, *extra)
         assert server.count == 0
     assert (code, out) == (2, "") and err.count("\n") == 1 and message in err, err
-    assert source.read_bytes() == before and not (tmp_path / "out.yaml").exists()
+    assert source.read_bytes() == before
+    if case == "not a query set":
+        assert output.read_text(encoding="utf-8") == "user content\n"
+    else:
+        assert not (tmp_path / "out.yaml").exists()
 
 
 # --------------------------------------------------------------------------- the parser and the quote check

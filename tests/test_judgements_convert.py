@@ -194,6 +194,44 @@ def test_bad_input_is_one_line_and_exit_2_with_nothing_written(tmp_path, capsys,
     assert not output.exists()
 
 
+@pytest.mark.parametrize("target", ["chunks", "texts", "query set", "documents file", "another file"])
+def test_the_output_never_replaces_an_input_or_a_file_that_is_not_a_query_set(tmp_path, capsys, target):
+    """Before, each of these was overwritten with exit 0 (the chunk texts, the qrels, the query set itself)."""
+    (tmp_path / "docs.jsonl").write_text(json.dumps({"id": "manual/setup.md", "text": SETUP}) + "\n",
+                                         encoding="utf-8")
+    chunks, texts, query_set = write_inputs(tmp_path, qrels=[f"q1 0 {N1} 1"])
+    query_set.write_text("documents: docs.jsonl\nqueries:\n  - {id: q1, text: how to start}\n", encoding="utf-8")
+    notes = tmp_path / "notes.yaml"
+    notes.write_text("user content\n", encoding="utf-8")
+    output, role = {"chunks": (chunks, "chunk judgements"), "texts": (texts, "--texts"),
+                    "query set": (query_set, "--documents query set"),
+                    "documents file": (tmp_path / "docs.jsonl", "documents"), "another file": (notes, None)}[target]
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    code, out, err = run(["judgements", "convert", str(chunks), "--texts", str(texts), "--documents", str(query_set),
+                          "--output", str(output)], capsys)
+    assert (code, out) == (2, [])
+    if role is None:
+        assert err == [f"rag-eval: error: --output {output}: exists and is not a query set (a YAML mapping with "
+                       "queries); rag-eval replaces only a query set there (an earlier output): give another path, "
+                       "or move the file away"]
+    else:
+        assert err == [f"rag-eval: error: --output {output}: is the {role} file {output}, which would be replaced "
+                       "by the output; write it to another file"]
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
+
+
+def test_an_earlier_output_is_replaced(tmp_path, capsys):
+    chunks, texts, query_set = write_inputs(tmp_path, qrels=[f"q-setup 0 {N1} 2"])
+    output = tmp_path / "judged.yaml"
+    argv = ["judgements", "convert", str(chunks), "--texts", str(texts), "--documents", str(query_set),
+            "--output", str(output)]
+    assert run(argv, capsys)[0] == 0
+    first = output.read_bytes()
+    assert run(argv, capsys)[0] == 0  # the spans are not appended twice: the output is written from the query set
+    assert output.read_bytes() == first
+    assert load_yaml_query_set(output).evidence == {"q-setup": (EvidenceSpan("manual/setup.md", 0, 44, 2.0),)}
+
+
 def test_locate_rules():
     documents = {"a.md": "one two. three", "a.md_v2": "one two. four", "b": "x one two. y"}
     # found in three documents: the chunk id names a.md (followed by '#', not a letter or digit)

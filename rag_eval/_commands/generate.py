@@ -32,7 +32,7 @@ from typing import Any
 import yaml
 
 from rag_eval._commands.exit_codes import EXIT_PASSED, EXIT_REGRESSION
-from rag_eval._commands.output_paths import check_output
+from rag_eval._commands.output_paths import check_query_set_output
 from rag_eval._core.atomic import atomic_write_text
 from rag_eval._core.errors import ConfigError, DatasetError
 from rag_eval._core.files import MAX_CONFIG_BYTES, MAX_DOCUMENT_BYTES, read_text
@@ -77,7 +77,7 @@ def main(args: argparse.Namespace, say: Callable[[str], None]) -> int:
         inputs.append(("documents", resolve_path(documents_value, source.parent)))
     if args.round_trip:
         inputs.append(("round-trip config", args.round_trip))
-    check_output(args.output, "--output", inputs)
+    check_query_set_output(args.output, "--output", inputs)
     config = load_config(args.round_trip) if args.round_trip else None  # refused before anything is asked
     with showing_progress(False if args.no_progress else None), _warnings_as_lines():
         judge = _llm_judge(args.judge)

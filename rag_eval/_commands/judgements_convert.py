@@ -8,7 +8,8 @@ output is the ``--documents`` query set, comments and order kept, each query's c
 spans appended to its ``evidence`` (a documents path rewritten relative to the output's folder).
 One line per chunk that could not be located (or that lands in a document the query set judges
 0 for its query), then a summary. Exit 0 when every judged chunk was located, 1 when some are
-listed (the output is written with the others), 2 for bad input (nothing written).
+listed (the output is written with the others), 2 for bad input (nothing written). ``--output`` may
+not be one of the inputs, and an existing file there is replaced only when it is a query set.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from rag_eval._commands.output_paths import check_query_set_output
 from rag_eval._core.errors import DatasetError
 from rag_eval._core.messages import some_of
 from rag_eval._data.datasets.corpus import resolve_path
@@ -34,10 +36,16 @@ _UNKNOWN_LISTED = 5
 def main(args: argparse.Namespace, say: Callable[[str], None]) -> int:
     """Convert ``args.chunks`` with ``args.texts`` into evidence in a copy of ``args.documents``; the exit code."""
     chunks, source, output = Path(args.chunks), Path(args.documents), Path(args.output)
-    judgements = chunk_judgements(chunks)
-    texts = read_chunk_texts(Path(args.texts))
     # Read as written, not by the run's loader: a query set not judged yet (the usual input) is no run's dataset.
     content, raw = read_query_set(source)
+    inputs: list[tuple[str, str | os.PathLike[str]]] = [
+        ("chunk judgements", chunks), ("--texts", args.texts), ("--documents query set", source),
+    ]
+    if isinstance(raw.get("documents"), str):
+        inputs.append(("documents", resolve_path(raw["documents"], source.parent)))
+    check_query_set_output(args.output, "--output", inputs)  # before anything else is read
+    judgements = chunk_judgements(chunks)
+    texts = read_chunk_texts(Path(args.texts))
     documents = read_documents(source, raw)
     queries, explicit = query_ids(source, raw)
     unknown = sorted(set(judgements) - set(queries))

@@ -1,7 +1,7 @@
 """Files a command writes where the user says (``--report``, ``--summary``): checked before anything is read.
 
-An output must never replace one of the command's inputs, and must be a file that can be
-written: not a folder, not a FIFO (which would block), not under a file, not in a read-only
+An output must never replace one of the command's inputs (nor, for a query set, a file that is not
+one), and must be a file that can be written: not a folder, not a FIFO (which would block), not under a file, not in a read-only
 place. The report is replaced atomically; a CI job summary is appended to, since the job's
 steps share it.
 """
@@ -14,8 +14,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from rag_eval._core.atomic import atomic_write_text
-from rag_eval._core.errors import ConfigError
+from rag_eval._core.errors import ConfigError, RagEvalError
 from rag_eval._core.files import describe_kind
+from rag_eval._data.judging.evidence_file import read_query_set
 
 
 def check_output(
@@ -54,6 +55,24 @@ def check_output(
         writable = os.access(folder, os.W_OK | os.X_OK)
     if not writable:
         raise ConfigError(f"{flag} {path}: cannot write there (permission denied or a read-only place)")
+
+
+def check_query_set_output(path: str, flag: str, inputs: Sequence[tuple[str, str | os.PathLike[str]]]) -> None:
+    """:func:`check_output` for a command that writes a query set (``judgements convert``, ``generate``): an
+    existing file there is replaced only when it is a query set (an earlier output), never another file."""
+    check_output(path, flag, inputs)
+    target = Path(path)
+    if not target.is_file():
+        return
+    try:
+        _, raw = read_query_set(target)
+    except RagEvalError:
+        raw = None
+    if not (isinstance(raw, dict) and "queries" in raw):
+        raise ConfigError(
+            f"{flag} {path}: exists and is not a query set (a YAML mapping with queries); rag-eval replaces only a "
+            "query set there (an earlier output): give another path, or move the file away"
+        )
 
 
 def write_report(path: str, text: str) -> None:
