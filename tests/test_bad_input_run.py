@@ -295,6 +295,38 @@ def _set_nul_id(ws, mp):
     return path, target, "queries[0]('q\\x00').id: an id holds the control character U+0000 at position 2"
 
 
+# A lone surrogate (YAML's "\ud800" escape without its other half) is not UTF-8 text: before, each of these passed
+# validate and `run` failed writing its report (exit 3).
+def _set_surrogate_passage_id(ws, mp):
+    path, target = query_set_text(ws, 'corpus: [{id: "d\\ud800", text: a}]\nqueries: [{id: q1, text: x}]\n')
+    return path, target, "corpus[0]('d\\ud800').id: an id holds a lone surrogate U+D800 at position 2"
+
+
+def _set_surrogate_passage_text(ws, mp):
+    path, target = query_set_text(ws, 'corpus: [{id: d1, text: "sea \\ud800"}]\nqueries: [{id: q1, text: x}]\n')
+    return path, target, "corpus[0](d1).text: the text holds a lone surrogate U+D800 at position 5"
+
+
+def _set_surrogate_query_text(ws, mp):
+    path, target = query_set_text(ws, 'corpus: [{id: d1, text: a}]\nqueries: [{id: q1, text: "\\udfff?"}]\n')
+    return path, target, "queries[0](q1).text: the text holds a lone surrogate U+DFFF at position 1"
+
+
+def _set_surrogate_tag(ws, mp):
+    path, target = query_set_text(ws, 'corpus: [{id: d1, text: a}]\nqueries: [{id: q1, text: x, tags: ["\\udfff"]}]\n')
+    return path, target, "queries[0](q1).tags: the text holds a lone surrogate U+DFFF at position 1"
+
+
+def _corpus_jsonl_surrogate_text(ws, mp):
+    return (*with_corpus(ws, "c.jsonl", '{"id": "d1", "text": "sea \\ud800"}\n{"id": "d2", "text": "b"}\n'),
+            "c.jsonl:1: passage 'd1': 'text' holds a lone surrogate U+D800 at position 5")
+
+
+def _beir_query_surrogate_text(ws, mp):
+    return (*beir(ws, {"queries.jsonl": '{"_id": "q1", "text": "alpha \\udfff"}\n'}),
+            "queries.jsonl:1: query 'q1': 'text' holds a lone surrogate U+DFFF at position 7")
+
+
 def _set_grade_overflow(ws, mp):
     path, target = query_set_text(ws, "corpus: [{id: d1, text: a}]\nqueries:\n  - {id: q1, text: x, judgements: {d1: 1" + "0" * 400 + "}}\n")
     return path, target, "queries[0](q1).judgements.d1: a grade is a finite number such as 2, 0.5 or -1; this one is too large"
@@ -507,6 +539,12 @@ CASES = [
     Case("query id a YAML date", _set_date_id),
     Case("passage id a YAML float", _set_float_id),
     Case("query id with NUL", _set_nul_id),
+    Case("passage id with a lone surrogate", _set_surrogate_passage_id),
+    Case("passage text with a lone surrogate", _set_surrogate_passage_text),
+    Case("query text with a lone surrogate", _set_surrogate_query_text),
+    Case("query tag with a lone surrogate", _set_surrogate_tag),
+    Case("corpus JSONL text with a lone surrogate", _corpus_jsonl_surrogate_text),
+    Case("BEIR query text with a lone surrogate", _beir_query_surrogate_text),
     Case("grade too large for a float", _set_grade_overflow),
     Case("grade in quotes", _set_grade_quoted),
     Case("query set unknown key", _set_unknown_key),

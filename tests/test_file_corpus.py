@@ -189,10 +189,21 @@ def test_copy_gives_every_passage_as_the_read_only_corpus_in_memory_does(tmp_pat
     assert list(disk) == list(memory) and {k: dict(v) for k, v in disk.items()} == {k: dict(v) for k, v in memory.items()}
 
 
-def test_an_id_with_a_lone_surrogate_has_a_fingerprint_in_memory_and_on_disk(tmp_path):
-    (tmp_path / "corpus.jsonl").write_text('{"_id": "a\\ud800", "text": "x"}\n{"_id": "b", "text": "y"}\n')
+@pytest.mark.parametrize(("line", "message"), [
+    ('{"_id": "a\\ud800", "text": "x"}',
+     "passage id: an id holds a lone surrogate U+D800 at position 2, which is not UTF-8 text; it is half of a UTF-16 "
+     "pair (an escape \\ud800 to \\udfff without its other half), not a character: fix the escape (got 'a\\ud800')"),
+    ('{"_id": "a", "text": "ocean \\udfff deep"}', "passage 'a': 'text' holds a lone surrogate U+DFFF at position 7"),
+    ('{"_id": "a", "text": "x", "title": "\\ud83d"}', "passage 'a': 'title' holds a lone surrogate U+D83D at position 1"),
+])
+def test_a_lone_surrogate_in_a_passage_is_named_in_memory_and_on_disk(tmp_path, line, message):
+    """A lone surrogate (a JSON escape without its other half) is not UTF-8 text: kept before, the run then failed
+    writing its report (exit 3). Refused where it is read, with the file and line, both ways of reading."""
+    (tmp_path / "corpus.jsonl").write_text('{"_id": "b", "text": "y"}\n' + line + "\n")
     (tmp_path / "queries.jsonl").write_text('{"_id": "q", "text": "x"}\n')
     (tmp_path / "qrels").mkdir()
     (tmp_path / "qrels" / "test.tsv").write_text("q\tb\t1\n")
-    memory, disk = load_dataset({"path": str(tmp_path)}), load_dataset({"path": str(tmp_path)}, stream_corpus=True)
-    assert "a\ud800" in disk.corpus and disk.fingerprint == memory.fingerprint  # was a UnicodeEncodeError
+    for stream in (False, True):
+        with pytest.raises(DatasetError) as excinfo:
+            load_dataset({"path": str(tmp_path)}, stream_corpus=stream)
+        assert str(excinfo.value).startswith(f"{tmp_path / 'corpus.jsonl'}:2: {message}"), str(excinfo.value)

@@ -3,7 +3,8 @@
 Ids are any non-empty UTF-8 text of any length (URLs, paths, ``<dbpedia:X>``,
 ``reports/2024/q3.pdf#p12#c7``) without control characters: a NUL, a tab or a
 newline inside an id cannot be written to a TREC file and back, and a NUL would
-silently match the id without it in C-based tools.
+silently match the id without it in C-based tools. A lone surrogate (a Python str
+may hold one, from a ``\ud800`` escape in JSON or YAML) is not UTF-8 text: refused too.
 
 Ids that rag_eval reads from a dataset or a stored ranking may not hold ASCII white
 space either (:func:`stored_id_problem`): they are written to TREC files (the ``.run``
@@ -43,15 +44,14 @@ def id_problem(value: str) -> str | None:
     bad = _CONTROL.search(value)
     if bad is not None:
         return f"holds the control character U+{ord(bad.group()):04X} at position {bad.start() + 1}"
-    return None
+    return surrogate_problem(value)
 
 
 def surrogate_problem(value: str) -> str | None:
     """Why ``value`` is not UTF-8 text (a lone surrogate, with its position), or None.
 
-    Not part of :func:`id_problem`: passage and query ids holding one are kept (they hash, with
-    ``surrogatepass``). Document ids are refused (rag_eval._data.datasets.documents): a document's id
-    names its chunks and is written to every report.
+    Part of :func:`id_problem` (every id and chunk id is written to the run's files and reports as UTF-8),
+    and the rule for a passage's, document's or query's text (rag_eval._data.datasets.values.text_problem).
     """
     if value.isascii():  # (a flag of the str: free) only non-ASCII text can hold a surrogate
         return None

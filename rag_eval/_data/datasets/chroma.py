@@ -33,7 +33,7 @@ from pathlib import Path
 
 from rag_eval._core.errors import DatasetError
 from rag_eval._core.files import MAX_DOCUMENT_BYTES, read_text
-from rag_eval._core.ids import id_problem, surrogate_problem
+from rag_eval._core.ids import id_problem
 from rag_eval._core.messages import did_you_mean, shown, some_of
 from rag_eval._core.spans import EvidenceSpan, span_problem
 from rag_eval._data.datasets.documents import chunk_id_clash, chunk_id_clashes, folder_document_id, shown_path
@@ -67,7 +67,7 @@ def load_chroma(path: Path, titles: str = AUTO) -> Dataset:
     unread: list[tuple[str, str]] = []  # (file, why its front matter title could not be read)
     for file in sorted(corpora.glob("*.md")):
         doc = folder_document_id(file.stem)  # a space is %20 in an id, as in a documents folder
-        problem = id_problem(doc) or surrogate_problem(doc)  # a name that is not UTF-8 holds surrogates
+        problem = id_problem(doc)  # (a name that is not UTF-8 holds surrogates)
         if problem is not None:
             problems.add(f"{shown_path(str(file))}: the file name cannot be a document id: it {problem}; rename the file")
             continue

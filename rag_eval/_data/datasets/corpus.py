@@ -19,7 +19,7 @@ from rag_eval._core.messages import shown
 from rag_eval._core.yaml_loader import load_yaml
 from rag_eval._data.datasets.lines import csv_header, csv_records, strip_ending, text_lines
 from rag_eval._data.datasets.model import Problems, Query
-from rag_eval._data.datasets.values import id_from_text, id_from_value
+from rag_eval._data.datasets.values import id_from_text, id_from_value, text_problem
 
 # (position, record): the position is a line number (line formats) or an index (documents).
 Records = Iterable[tuple[int, Any]]
@@ -86,7 +86,13 @@ def passage_from_record(
     if not isinstance(text, str):
         problems.add(f"{where}: passage {doc!r} has no text")
         text = ""
-    passage: dict[str, Any] = {"text": text, "title": str(record.get("title") or "")}
+    title = str(record.get("title") or "")
+    # Written to the run's reports and handed to tokenizers as UTF-8: reported, and the passage kept (judgements
+    # naming it are not a second problem).
+    field, problem = next(((f, p) for f, v in (("text", text), ("title", title)) if (p := text_problem(v))), ("", None))
+    if problem is not None:
+        problems.add(f"{where}: passage {doc!r}: '{field}' {problem}")
+    passage: dict[str, Any] = {"text": text, "title": title}
     metadata = record.get("metadata")
     if metadata:
         passage["metadata"] = metadata
@@ -106,6 +112,8 @@ def load_queries_file(path: Path, problems: Problems, what: str = "queries file"
         if not isinstance(text, str) or not text.strip():
             problems.add(f"{where}: query {qid!r} has an empty text")
             text = ""
+        elif (problem := text_problem(text)) is not None:
+            problems.add(f"{where}: query {qid!r}: 'text' {problem}")
         queries[qid] = Query(qid, text)
     return queries
 

@@ -42,7 +42,7 @@ from rag_eval._core.spans import parse_chunk_id
 from rag_eval._data.datasets.corpus import json_lines
 from rag_eval._data.datasets.model import Problems
 from rag_eval._data.datasets.titles import AUTO, FILE_NAME, NONE, document_title, front_matter_note
-from rag_eval._data.datasets.values import document_id_from_value, text_problem
+from rag_eval._data.datasets.values import id_from_value, text_problem
 
 # Symbolic links named in the dataset's note at most; and files whose front matter title could not be read.
 _LINKS_LISTED = 20
@@ -93,7 +93,7 @@ def documents_from_json_lines(path: Path, problems: Problems, titles: str = AUTO
             continue
         raw_id = record.get("id", record.get("_id"))
         try:
-            doc = document_id_from_value(raw_id)
+            doc = id_from_value(raw_id)
         except ValueError as failure:
             problems.add(f"{where}: document id: {failure} (got {shown(raw_id)})")
             continue

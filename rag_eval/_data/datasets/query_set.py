@@ -60,7 +60,6 @@ from rag_eval._data.datasets.model import Dataset, Problems, Query
 from rag_eval._data.datasets.provenance import judgement_sources
 from rag_eval._data.datasets.titles import AUTO, FILE_NAME, NONE
 from rag_eval._data.datasets.values import (
-    document_id_from_value,
     evidence_grade_from_value,
     grade_from_value,
     id_from_value,
@@ -79,9 +78,8 @@ def _text(value: str) -> str:
 
 
 Id = Annotated[str, BeforeValidator(id_from_value)]
-# A document's id and text: a lone surrogate (YAML's "\ud800" escape makes one) is refused; a document's id
-# names its chunks in every file a run writes, and its text is what chunkers and tokenizers read as UTF-8.
-DocumentId = Annotated[str, BeforeValidator(document_id_from_value)]
+# Text a run writes to its files and reports and hands to tokenizers, as UTF-8: a lone surrogate (YAML's "\ud800"
+# escape makes one) is refused where it is read.
 Text = Annotated[str, AfterValidator(_text)]
 Grade = Annotated[float, BeforeValidator(grade_from_value)]
 EvidenceGrade = Annotated[float, BeforeValidator(evidence_grade_from_value)]
@@ -125,15 +123,15 @@ class PassageSpec(_Strict):
     """A passage of an inline corpus."""
 
     id: Id
-    text: str
-    title: str | None = None
+    text: Text
+    title: Text | None = None
     metadata: dict[str, Any] | None = None
 
 
 class DocumentSpec(_Strict):
     """A document given inline: its id, its full text and an optional title."""
 
-    id: DocumentId
+    id: Id
     text: Text
     title: Text | None = None
 
@@ -164,7 +162,7 @@ class QuerySpec(_Strict):
     """A question, its tags, its graded judgements ``{doc_id: grade}`` and (with documents) its evidence spans."""
 
     id: Id
-    text: str
+    text: Text
     # A list of tags ([billing, numeric]) or named ones ({topic: billing, kind: [numeric, short]}): the report
     # shows each retriever's mean per tag value (rag_eval._compare.segments.segment_table).
     tags: list[str] | dict[str, str | list[str]] = Field(default_factory=list)
@@ -176,6 +174,14 @@ class QuerySpec(_Strict):
     def _has_text(cls, value: Any) -> Any:
         if value is None or (isinstance(value, str) and not value.strip()):
             raise ValueError("empty query text; give each query a 'text'")
+        return value
+
+    @field_validator("tags")
+    @classmethod
+    def _tags_are_text(cls, value: Any) -> Any:
+        # Checked once the union has chosen its form: a tag inside either form would otherwise fail both.
+        for tag in _tags(value):
+            _text(tag)
         return value
 
     @field_validator("tags", "judgements", "evidence", mode="before")

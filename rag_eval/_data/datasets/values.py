@@ -63,18 +63,6 @@ def id_from_text(text: str, *, spaces: bool = False) -> str:
     return value
 
 
-def document_id_from_value(value: Any) -> str:
-    """A document's id from a YAML or JSON value: :func:`id_from_value`, and a lone surrogate refused.
-
-    A document's id names its chunks (``<doc>#<start>-<end>``) in every file a run writes, as UTF-8.
-    """
-    doc = id_from_value(value)
-    problem = surrogate_problem(doc)
-    if problem is not None:
-        raise ValueError(f"an id {problem}; {id_fix(problem)}")
-    return doc
-
-
 def text_problem(text: str) -> str | None:
     """Why ``text`` (a document's text or title) is not text, or None: ``holds a lone surrogate ...; fix``.
 

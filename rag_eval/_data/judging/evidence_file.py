@@ -26,7 +26,7 @@ from rag_eval._data.datasets.corpus import resolve_path
 from rag_eval._data.datasets.documents import load_documents
 from rag_eval._data.datasets.evidence import stored_check_problem
 from rag_eval._data.datasets.model import Problems
-from rag_eval._data.datasets.values import document_id_from_value, id_from_value
+from rag_eval._data.datasets.values import id_from_value
 from rag_eval._data.judging.anchor import EvidenceItem
 
 _VALIDATE = "`rag-eval validate` lists every problem of a query set"
@@ -150,6 +150,6 @@ def evidence_item(path: Path, raw: dict[str, Any], where: str, value: Any) -> Ev
 
 def _id(path: Path, raw: dict[str, Any], loc: list[Any], value: Any, spaces: bool = False) -> str:
     try:
-        return id_from_value(value, spaces=True) if spaces else document_id_from_value(value)
+        return id_from_value(value, spaces=spaces)
     except ValueError as failure:
         raise DatasetError(f"{path}: {field_path(raw, loc)}: {failure}") from None

@@ -118,30 +118,16 @@ def _valid_ids(ids: Iterable[str]) -> bool:
     return not any_control_characters((text,))
 
 
-def _id_problem(value: str) -> str | None:
-    """rag_eval._core.ids.id_problem, and a lone surrogate (a Python str may hold one; UTF-8 text cannot)."""
-    problem = id_problem(value)
-    if problem is None:
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError as failure:
-            return (
-                f"holds a lone surrogate U+{ord(value[failure.start]):04X} at position {failure.start + 1}, "
-                "which is not UTF-8 text"
-            )
-    return problem
-
-
 def _raise_first_bad_id(query_keys: list[str], inner: list[Mapping[Any, Any]], what: str) -> NoReturn:
     """Raise for the first id, in the order given, that breaks the checks of :func:`from_nested`."""
     full = what != "run"
     for qid, per_query in zip(query_keys, inner):
-        problem = _id_problem(qid)
+        problem = id_problem(qid)
         if problem is not None:
             raise InputFormatError(f"{what}: query id {shown_id(qid)} {problem}; {_ID_RULE}")
         for doc in per_query if full else ():
             doc = _as_id(doc)
-            problem = _id_problem(doc)
+            problem = id_problem(doc)
             if problem is not None:
                 raise InputFormatError(f"{what}: query {shown_id(qid)}: doc id {shown_id(doc)} {problem}; {_ID_RULE}")
     raise RuntimeError("no id breaks the rule")  # pragma: no cover - called only when one does
@@ -179,7 +165,7 @@ def from_dataframe(frame: Any, value_column: str, what: str) -> FlatTable:
     if not (_valid_ids(query_keys) and _valid_ids(docs)) or "" in query_keys or not all(map(len, docs)):
         for row, (code, doc) in enumerate(zip(codes.tolist(), docs.tolist())):
             for kind, value in (("query id", query_keys[code]), ("doc id", doc)):
-                problem = _id_problem(value)
+                problem = id_problem(value)
                 if problem is not None:
                     raise InputFormatError(f"{what}: row {row}: {kind} {shown_id(value)} {problem}; {_ID_RULE}")
     table = FlatTable(query_keys, codes.astype(np.int64), docs, values)
@@ -241,7 +227,7 @@ def _unpackable(doc: str) -> str | None:
     try:
         doc.encode("utf-8")
     except UnicodeEncodeError:
-        return _id_problem(doc)
+        return id_problem(doc)
     return None
 
 
