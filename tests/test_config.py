@@ -606,6 +606,24 @@ def test_a_grade_yaml_reads_as_text_is_explained(project):
     assert load_yaml(write(project / "ids.yaml", "id: 1e3\n")) == {"id": "1e3"}
 
 
+@pytest.mark.parametrize("written, number", [("010", 8), ("007", 7), ("1_000", 1000), ("12:30", 750), ("0x1F", 31),
+                                             ("+5", 5)])
+def test_an_id_yaml_reads_as_another_number_is_refused_not_renamed(project, written, number):
+    """YAML 1.1 reads 010 as 8 (octal), 007 as 7, 12:30 as 750: before, such an id was silently renamed, and no
+    longer matched the run files or the other tools that name it as written."""
+    config = write(project / "configs" / "run.yaml", valid()).resolve()
+    data = project / "data" / "tiny.yaml"
+    data.write_text(data.read_text().replace("d1: 2", f"{written}: 2"))
+    with pytest.raises(RagEvalError) as excinfo:
+        load_config_dataset(load_config(config))
+    assert f": an id must be text; YAML read {written} as the number {number}, which is not how it is written: " \
+           f"quote it ('{written}') (got {written})" in str(excinfo.value)
+    # Where a number is wanted it is the number YAML reads; an id written as its own digits is kept as them.
+    assert load_yaml(write(project / "n.yaml", f"top_k: {written}\n")) == {"top_k": number}
+    data.write_text(data.read_text().replace(f"{written}: 2", "42: 2").replace("id: d1", "id: 42"))
+    assert load_config_dataset(load_config(config)).judgements["q1"] == {"42": 2.0, "d2": 0.0}
+
+
 # ---- the config file itself ---------------------------------------------------------------------------------
 
 

@@ -33,7 +33,7 @@ from yaml.nodes import CollectionNode, MappingNode, Node
 from rag_eval._core.errors import ConfigError, RagEvalError
 from rag_eval._core.files import MAX_CONFIG_BYTES, read_text
 from rag_eval._core.messages import shown
-from rag_eval._core.yaml_numbers import EXPONENT_NUMBER, NumberAsText
+from rag_eval._core.yaml_numbers import EXPONENT_NUMBER, IntAsWritten, NumberAsText
 
 # Nodes (scalars, sequences, mappings, keys included) that aliases may add to one document
 # when expanded. Anchors for shared parameters add tens; an alias bomb adds billions.
@@ -202,10 +202,15 @@ def _safe_loader() -> type:
             return NumberAsText(value)
         return value
 
+    def construct_int(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> Any:
+        value = yaml.SafeLoader.construct_yaml_int(loader, node)
+        # 010 is 8 and 007 is 7 in YAML 1.1: remembered, so that an id written so is refused, not renamed.
+        return IntAsWritten(value, node.value) if str(value) != node.value else value
+
     SafeBoundedLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, construct_mapping)
     SafeBoundedLoader.add_constructor("tag:yaml.org,2002:str", construct_str)
     for tag, construct, kind in (
-        ("tag:yaml.org,2002:int", yaml.SafeLoader.construct_yaml_int, "an integer"),
+        ("tag:yaml.org,2002:int", construct_int, "an integer"),
         ("tag:yaml.org,2002:timestamp", yaml.SafeLoader.construct_yaml_timestamp, "a date"),
     ):
         SafeBoundedLoader.add_constructor(tag, located(construct, kind))

@@ -1,7 +1,10 @@
-"""A number that YAML 1.1 reads as text (``1e3``): the str that remembers it, so a message can say why.
+"""Numbers YAML 1.1 reads otherwise than they look: ``1e3`` as text, ``010`` as the integer 8.
 
-Apart from the loader (:mod:`rag_eval._core.yaml_loader`), which makes these strings, only
-messages (:mod:`rag_eval._core.messages`) look at the type.
+:class:`NumberAsText` is the str that remembers the first, so a message can say why; apart from the
+loader (:mod:`rag_eval._core.yaml_loader`), which makes these strings, only messages
+(:mod:`rag_eval._core.messages`) look at the type. :class:`IntAsWritten` is the int that remembers
+how the second was written, so that an id written ``007`` or ``010`` is refused, not silently
+renamed 7 or 8 (rag_eval._data.datasets.values.id_from_value).
 """
 
 from __future__ import annotations
@@ -37,3 +40,21 @@ class NumberAsText(str):
             f"YAML reads {self} as text, not as a number: in YAML 1.1 a number with an exponent needs a dot "
             f"and a sign in the exponent; write {' or '.join(forms)}"
         )
+
+
+class IntAsWritten(int):
+    """An unquoted integer that YAML 1.1 read as a number written otherwise: ``010`` (8, octal), ``007`` (7),
+    ``1_000`` (1000), ``12:30`` (750, base 60), ``0x1F`` (31), ``+5`` (5).
+
+    An ordinary ``int`` everywhere (``top_k: 1_000`` is 1000); ``written`` is the scalar as it stands in the file.
+    """
+
+    written: str
+
+    def __new__(cls, value: int, written: str) -> IntAsWritten:
+        number = super().__new__(cls, value)
+        number.written = written
+        return number
+
+    def __repr__(self) -> str:  # messages show the value as the file has it (010), not as YAML read it (8)
+        return self.written

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from rag_eval._core.ids import id_fix, id_problem, stored_id_problem, surrogate_problem
+from rag_eval._core.yaml_numbers import IntAsWritten
 
 # A grade written as text (TREC qrels, BEIR TSV): digits with an optional sign, point and
 # exponent, as trec_eval's atof reads them. float() would also take "1_0" (as 10), "nan",
@@ -32,6 +33,9 @@ def id_from_value(value: Any, *, spaces: bool = False) -> str:
     """
     if isinstance(value, bool):
         raise ValueError("an id must be text; YAML read this unquoted value as true/false (yes, no, on, off): quote it")  # noqa: TRY004
+    if isinstance(value, IntAsWritten):  # 010 (octal), 007, 1_000, 12:30 (base 60): YAML 1.1 changed the digits
+        raise ValueError(f"an id must be text; YAML read {value.written} as the number {int(value)}, which is not "
+                         f"how it is written: quote it ('{value.written}')")
     if isinstance(value, int):
         return str(value)
     if isinstance(value, str):
