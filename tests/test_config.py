@@ -20,6 +20,8 @@ from rag_eval._run.plan import load_config_dataset
 from rag_eval._scoring.stats import MAX_RESAMPLES, MIN_RESAMPLES
 from rag_eval.cli import main
 
+REPO = Path(__file__).resolve().parents[1]
+
 QUERY_SET = {
     "name": "tiny",
     "corpus": [{"id": "d1", "text": "alpha beta"}, {"id": "d2", "text": "gamma delta"}],
@@ -404,7 +406,8 @@ def test_a_problem_that_depends_on_another_waits_for_it(project, capsys):
         regression={"baseline": "b.json", "gates": {"ndcg@5": {}}, "retriever": "a b"},
     )
     path = write(project / "configs" / "run.yaml", config)
-    (project / "configs" / "b.json").write_text("{}")
+    # A baseline that run would read (validate reads it too: a broken one is a problem of its own).
+    (project / "configs" / "b.json").write_bytes((REPO / "reports" / "ocean-facts" / "bm25.json").read_bytes())
     assert main(["validate", str(path)]) == 2
     lines = capsys.readouterr().err.splitlines()
     assert [line.split(": ")[1] for line in lines[:-1]] == ["retrievers[0](lexical).adapter", "retrievers[1](a b).label", "metrics"]

@@ -144,3 +144,26 @@ def test_baseline_from_another_dataset_exits_2(tmp_path, baseline):
     assert message.startswith("rag-eval: error: incomparable results: different datasets (baseline ")
     assert "tiny-seas" in message and "ocean-facts" in message
     assert "Traceback" not in done.stderr and "verdict" not in done.stdout
+
+
+def test_a_config_naming_no_candidate_is_refused_by_validate_and_before_any_retrieval(tmp_path, baseline):
+    """Two retrievers, neither labelled like the baseline (bm25), no regression.retriever: validate said OK, and
+    run found out only after retrieving with both (now when it reads the baseline). Empty gates: validate said OK."""
+    config = yaml.safe_load(candidate_config(tmp_path, baseline, "two").read_text())
+    config["retrievers"][0]["label"] = "reversed"
+    config["retrievers"].append({"label": "stored", "adapter": "static", "params": {"rankings": {"q-largest-ocean": []}}})
+    path = tmp_path / "two.yaml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    expected = (f"{path}: regression: several retrievers (reversed, stored) and none is labelled 'bm25' like the "
+                "baseline; name one in regression.retriever")
+    checked = rag_eval("validate", path, cwd=tmp_path)
+    assert (checked.returncode, checked.stderr.splitlines()) == (2, [expected, "rag-eval: 1 problem found"])
+    done = rag_eval("run", path, "--output", tmp_path / "out", "--no-progress", cwd=tmp_path)
+    assert (done.returncode, done.stdout, done.stderr) == (2, "", f"rag-eval: error: {expected}\n")
+    assert not (tmp_path / "out").exists()
+    config["regression"]["gates"] = {}
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    checked = rag_eval("validate", path, cwd=tmp_path)
+    assert checked.returncode == 2
+    assert (f"{path}: regression.gates: no gates given; name at least one metric, e.g. gates: {{ndcg@10: "
+            "{max_drop: 0.01}}") in checked.stderr.splitlines()

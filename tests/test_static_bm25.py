@@ -240,6 +240,16 @@ def test_bm25_stemmer_and_stopwords_are_passed_on():
     assert next(iter(without.search({"q": "the ocean"}, 10)["q"])) == "a"
 
 
+def test_bm25_stop_words_of_an_unknown_language_are_refused_when_the_parameters_are_checked():
+    """Before, bm25s refused "klingon" inside index(), after validate had said OK."""
+    with pytest.raises(RetrieverError, match=r"params\.stopwords: bm25s: klingon not recognized\. Only English .* "
+                                             r"supported\. Give one of those languages, a list of words, or null"):
+        BM25Retriever(stopwords="klingon")
+    german = BM25Retriever(stemmer=None, stopwords="de")
+    german.index({"a": {"text": "der die das meer"}, "b": {"text": "welle"}})
+    assert german.search({"q": "der"}, 10) == {"q": {}}  # "der" is a German stop word
+
+
 def test_bm25_matches_bm25s_called_directly():
     import bm25s
     import Stemmer

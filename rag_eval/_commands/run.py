@@ -16,7 +16,7 @@ from rag_eval._commands.compare import say_verdict
 from rag_eval._commands.output_paths import append_summary, check_output
 from rag_eval._commands.outputs import write_outputs
 from rag_eval._commands.verdict_text import incomparable_markdown
-from rag_eval._compare.regression import Verdict, verdict_for_run
+from rag_eval._compare.regression import Verdict, candidate_label, verdict_for_run
 from rag_eval._core.errors import ComparisonError, RetrieverError
 from rag_eval._core.output_folder import check_replaceable, hold_output_folder
 from rag_eval._data.config.schema import LoadedConfig, load_config
@@ -92,7 +92,9 @@ def _baseline(config: LoadedConfig, config_path: str, summary: str | None) -> Re
     path = config.resolve(regression.baseline)
     if summary:
         check_output(summary, "--summary", [("config", config_path), ("baseline", path)], append=True)
-    return load_results_file(path)
+    baseline = load_results_file(path)
+    candidate_label(config, baseline.label)  # a config naming no candidate is refused before any retrieval
+    return baseline
 
 
 def _verdict(run: RunOutcome, baseline: ResultsFile, summary: str | None) -> Verdict:

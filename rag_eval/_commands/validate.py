@@ -5,10 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from rag_eval._core.errors import RagEvalError
+from rag_eval._compare.regression import candidate_label
+from rag_eval._core.errors import RagEvalError, RetrieverError
 from rag_eval._core.output_folder import check_output_folder, check_replaceable
 from rag_eval._data.config.partial import partial_config
 from rag_eval._data.config.schema import LoadedConfig, load_config
+from rag_eval._data.config.sections import RetrieverSpec
 from rag_eval._execution.ray_cluster import ray_missing
 from rag_eval._models.chunking import check_chunker
 from rag_eval._models.chunking.tokenizers import tokenizer_file
@@ -16,6 +18,7 @@ from rag_eval._run.build import build_retriever
 from rag_eval._run.chunking_use import check_chunking_use
 from rag_eval._run.inputs import check_outputs_are_not_inputs
 from rag_eval._run.plan import load_config_dataset, plan_run
+from rag_eval._run.results_file import load_results_file
 
 
 def validate_config(path: str | Path) -> tuple[list[str], str]:
@@ -31,7 +34,8 @@ def validate_config(path: str | Path) -> tuple[list[str], str]:
     Retrievers are checked, never built: each adapter is resolved to a retriever
     class (import strings are imported, which runs their import-time code) and its
     parameters are validated against the class's ``Params`` model or constructor
-    signature; no constructor, ``index`` or ``search`` is called.
+    signature; no constructor, ``index`` or ``search`` is called. The one exception is
+    ``static`` (rag_eval's own): its stored rankings are read and looked up in the dataset.
     """
     problems: list[str] = []
     try:
@@ -50,15 +54,15 @@ def validate_config(path: str | Path) -> tuple[list[str], str]:
     for spec in config.model.retrievers:
         try:
             build_retriever(spec, config, instantiate=False)
+            if spec.adapter == "static":
+                _check_stored_ranking(spec, config, dataset)
         except RagEvalError as error:
             problems += error.problems
     problems += _chunking_problems(config, dataset)
     missing_ray = ray_missing() if config.model.execution.engine == "ray" else None
     if missing_ray is not None:
         problems.append(f"{config.path}: execution.{missing_ray}")
-    regression = config.model.regression
-    if regression is not None and not config.resolve(regression.baseline).is_file():
-        problems.append(f"{config.path}: regression.baseline: {config.resolve(regression.baseline)}: no such file")
+    problems += _regression_problems(config)
     if config.left_out is None:  # the outputs are named from the whole config
         problems += _output_problems(config)
     if problems or dataset is None:
@@ -71,6 +75,36 @@ def validate_config(path: str | Path) -> tuple[list[str], str]:
         + f"metrics {', '.join(config.model.metrics)}"
     )
     return problems, summary
+
+
+def _check_stored_ranking(spec: RetrieverSpec, config: LoadedConfig, dataset: Any) -> None:
+    """A ``static`` retriever's rankings read (rag_eval's own adapter: no plug-in code runs) and, with the
+    dataset, looked up as ``run`` does: a query id that names no query, a doc id that is not in the corpus."""
+    retriever = build_retriever(spec, config)
+    if dataset is None:
+        return
+    if spec.chunker is None and not dataset.has_documents:  # (chunk ids exist once chunked)
+        retriever.index(dataset.corpus)
+    try:
+        retriever.search({qid: query.text for qid, query in dataset.queries.items()}, config.model.top_k)
+    except RagEvalError as error:
+        where = f"{config.path}: retriever {spec.label!r}"
+        raise RetrieverError(f"{where}: {error}", problems=[f"{where}: {p}" for p in error.problems]) from None
+
+
+def _regression_problems(config: LoadedConfig) -> list[str]:
+    """The baseline file as ``run`` reads it before retrieving, and the retriever compared with it."""
+    regression = config.model.regression
+    if regression is None or "regression" in (config.left_out or ()):
+        return []
+    try:
+        baseline = load_results_file(config.resolve(regression.baseline))
+        if config.left_out is None:  # the labels of an invalid config's retrievers are not all known
+            candidate_label(config, baseline.label)
+    except RagEvalError as error:
+        return [problem if problem.startswith(str(config.path)) else f"{config.path}: regression.baseline: {problem}"
+                for problem in error.problems]
+    return []
 
 
 def _chunking_problems(config: LoadedConfig, dataset: Any) -> list[str]:

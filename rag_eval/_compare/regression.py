@@ -49,7 +49,8 @@ from rag_eval._run.results_file import ResultsFile, load_results_file, results_d
 from rag_eval._scoring.stats import UNCHANGED_WITHIN
 
 if TYPE_CHECKING:
-    from rag_eval._run.outcome import RetrieverOutcome, RunOutcome
+    from rag_eval._data.config.schema import LoadedConfig
+    from rag_eval._run.outcome import RunOutcome
 
 __all__ = [
     "Gate",
@@ -174,7 +175,7 @@ def verdict_for_run(run: RunOutcome, baseline: ResultsFile | None = None) -> Ver
         raise ConfigError(f"{run.config.path}: no regression section")
     if baseline is None:
         baseline = load_results_file(run.config.resolve(spec.baseline))
-    outcome = _pick(run, spec.retriever, baseline.label)
+    outcome = {o.label: o for o in run.outcomes}[candidate_label(run.config, baseline.label)]
     candidate = ResultsFile.from_document(
         run.config.output_dir / results_name(outcome.label), results_document(run, outcome), results=outcome.results
     )
@@ -196,20 +197,28 @@ def verdict_for_run(run: RunOutcome, baseline: ResultsFile | None = None) -> Ver
     return verdict
 
 
-def _pick(run: RunOutcome, label: str | None, baseline_label: str) -> RetrieverOutcome:
-    by_label = {o.label: o for o in run.outcomes}
-    if label:
-        if label not in by_label:
+def candidate_label(config: LoadedConfig, baseline_label: str) -> str:
+    """The label of the retriever compared with the baseline: ``regression.retriever``, else the only retriever,
+    else the one labelled like the baseline. Known from the config alone (a sweep's variants included), so that
+    ``run`` and ``validate`` refuse a config without one, or without a gate, before any retrieval."""
+    spec = config.model.regression
+    assert spec is not None
+    if not spec.gates:  # a verdict with no gate would pass whatever the candidate does
+        raise ConfigError(f"{config.path}: regression.gates: no gates given; name at least one metric, e.g. gates: "
+                          "{ndcg@10: {max_drop: 0.01}}")
+    labels = [r.label for r in config.model.retrievers]
+    if spec.retriever:
+        if spec.retriever not in labels:
             raise ConfigError(
-                f"{run.config.path}: regression.retriever {label!r} is not a retriever of this run "
-                f"({', '.join(by_label)})"
+                f"{config.path}: regression.retriever {spec.retriever!r} is not a retriever of this run "
+                f"({', '.join(labels)})"
             )
-        return by_label[label]
-    if len(run.outcomes) == 1:
-        return run.outcomes[0]
-    if baseline_label in by_label:
-        return by_label[baseline_label]
+        return spec.retriever
+    if len(labels) == 1:
+        return labels[0]
+    if baseline_label in labels:
+        return baseline_label
     raise ConfigError(
-        f"{run.config.path}: regression: several retrievers ({', '.join(by_label)}) and none is labelled "
+        f"{config.path}: regression: several retrievers ({', '.join(labels)}) and none is labelled "
         f"{baseline_label!r} like the baseline; name one in regression.retriever"
     )

@@ -45,6 +45,13 @@ class BM25Params(AdapterParams):
         _stemmer(value)  # PyStemmer is a small C extension: checking costs nothing
         return value
 
+    @field_validator("stopwords")
+    @classmethod
+    def _stopwords_known(cls, value: str | list[str] | None) -> str | list[str] | None:
+        if isinstance(value, str) and value != "english":  # the default is known; any other name asks bm25s
+            _stopword_list(value)
+        return value
+
 
 class BM25Retriever:
     """Okapi BM25 over title + text (parameters: :class:`BM25Params`).
@@ -135,6 +142,20 @@ class BM25Retriever:
         import bm25s
 
         return {"library": f"bm25s {bm25s.__version__}", **self.params}
+
+
+def _stopword_list(language: str) -> Any:
+    """bm25s's stop words of ``language`` ("german", "de", ...): bm25s decides what it knows, before indexing."""
+    import bm25s.tokenization
+
+    infer = getattr(bm25s.tokenization, "_infer_stopwords", None)  # private: a bm25s without it checks at index()
+    if infer is None:
+        return None
+    try:
+        return infer(language)
+    except ValueError as error:
+        said = " ".join(str(error).split()).split(" Please")[0]  # bm25s's words, without its own advice
+        raise RetrieverError(f"bm25s: {said} Give one of those languages, a list of words, or null for none") from None
 
 
 def _stemmer(language: str | None) -> Any:
