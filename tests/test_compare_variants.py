@@ -52,3 +52,13 @@ def test_an_unknown_variant_gets_a_guess_and_a_file_refuses_the_flag(capsys, tmp
         f"rag-eval: error: baseline {tmp_path}: is a folder, expected a results file (or the output folder of "
         "`rag-eval run`, whose .rag_eval.json lists its <label>.json files, with --baseline-variant)\n"
     )
+
+
+def test_a_folder_of_one_retrievers_results_needs_no_choice(capsys):
+    """Before: "holds several results; choose one with --variant (it has bm25)", for a folder holding one."""
+    single = REPO / "reports" / "judging-example" / "baseline"
+    labels = json.loads((single / ".rag_eval.json").read_text())["files"]
+    (only,) = [name for name in labels if name.endswith(".json")]
+    by_folder = run(capsys, str(single), str(single))
+    assert by_folder == run(capsys, str(single / only), str(single / only))
+    assert by_folder[0] == 0 and "verdict: PASS" in by_folder[1]

@@ -99,7 +99,8 @@ def results_path(path: str, variant: str | None, role: str, flag: str) -> str:
     """The results file of ``variant`` in a run's output folder, or ``path`` itself when it is a file.
 
     A folder holds one ``<label>.json`` per retriever (every variant of a sweep); its manifest
-    lists them, and the message names them when the choice is missing or wrong.
+    lists them, and the message names them when the choice is missing or wrong. A folder of one
+    retriever's results needs no ``variant``.
     """
     folder = Path(path)
     if not folder.is_dir():
@@ -120,6 +121,8 @@ def results_path(path: str, variant: str | None, role: str, flag: str) -> str:
         f", ... ({len(labels)} in all)" if len(labels) > VARIANTS_LISTED else ""
     )
     if variant is None:
+        if len(labels) == 1:  # one retriever's results: no choice to make
+            return str(folder / results_name(labels[0]))
         raise ConfigError(f"{role} {path}: a run's output folder holds several results; choose one with {flag} "
                           f"(it has {listed})")
     if variant not in labels:
