@@ -860,3 +860,25 @@ def test_a_query_set_given_as_the_config_is_said_in_one_line(project):
         f"{path}: this is a query set (it has queries), not a run config; a run config names it under "
         "`dataset: {path: ...}` beside retrievers and metrics (configs/ocean_facts.yaml is one)"
     )
+
+
+def test_validate_checks_a_query_set_given_alone(project, capsys):
+    """The hint "`rag-eval validate` lists all" after a query set's first problem (judgements merge, run) used to
+    lead to "this is a query set, not a run config": validate now lists the query set's problems itself."""
+    path = project / "data" / "tiny.yaml"
+    assert main(["validate", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"{path}: OK: query set tiny (1 queries, 2 passages, fingerprint ")
+    assert out.split("fingerprint ")[1].rstrip(")\n") == load_config_dataset(
+        load_config(write(project / "configs" / "run.yaml", valid()))).fingerprint
+    path.write_text("corpus:\n  - {id: a, text: x}\n  - {id: a, text: y}\n  - {id: yes, text: z}\n"
+                    "queries:\n  - {id: q1, text: x, judgements: {a: '1'}}\n")
+    assert main(["validate", str(path)]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"{path}: corpus[1](a).id: duplicate passage id 'a' (first at corpus[0])",
+        f"{path}: corpus[2].id: an id must be text, not true/false (YAML reads an unquoted yes, no, on or off so "
+        "too): quote it (got True)",
+        f"{path}: queries[0](q1).judgements.a: a grade is a finite number such as 2, 0.5 or -1, written without "
+        "quotes (got '1')",
+        "rag-eval: 3 problems found",
+    ]

@@ -800,7 +800,8 @@ def test_cr_only_file_not_utf8_counts_cr_lines(tmp_path):
         ("2024-01-15", "an id must be text; YAML read this unquoted value as a date: quote it (got the date 2024-01-15)"),
         ("1.10", ("an id must be text; this one was read as a decimal number, which loses how it was written "
                  "(1.10 reads as 1.1): quote it (got 1.1)")),
-        ("yes", "an id must be text; YAML read this unquoted value as true/false (yes, no, on, off): quote it (got True)"),
+        ("yes", "an id must be text, not true/false (YAML reads an unquoted yes, no, on or off so too): quote it "
+                "(got True)"),
         ("[a, b]", "an id must be text, not a list"),
         ('"q\\0x"', ("an id holds the control character U+0000 at position 2; ids are one line of text without tabs "
                     "or control characters (got 'q\\x00x')")),

@@ -127,9 +127,10 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
 def _add_validate(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "validate",
-        help="check a config, its dataset and its retrievers without retrieving; lists every problem",
+        help="check a config, its dataset and its retrievers without retrieving (or a query set alone); lists "
+        "every problem",
     )
-    p.add_argument("config", help="run config (YAML)")
+    p.add_argument("config", help="run config (YAML), or a YAML query set")
 
 
 def _add_clean(sub: argparse._SubParsersAction) -> None:

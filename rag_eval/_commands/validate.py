@@ -1,4 +1,5 @@
-"""``rag-eval validate``: every check that needs no retrieval, all problems at once."""
+"""``rag-eval validate``: every check that needs no retrieval, all problems at once (of a run config, or of a
+query set given alone)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,9 @@ from rag_eval._compare.regression import candidate_label
 from rag_eval._core.errors import RagEvalError, RetrieverError
 from rag_eval._core.output_folder import check_output_folder, check_replaceable
 from rag_eval._data.config.partial import partial_config
-from rag_eval._data.config.schema import LoadedConfig, load_config
+from rag_eval._data.config.schema import LoadedConfig, QuerySetGiven, load_config
 from rag_eval._data.config.sections import RetrieverSpec
+from rag_eval._data.datasets import load_yaml_query_set
 from rag_eval._execution.ray_cluster import ray_missing
 from rag_eval._models.chunking import check_chunker
 from rag_eval._models.chunking.tokenizers import tokenizer_file
@@ -40,6 +42,8 @@ def validate_config(path: str | Path) -> tuple[list[str], str]:
     problems: list[str] = []
     try:
         config: LoadedConfig | None = load_config(path)
+    except QuerySetGiven:
+        return validate_query_set(Path(path))
     except RagEvalError as error:
         problems += error.problems
         config = partial_config(path)
@@ -75,6 +79,18 @@ def validate_config(path: str | Path) -> tuple[list[str], str]:
         + f"metrics {', '.join(config.model.metrics)}"
     )
     return problems, summary
+
+
+def validate_query_set(path: Path) -> tuple[list[str], str]:
+    """A YAML query set given alone: every problem of it and of the files it names; return (problems, summary)."""
+    try:
+        dataset = load_yaml_query_set(path)
+    except RagEvalError as error:
+        return error.problems, ""
+    what = "documents" if dataset.has_documents else "passages"
+    size = len(dataset.documents) if dataset.has_documents else len(dataset.corpus)
+    return [], (f"{path}: OK: query set {dataset.name} ({len(dataset.queries)} queries, {size} {what}, "
+                f"fingerprint {dataset.fingerprint})")
 
 
 def _check_stored_ranking(spec: RetrieverSpec, config: LoadedConfig, dataset: Any) -> None:

@@ -296,6 +296,10 @@ def load_config(path: str | Path, output: str | None = None) -> LoadedConfig:
     return config
 
 
+class QuerySetGiven(ConfigError):
+    """A query set was given where a run config belongs (``rag-eval validate`` then checks it as a query set)."""
+
+
 def read_config(path: Path) -> dict[str, Any]:
     """The run config at ``path`` as written: YAML read purely, within the size limit, a mapping; else ConfigError."""
     raw = load_yaml(path, "YAML run config", MAX_CONFIG_BYTES, ConfigError)
@@ -304,7 +308,7 @@ def read_config(path: Path) -> dict[str, Any]:
     found = [key for key in ("queries", "corpus", "documents") if key in raw]
     if found and "retrievers" not in raw:
         # A query set given where the config belongs: said once, not as six unknown and missing keys.
-        raise ConfigError(
+        raise QuerySetGiven(
             f"{path}: this is a query set (it has {found[0]}), not a run config; a run config names it under "
             "`dataset: {path: ...}` beside retrievers and metrics (configs/ocean_facts.yaml is one)"
         )
