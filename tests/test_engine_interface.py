@@ -14,6 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import rag_eval
@@ -154,6 +155,34 @@ def test_a_run_doc_id_with_a_nul_is_refused_where_ids_are_compared_as_bytes(tmp_
     # A clean unjudged id is fine there too: 'a' ranks second.
     results = rag_eval.evaluate(engine.read_qrels(qrels), {"q1": {"a": 0.5, "b\tc": 1.0}}, ["ndcg"])
     assert results.aggregate["ndcg"] == pytest.approx(1 / math.log2(3), rel=1e-15)
+
+
+@pytest.mark.parametrize("run", [{"q": {5: 1.0, 7: 2.0}}, {"q": {np.int64(5): 1.0, 7: 2.0}}])
+def test_a_run_of_int_doc_ids_matches_the_judgements_as_their_digits(run):
+    """Judged ints were taken as their digits, a run's were not: the judged 5 never matched the run's 5, and the
+    query scored 0 without a word. Ranking 7 (2.0) then 5 (1.0), the one relevant document at rank 2."""
+    for judgements in ({"q": {5: 1}}, {"q": {"5": 1}}):
+        results = rag_eval.evaluate(judgements, run, ["ndcg", "P_1", "recall@2"])
+        assert results.per_query == {"q": {"ndcg": 1 / math.log2(3), "precision@1": 0.0, "recall@2": 1.0}}
+    with pytest.raises(InputFormatError, match=r"ids must be strings \(or integers\), got 5\.0"):
+        rag_eval.evaluate({"q": {"5": 1}}, {"q": {5.0: 1.0}}, ["ndcg"])
+
+
+def test_a_value_past_float64_and_a_null_id_are_one_line_errors():
+    """Before: a bare OverflowError (10**400 is an int float64 cannot hold) and a bare TypeError (a null id)."""
+    huge = 10**400
+    with pytest.raises(InputFormatError, match=r"^run: query 'q', doc 'a': score 1000.*\(401 characters\) is too "
+                                               r"large for a float64 \(at most about 1\.8e308\)$"):
+        rag_eval.evaluate({"q": {"a": 1}}, {"q": {"a": huge}}, ["ndcg"])
+    with pytest.raises(InputFormatError, match=r"^judgements: query 'q', doc 'a': grade 1000.* is too large"):
+        rag_eval.evaluate({"q": {"a": huge}}, {"q": {"a": 1.0}}, ["ndcg"])
+    pd = pytest.importorskip("pandas")
+    for column, kind in (("doc_id", "doc id"), ("qid", "query id")):
+        frame = pd.DataFrame({"qid": ["q", "q"], "doc_id": ["a", "b"], "grade": [1, 1]})
+        frame.loc[1, column] = None
+        with pytest.raises(InputFormatError, match=rf"^judgements: row 1: the {kind} is missing \(null\); give every "
+                                                   rf"row a {column}$"):
+            rag_eval.evaluate(frame, {"q": {"a": 1.0}}, ["ndcg"])
 
 
 def test_dataframe_ids_follow_the_id_rule():

@@ -188,6 +188,17 @@ def test_micro_ignores_queries_without_relevant_documents():
         assert micro == pytest.approx((third + 3 + third) / (1 + 3 + third), rel=1e-14)
 
 
+def test_micro_of_queries_that_all_lack_a_relevant_document():
+    """Under zero each such query scores 0 and is averaged: their micro value is 0 (0 / 0 gave NaN, printed n/a),
+    as their macro mean is; under skip no query is left, and the value is undefined (NaN) either way."""
+    judgements, run = {"q1": {"a": 0}, "q2": {"b": -1}}, {"q1": {"a": 1.0}, "q2": {"c": 1.0}}
+    for aggregation in ("macro", "micro"):
+        assert evaluate(judgements, run, ["ndcg", "ndcg@3"], aggregation=aggregation,
+                        no_relevant="zero").aggregate == {"ndcg": 0.0, "ndcg@3": 0.0}
+        skipped = evaluate(judgements, run, ["ndcg"], aggregation=aggregation).aggregate["ndcg"]
+        assert math.isnan(skipped)
+
+
 # ---- which queries enter the mean ---------------------------------------------------
 
 NO_REL_JUDGEMENTS = {"good": {"a": 1}, "none": {"b": 0, "c": -1}}

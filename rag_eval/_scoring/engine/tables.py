@@ -40,7 +40,7 @@ def from_nested(data: Mapping[Any, Mapping[Any, Any]], what: str) -> FlatTable:
     - the doc ids of a run are not checked here. One that has a judgement equals a checked id, and
       one that has none cannot change a number: it only takes a rank, and ties between ids are
       broken by comparing them exactly. Checking them would cost a scan of every retrieved
-      document. The one id that could be taken for another, one holding a NUL character where the
+      document; only each query's first id is looked at, to convert a run of int ids. The one id that could be taken for another, one holding a NUL character where the
       engine compares ids as packed bytes (padded with zeros: a run against judgements read from
       a file), is refused there (:func:`packed_doc_ids`). Files are always checked in full.
 
@@ -61,11 +61,12 @@ def from_nested(data: Mapping[Any, Mapping[Any, Any]], what: str) -> FlatTable:
     total = int(lengths.sum())
     full = what != "run"  # the doc ids of judgements are checked in full, a run's are not (see above)
     # One scan of the ids joined, in C calls of 64 queries each. TypeError: some doc id is not a
-    # str; those are converted below.
+    # str; those are converted below. A run's ids are not scanned: the first id of each query tells
+    # whether they are str (int ids, as 5 for "5", must be converted, or no judged "5" would match).
     try:
         batches = (chain.from_iterable(inner[i : i + 64]) for i in range(0, len(inner), 64))
         clean = not full or _valid_ids(map("".join, batches))
-        as_given = True
+        as_given = full or set(map(type, map(next, map(iter, filter(None, inner))))) <= {str}
     except TypeError:
         as_given = False
     if as_given:
@@ -90,7 +91,7 @@ def from_nested(data: Mapping[Any, Mapping[Any, Any]], what: str) -> FlatTable:
             _raise_first_non_numeric(data, what)
     try:
         values = np.fromiter(values_given, dtype=np.float64, count=total)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: an int past the largest float64
         values = None
     del values_given
     codes = np.repeat(np.arange(len(query_keys), dtype=np.int32 if total < 2**31 else np.int64), lengths)
@@ -142,6 +143,11 @@ def from_dataframe(frame: Any, value_column: str, what: str) -> FlatTable:
         raise InputFormatError(
             f"{what}: DataFrame lacks column(s) {', '.join(missing)}; expected qid, doc_id, {value_column}"
         )
+    for column_name, kind in (("qid", "query id"), ("doc_id", "doc id")):
+        missing_ids = frame[column_name].isna().to_numpy()
+        if missing_ids.any():  # astype(str) would make a null the id "None" or "nan", or fail
+            raise InputFormatError(f"{what}: row {int(np.flatnonzero(missing_ids)[0])}: the {kind} is missing "
+                                   f"(null); give every row a {column_name}")
     codes, uniques = pd.factorize(frame["qid"].astype(str), sort=False)
     docs = frame["doc_id"].astype(str).to_numpy(dtype=object)
     column = frame[value_column]
@@ -263,6 +269,11 @@ def _raise_first_non_numeric(data: Mapping, what: str) -> NoReturn:
                     f"{what}: query {qid!r}, doc {doc!r}: {label} {_short(value)} is not a number; "
                     f"give each {label} as an int or a float"
                 )
+            if isinstance(value, int) and not _converts(value):
+                raise InputFormatError(
+                    f"{what}: query {qid!r}, doc {doc!r}: {label} {_short(value)} is too large for a float64 "
+                    "(at most about 1.8e308)"
+                )
     raise InputFormatError(f"{what}: a {label} is not a number")  # pragma: no cover - defensive
 
 
@@ -270,7 +281,7 @@ def _converts(value: Any) -> bool:
     """Whether a run score of another type still converts to float64 (a numeric str does: scores are not typed)."""
     try:
         np.float64(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return False
     return not isinstance(value, (bytes, bool)) and value is not None
 

@@ -6,7 +6,8 @@ for whoever needs it: the evaluator computes the aggregate with it, and the resu
 
 - ``macro`` (the default): the mean of the per-query values, queries left out (NaN) excluded.
 - ``micro``: for a family with a micro rule (nDCG), the sum of the numerator's per-query values
-  (DCG) over the sum of the denominator's (IDCG), both over the queries in the metric's mean;
+  (DCG) over the sum of the denominator's (IDCG), both over the queries in the metric's mean (0
+  when every one of them scored 0 for want of a relevant document, under ``no_relevant: zero``);
   for every other family the macro mean.
 """
 
@@ -47,4 +48,7 @@ def dataset_value(
             f"{metric} with aggregation micro cannot be computed: the ideal DCGs of all queries add up past "
             "the largest float64 (about 1.8e308); use smaller grades or aggregation macro"
         )
-    return total / total_ideal if total_ideal > 0 else float("nan")
+    if total_ideal > 0:
+        return total / total_ideal
+    # No kept query has a relevant document: each scored 0 (no_relevant: zero), and so does their total.
+    return 0.0 if kept.any() else float("nan")
