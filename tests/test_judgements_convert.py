@@ -255,3 +255,22 @@ def test_the_quick_test_of_tolerant_matches_skips_no_document_that_matches():
     assert locate("n", ChunkText("KELVIN scale"), documents, folded_documents) == Located("kelvin", 2, 15, "tolerant")
     assert locate("n", ChunkText("The SUN"), documents, folded_documents) == Located("sun", 0, 7, "tolerant")
     assert locate("n", ChunkText("istanbul"), documents, folded_documents) == Located("city", 0, 8, "tolerant")
+
+
+@pytest.mark.parametrize("doc", ["yes", "No", "off", "010", "null", "2024-01-01", "0x1F"])
+def test_a_document_id_yaml_11_reads_otherwise_is_written_quoted(tmp_path, capsys, doc):
+    """ruamel writes YAML 1.2, where `yes` is text; the query set is read as YAML 1.1, where it is true. Before, the
+    span was written `doc: yes` and the round-trip check failed: exit 3 ("the YAML round trip changed more")."""
+    query_set = tmp_path / "qs.yaml"
+    query_set.write_text(f'documents:\n  - {{id: "{doc}", text: "the answer is here"}}\n'
+                         "queries:\n  - {id: q1, text: answer}\n", encoding="utf-8")
+    (tmp_path / "c.qrels").write_text("q1 0 c0 2\n")
+    (tmp_path / "t.jsonl").write_text('{"id": "c0", "text": "answer is"}\n')
+    output = tmp_path / "out.yaml"
+    code, _, err = run(["judgements", "convert", str(tmp_path / "c.qrels"), "--texts", str(tmp_path / "t.jsonl"),
+                          "--documents", str(query_set), "--output", str(output)], capsys)
+    assert (code, err) == (0, [])
+    written = output.read_text(encoding="utf-8")
+    assert any(f"evidence: [{{doc: {quoted}, start: 4, end: 13, grade: 2}}]" in written
+               for quoted in (f'"{doc}"', f"'{doc}'"))  # (ruamel quotes what YAML 1.2 reads otherwise itself)
+    assert load_yaml_query_set(output).evidence == {"q1": (EvidenceSpan(doc, 4, 13, 2.0),)}

@@ -433,3 +433,20 @@ def test_a_file_name_with_a_space_is_pointed_to_its_id(tmp_path, capsys):
         f"{rows}:3: document '東京.txt': end 40 is past the end of the document (25 characters)",
         f"rag-eval: error: 2 rows of {rows} cannot be merged; nothing written (each listed above)",
     ]
+
+
+@pytest.mark.parametrize("doc", ["yes", "off", "010"])
+def test_a_judged_id_yaml_11_reads_otherwise_is_written_quoted(tmp_path, capsys, doc):
+    """Before: `judgements: {yes: ...}` was written (YAML 1.2 text, YAML 1.1 true), and the merge refused the file,
+    blaming comments it does not have."""
+    query_set = tmp_path / "qs.yaml"
+    query_set.write_text(f'corpus:\n  - {{id: "{doc}", text: "the answer"}}\n  - {{id: other, text: nothing}}\n'
+                         "queries:\n  - {id: q1, text: answer}\n  - {id: q0, text: other, judgements: {other: 1}}\n",
+                         encoding="utf-8")
+    rows = sheet(tmp_path / "s.csv", f"query_id,doc,grade,source\nq1,{doc},1,human\n")
+    code, out, err = run_cli(capsys, "judgements", "merge", rows, "--into", query_set)
+    assert (code, err) == (0, "") and out.endswith("1 judgement added\n")
+    written = query_set.read_text(encoding="utf-8")
+    assert any(f"  - {{id: q1, text: answer, judgements: {{{quoted}: {{grade: 1, source: human}}}}}}\n" in written
+               for quoted in (f'"{doc}"', f"'{doc}'"))  # (ruamel quotes what YAML 1.2 reads otherwise itself)
+    assert load_yaml_query_set(query_set).judgements["q1"] == {doc: 1.0}

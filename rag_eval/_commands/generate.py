@@ -27,7 +27,6 @@ import warnings
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 import yaml
 
@@ -234,13 +233,13 @@ def _output_text(
     now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     for candidate in kept:
         node = yaml_edit.block_map()
-        node["id"] = _scalar(candidate.qid)
-        node["text"] = _scalar(candidate.text)
+        node["id"] = yaml_edit.scalar(candidate.qid)
+        node["text"] = yaml_edit.scalar(candidate.text)
         node["tags"] = yaml_edit.flow_map(dict(ORIGIN))
         evidence = yaml_edit.block_seq()
         evidence.append(yaml_edit.flow_map({
-            "doc": _scalar(candidate.doc), "quote": _scalar(candidate.quote), "source": _scalar(generator.source),
-            "annotator": _scalar(generator.description), "time": _scalar(now),
+            "doc": yaml_edit.scalar(candidate.doc), "quote": yaml_edit.scalar(candidate.quote), "source": yaml_edit.scalar(generator.source),
+            "annotator": yaml_edit.scalar(generator.description), "time": yaml_edit.scalar(now),
         }))
         node["evidence"] = evidence
         yaml_edit.append(tree["queries"], node)
@@ -267,16 +266,6 @@ def _relative_path(target: Path, output: Path, written: str) -> str:
         return Path(os.path.relpath(os.path.abspath(target), folder)).as_posix()
     except ValueError:  # another drive (Windows): no relative path
         return str(Path(os.path.abspath(target)))
-
-
-def _scalar(value: str) -> Any:
-    """``value`` as ruamel writes it, double-quoted when a YAML 1.1 reader (PyYAML) would not read it back as text."""
-    from ruamel.yaml.scalarstring import DoubleQuotedScalarString
-
-    tag = yaml.resolver.Resolver().resolve(yaml.ScalarNode, value, (True, False))
-    if tag != "tag:yaml.org,2002:str" or "\n" in value or value != value.strip():
-        return DoubleQuotedScalarString(value)
-    return value
 
 
 # ---------------------------------------------------------------------------------------- terminal

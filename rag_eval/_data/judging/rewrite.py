@@ -89,14 +89,15 @@ def append(container: Any, value: Any, key: Any = None) -> None:
 
 
 def _commented(value: Any) -> Any:
-    """``value`` with its mappings and lists as ruamel's nodes, which can carry a comment."""
+    """``value`` with its mappings and lists as ruamel's nodes, which can carry a comment, and its text quoted
+    where YAML 1.1 would read it otherwise (:func:`rag_eval._data.judging.yaml_edit.scalar`)."""
     from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
     if isinstance(value, dict):
-        return CommentedMap((key, _commented(item)) for key, item in value.items())
+        return CommentedMap((yaml_edit.scalar(key), _commented(item)) for key, item in value.items())
     if isinstance(value, list):
         return CommentedSeq(_commented(item) for item in value)
-    return value
+    return yaml_edit.scalar(value)
 
 
 # Layouts tried after the guessed one, (mapping indent, sequence indent, dash offset): the usual ones.

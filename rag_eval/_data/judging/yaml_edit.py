@@ -20,6 +20,8 @@ from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass
 from typing import Any
 
+import yaml
+
 # (mapping indent, sequence indent, dash offset): "  - id:" under a key, then the other usual layouts.
 LAYOUTS = ((2, 4, 2), (2, 2, 0), (4, 4, 2), (4, 6, 4), (4, 4, 0), (3, 3, 0))
 
@@ -65,11 +67,31 @@ def changed_lines(before: str, after: str) -> int:
     return sum((Counter(before.splitlines()) - Counter(after.splitlines())).values())
 
 
+def scalar(value: Any) -> Any:
+    """``value`` as ruamel should write it: a str that ruamel would leave plain and a YAML 1.1 reader (PyYAML,
+    which reads query sets) would not read back as that text is double-quoted (``yes``, ``off``, ``010``), and so
+    is one holding a line break or spaces at an end; anything else as it is. ruamel writes YAML 1.2, where ``yes``
+    is plain text, and quotes itself what YAML 1.2 reads otherwise (``null``, ``2024-01-01``)."""
+    from ruamel.yaml.nodes import ScalarNode
+    from ruamel.yaml.resolver import VersionedResolver
+    from ruamel.yaml.scalarstring import DoubleQuotedScalarString, ScalarString
+
+    if not isinstance(value, str) or isinstance(value, ScalarString):  # a ScalarString keeps the file's quoting
+        return value
+    text = "tag:yaml.org,2002:str"
+    read_as = yaml.resolver.Resolver().resolve(yaml.ScalarNode, value, (True, False))
+    written_plain = VersionedResolver().resolve(ScalarNode, value, (True, False)) == text
+    if (read_as != text and written_plain) or "\n" in value or value != value.strip():
+        return DoubleQuotedScalarString(value)
+    return value
+
+
 def flow_map(items: dict[str, Any]) -> Any:
-    """A mapping written on one line, ``{doc: a, start: 3, ...}``, its keys in the order given."""
+    """A mapping written on one line, ``{doc: a, start: 3, ...}``, its keys in the order given (text quoted where
+    :func:`scalar` says)."""
     from ruamel.yaml.comments import CommentedMap
 
-    node = CommentedMap(items)
+    node = CommentedMap((scalar(key), scalar(value)) for key, value in items.items())
     node.fa.set_flow_style()
     return node
 
@@ -95,9 +117,9 @@ def append(container: Any, value: Any, key: Any = None) -> None:
     """
     trailing = take_trailing(container) if len(container) else None
     if isinstance(container, MutableMapping):
-        container[key] = value
+        container[scalar(key)] = scalar(value)
     else:
-        container.append(value)
+        container.append(scalar(value))
     if trailing is not None:
         _give_trailing(container, trailing)
 
