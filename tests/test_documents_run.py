@@ -454,6 +454,19 @@ def test_bad_own_spans_and_chunker_names_exit_2_with_one_line(tmp_path, capsys, 
     assert not (tmp_path / "out").exists()
 
 
+def test_an_answer_mixing_documents_and_chunk_ids_is_read_the_same_in_any_key_order(tmp_path, capsys):
+    """Only the first key of each query's dict was looked at: a document id first made the chunk id after it
+    "not in the corpus" (exit 2), the chunk id first gave a run. An answer is a set: both orders give the run."""
+    written = []
+    for order, answer in enumerate(({f"{CAFE}#0-15": 1.0, CAFE: 0.5}, {CAFE: 0.5, f"{CAFE}#0-15": 1.0})):
+        folder = tmp_path / str(order)
+        folder.mkdir()
+        (code, _, err), _ = bad_run(folder, capsys, plugin_answer({"q-dessert": answer}))
+        assert (code, err) == (0, "")
+        written.append(ref.read_run(folder / "out" / "bad.run"))
+    assert written[0] == written[1] == {"q-dessert": [(f"{CAFE}#0-15", 1, 1.0), (f"{CAFE}#0-141", 2, 0.5)]}
+
+
 def test_numpy_offsets_and_scores_are_numbers(tmp_path, capsys):
     """A pipeline built on numpy returns np.int64 offsets: exact integers, taken as such."""
     (code, _, err), _ = bad_run(tmp_path, capsys, plugin_answer("numpy"))

@@ -30,12 +30,12 @@ def returns_own_spans(raw: Any, documents: Mapping[str, str]) -> bool:
         if isinstance(items, (list, tuple)):
             return True
         if isinstance(items, Mapping):
+            # Every key is looked at: an answer may mix whole documents and chunk ids in any order (a set).
             for key in items:
                 if isinstance(key, str) and key not in documents:
                     parsed = parse_chunk_id(key)
                     if parsed is not None and parsed[0] in documents:
                         return True
-                break  # one key per query tells the form
     return False
 
 
