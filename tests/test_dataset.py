@@ -819,6 +819,21 @@ def test_query_id_must_be_text_without_control_characters(tmp_path, value, expec
     assert problem.split(".id: ", 1)[1] == expected
 
 
+def test_white_space_around_an_id_other_than_spaces_is_not_removed(tmp_path):
+    """Every white space was stripped from an id's ends: a tab (a control character, refused inside an id) and a
+    no-break space vanished, so two ids read as one. Spaces alone are removed; a tab is refused; a no-break space
+    is part of the id, compared exactly."""
+    path = tmp_path / "set.yaml"
+    path.write_text('corpus: [{id: " p1 ", text: a}, {id: "p1\\u00a0", text: b}]\n'
+                    'queries:\n  - {id: q1, text: x, judgements: {p1: 1, "p1\\u00a0": 0}}\n')
+    dataset = load_yaml_query_set(path)
+    assert list(dataset.corpus) == ["p1", "p1\u00a0"] and dataset.judgements == {"q1": {"p1": 1.0, "p1\u00a0": 0.0}}
+    path.write_text('corpus: [{id: "\\tp1", text: a}]\nqueries:\n  - {id: q1, text: x, judgements: {p1: 1}}\n')
+    assert problems_of_call(load_yaml_query_set, path)[0] == (
+        f"{path}: corpus[0]('\\tp1').id: an id holds the control character U+0009 at position 1; ids are one line of "
+        "text without tabs or control characters (got '\\tp1')")
+
+
 def test_integer_ids_are_kept_as_their_digits(tmp_path):
     path = tmp_path / "set.yaml"
     path.write_text("corpus: [{id: 7, text: a}]\nqueries:\n  - {id: 12, text: x, judgements: {7: 1}}\n")

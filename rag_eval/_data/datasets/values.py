@@ -53,13 +53,14 @@ def id_from_value(value: Any, *, spaces: bool = False) -> str:
 
 
 def id_from_text(text: str, *, spaces: bool = False) -> str:
-    """An id read as text: surrounding spaces removed; empty, control characters and (unless ``spaces``) a space
-    inside refused.
+    """An id read as text: spaces around it removed (ASCII spaces only: a tab is a control character, refused, and
+    any other white space is part of the id, compared exactly); empty, control characters and (unless ``spaces``)
+    a space inside refused.
 
     The rule of ids read from a dataset (rag_eval._core.ids.stored_id_problem): they are written to TREC
     files, which cannot hold a space inside an id.
     """
-    value = text.strip()
+    value = text.strip(" ")
     # The common case, checked in C: no control character (not printable), no space.
     if value.isprintable() and value and (spaces or " " not in value):
         return value
