@@ -416,6 +416,27 @@ def test_tokenizer_json_file_or_a_folder_relative_to_the_config(tmp_path):
         assert chunker.describe()["tokenizer_file"] == str(folder / "tokenizer.json")
 
 
+def test_validate_reads_the_tokenizer_files_run_reads(tmp_path, capsys):
+    """A tokenizer.json that is not one passed validate (located, not read); run then failed on the chunker's, and
+    once that was fixed on evaluation.tokenizer's: two runs to find two problems."""
+    pytest.importorskip("tokenizers")
+    from rag_eval.cli import main
+
+    (tmp_path / "tok").mkdir()
+    (tmp_path / "tok" / "tokenizer.json").write_text("{not json")
+    (tmp_path / "qs.yaml").write_text("documents:\n  - {id: d, text: alpha beta}\n"
+                                      "queries:\n  - {id: q, text: alpha, evidence: [{doc: d, start: 0, end: 5}]}\n")
+    config = tmp_path / "run.yaml"
+    config.write_text("dataset: {path: qs.yaml}\nchunking:\n  c: {method: fixed, size: 2, tokenizer: ./tok}\n"
+                      "retrievers: [{label: b, adapter: bm25, chunker: c}]\nmetrics: [evidence_recall@1]\n"
+                      "evaluation: {tokenizer: ./tok}\noutput: out\n")
+    assert main(["validate", str(config)]) == 2
+    lines = capsys.readouterr().err.splitlines()
+    read = f"cannot read {tmp_path / 'tok' / 'tokenizer.json'} as a tokenizer ("
+    assert [line.split(": ")[1] for line in lines[:-1]] == ["chunking.c.tokenizer", "evaluation.tokenizer"]
+    assert all(read in line for line in lines[:-1]) and lines[-1] == "rag-eval: 2 problems found"
+
+
 def test_a_near_miss_of_words_is_hinted(monkeypatch, tmp_path):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))

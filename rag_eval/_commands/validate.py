@@ -15,7 +15,7 @@ from rag_eval._data.config.sections import RetrieverSpec
 from rag_eval._data.datasets import load_yaml_query_set
 from rag_eval._execution.ray_cluster import ray_missing
 from rag_eval._models.chunking import check_chunker
-from rag_eval._models.chunking.tokenizers import tokenizer_file
+from rag_eval._models.chunking.tokenizers import load_tokenizer
 from rag_eval._run.build import build_retriever
 from rag_eval._run.chunking_use import check_chunking_use
 from rag_eval._run.inputs import check_outputs_are_not_inputs
@@ -134,7 +134,7 @@ def _chunking_problems(config: LoadedConfig, dataset: Any) -> list[str]:
     tokenizer = config.model.evaluation.tokenizer
     if tokenizer != "words":
         try:
-            tokenizer_file(tokenizer, "evaluation.tokenizer")
+            load_tokenizer(tokenizer, "evaluation.tokenizer", config.base)
         except RagEvalError as error:
             problems += [f"{config.path}: {problem}" for problem in error.problems]
     if dataset is not None:

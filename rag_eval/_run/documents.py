@@ -288,7 +288,7 @@ class DocumentRun:
 
             name = self.config.model.evaluation.tokenizer
             try:
-                self._budget_tokenizer = load_tokenizer(name, "evaluation.tokenizer")
+                self._budget_tokenizer = load_tokenizer(name, "evaluation.tokenizer", self.config.base)
             except RagEvalError as error:
                 raise ConfigError(f"{self.config.path}: {error}") from error
         return self._budget_tokenizer

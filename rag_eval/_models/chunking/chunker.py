@@ -17,7 +17,7 @@ from rag_eval._models.chunking import custom
 from rag_eval._models.chunking.methods import BUILDERS
 from rag_eval._models.chunking.packing import Advance
 from rag_eval._models.chunking.params import ChunkerParams, CustomParams, MarkdownParams, parse_spec
-from rag_eval._models.chunking.tokenizers import WORDS, Tokenizer, load_tokenizer, tokenizer_file
+from rag_eval._models.chunking.tokenizers import WORDS, Tokenizer, load_tokenizer
 from rag_eval._models.progress import NoBar, tqdm_disable
 
 # Characters of text (all documents together) from which chunking shows a progress bar: about a
@@ -159,13 +159,13 @@ def summarize_chunks(chunks: list[Chunk], count_tokens: Callable[[str], int] = c
 def check_chunker(name: str, spec: Mapping[str, Any], base: Path | None = None) -> None:
     """Validate a ``chunking:`` entry without building it (for ``rag-eval validate``).
 
-    Parameters are checked, a model tokenizer's ``tokenizer.json`` is located (not read),
-    and a custom chunker is imported and inspected (never called).
+    Parameters are checked, a model tokenizer's ``tokenizer.json`` is read (as ``run`` reads it: a file that
+    is not a tokenizer is a problem of the config), and a custom chunker is imported and inspected (never called).
     """
     base = Path(base) if base is not None else None
     params = parse_spec(name, spec)
     if params.tokenizer != WORDS:
-        tokenizer_file(params.tokenizer, f"chunking.{name}.tokenizer", base)
+        load_tokenizer(params.tokenizer, f"chunking.{name}.tokenizer", base)
     if isinstance(params, CustomParams):
         with _config_folder(base):
             obj = custom.resolve(name, params.method)
