@@ -882,3 +882,13 @@ def test_validate_checks_a_query_set_given_alone(project, capsys):
         "quotes (got '1')",
         "rag-eval: 3 problems found",
     ]
+
+
+def test_a_utf16_pair_written_as_two_yaml_escapes_is_one_character(tmp_path):
+    """JSON joins "\\ud83d\\ude00" into one emoji; PyYAML kept the two halves, and the text was refused as holding
+    a lone surrogate "without its other half" although both halves were there. A half alone is still refused."""
+    path = write(tmp_path / "set.yaml", 'corpus: [{id: p1, text: "emoji \\ud83d\\ude00 here"}]\n'
+                                        "queries:\n  - {id: q1, text: x, judgements: {p1: 1}}\n")
+    assert load_yaml(path) == {"corpus": [{"id": "p1", "text": "emoji \U0001F600 here"}],
+                               "queries": [{"id": "q1", "text": "x", "judgements": {"p1": 1}}]}
+    assert load_yaml(write(tmp_path / "half.yaml", 'a: "x \\udfff\\ud83d"\n')) == {"a": "x \udfff\ud83d"}  # wrong order

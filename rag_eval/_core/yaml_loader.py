@@ -22,6 +22,7 @@ in one mapping, and the two ways a tiny YAML file can explode:
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, NoReturn
@@ -44,6 +45,8 @@ MAX_ALIAS_BYTES = MAX_CONFIG_BYTES
 # Nesting levels of one document. Configs and query sets nest fewer than ten; Python's
 # stack (and every recursive reader of the result) gives out at a few hundred.
 MAX_NESTING = 100
+
+_SURROGATE = re.compile("[\ud800-\udfff]")  # half of a UTF-16 pair: from an escape such as "\\ud83d"
 
 def load_yaml(
     path: str | Path,
@@ -197,6 +200,10 @@ def _safe_loader() -> type:
 
     def construct_str(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> Any:
         value = yaml.SafeLoader.construct_yaml_str(loader, node)
+        if not value.isascii() and _SURROGATE.search(value):
+            # "\ud83d\ude00": a UTF-16 pair written as two escapes, as JSON writes an emoji; PyYAML keeps the two
+            # halves apart, JSON joins them into one character. Joined here too; a half without its pair stays.
+            value = value.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
         # style None: written without quotes. A quoted '1e3' is text on purpose.
         if node.style is None and EXPONENT_NUMBER.fullmatch(value):
             return NumberAsText(value)
