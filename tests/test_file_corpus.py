@@ -207,3 +207,16 @@ def test_a_lone_surrogate_in_a_passage_is_named_in_memory_and_on_disk(tmp_path, 
         with pytest.raises(DatasetError) as excinfo:
             load_dataset({"path": str(tmp_path)}, stream_corpus=stream)
         assert str(excinfo.value).startswith(f"{tmp_path / 'corpus.jsonl'}:2: {message}"), str(excinfo.value)
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_record_with_both_id_and_id_that_differ_is_refused(tmp_path, stream):
+    """{"id": "a", "_id": "b"} was read as "a" without a word; a judgement of "b" then named a missing passage."""
+    (tmp_path / "corpus.jsonl").write_text('{"_id": "b", "id": "b", "text": "y"}\n{"id": "a", "_id": "c", "text": "x"}\n')
+    (tmp_path / "queries.jsonl").write_text('{"_id": "q", "text": "x"}\n')
+    (tmp_path / "qrels").mkdir()
+    (tmp_path / "qrels" / "test.tsv").write_text("q\tb\t1\n")
+    with pytest.raises(DatasetError) as excinfo:
+        load_dataset({"path": str(tmp_path)}, stream_corpus=stream)
+    assert str(excinfo.value).startswith(
+        f"{tmp_path / 'corpus.jsonl'}:2: passage id: the record has both id 'a' and _id 'c'; keep one")

@@ -118,6 +118,13 @@ def load_queries_file(path: Path, problems: Problems, what: str = "queries file"
     return queries
 
 
+def record_id(record: Mapping[str, Any]) -> Any:
+    """The id of a JSON record, under ``id`` or BEIR's ``_id``; ValueError when it has both, and they differ."""
+    if "id" in record and "_id" in record and record["id"] != record["_id"]:
+        raise ValueError(f"the record has both id {shown(record['id'])} and _id {shown(record['_id'])}; keep one")
+    return record.get("id", record.get("_id"))
+
+
 def _record_id(
     record: Any, where: str, kind: str, expected: str, seen: Mapping[str, Any], problems: Problems
 ) -> str | None:
@@ -125,7 +132,11 @@ def _record_id(
     if not isinstance(record, Mapping):
         problems.add(f"{where}: expected {expected}, got {shown(record)}")
         return None
-    raw_id = record.get("id", record.get("_id"))
+    try:
+        raw_id = record_id(record)
+    except ValueError as failure:
+        problems.add(f"{where}: {kind} id: {failure}")
+        return None
     try:
         value = id_from_value(raw_id)
     except ValueError as failure:

@@ -39,7 +39,7 @@ from rag_eval._core.files import MAX_DOCUMENT_BYTES, read_text
 from rag_eval._core.ids import id_problem
 from rag_eval._core.messages import shown, some_of
 from rag_eval._core.spans import parse_chunk_id
-from rag_eval._data.datasets.corpus import json_lines
+from rag_eval._data.datasets.corpus import json_lines, record_id
 from rag_eval._data.datasets.model import Problems
 from rag_eval._data.datasets.titles import AUTO, FILE_NAME, NONE, document_title, front_matter_note
 from rag_eval._data.datasets.values import id_from_value, text_problem
@@ -91,7 +91,11 @@ def documents_from_json_lines(path: Path, problems: Problems, titles: str = AUTO
         if not isinstance(record, dict):
             problems.add(f"{where}: expected a document {{\"id\", \"text\", \"title\"}}, got {shown(record)}")
             continue
-        raw_id = record.get("id", record.get("_id"))
+        try:
+            raw_id = record_id(record)
+        except ValueError as failure:
+            problems.add(f"{where}: document id: {failure}")
+            continue
         try:
             doc = id_from_value(raw_id)
         except ValueError as failure:
