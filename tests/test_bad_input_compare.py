@@ -264,3 +264,15 @@ def test_unwritable_stdout_is_one_line_and_exit_2(tmp_path, target):
         )
     assert done.returncode == 2, done.stderr
     assert done.stderr.splitlines() == ["rag-eval: error: cannot write to standard output (No space left on device)"]
+
+
+def test_a_summary_from_the_environment_is_named_as_such(tmp_path, monkeypatch, capsys):
+    """The job summary given by $GITHUB_STEP_SUMMARY (no --summary flag) was named "--summary" in the message."""
+    monkeypatch.chdir(tmp_path)
+    write(tmp_path / "base.json", good_document())
+    GOOD(tmp_path)
+    (tmp_path / "sub").mkdir()
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", "sub")
+    assert main(["compare", "base.json", "cand.json", "--resamples", "200"]) == 2
+    assert capsys.readouterr().err == (
+        "rag-eval: error: $GITHUB_STEP_SUMMARY sub: is a folder; give the path of a file to write\n")

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from rag_eval._commands.output_paths import append_summary, check_output, write_report
+from rag_eval._commands.output_paths import append_summary, check_output, summary_flag, write_report
 from rag_eval._commands.verdict_text import incomparable_markdown, verdict_lines
 from rag_eval._compare import regression
 from rag_eval._compare.hole_flips import ON_HOLES
@@ -64,7 +64,7 @@ def compare_results(
     if report:
         check_output(report, "--report", inputs)
     if summary:
-        check_output(summary, "--summary", inputs, append=True)
+        check_output(summary, summary_flag(summary), inputs, append=True)
     base, cand = load_results_file(baseline), load_results_file(candidate)
     gated = parse_gates(gates) or default_gates(base)
     try:

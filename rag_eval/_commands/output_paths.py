@@ -75,6 +75,11 @@ def check_query_set_output(path: str, flag: str, inputs: Sequence[tuple[str, str
         )
 
 
+def summary_flag(path: str) -> str:
+    """How the user named the job summary ``path``: ``--summary``, or ``$GITHUB_STEP_SUMMARY`` (the default)."""
+    return "$GITHUB_STEP_SUMMARY" if path == os.environ.get("GITHUB_STEP_SUMMARY") else "--summary"
+
+
 def write_report(path: str, text: str) -> None:
     """Replace ``path`` with ``text`` at once (``--report``); ConfigError when it cannot be written."""
     try:

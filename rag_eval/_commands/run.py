@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rag_eval._commands.compare import say_verdict
-from rag_eval._commands.output_paths import append_summary, check_output
+from rag_eval._commands.output_paths import append_summary, check_output, summary_flag
 from rag_eval._commands.outputs import write_outputs
 from rag_eval._commands.verdict_text import incomparable_markdown
 from rag_eval._compare.regression import Verdict, candidate_label, verdict_for_run
@@ -91,7 +91,7 @@ def _baseline(config: LoadedConfig, config_path: str, summary: str | None) -> Re
         return None
     path = config.resolve(regression.baseline)
     if summary:
-        check_output(summary, "--summary", [("config", config_path), ("baseline", path)], append=True)
+        check_output(summary, summary_flag(summary), [("config", config_path), ("baseline", path)], append=True)
     baseline = load_results_file(path)
     candidate_label(config, baseline.label)  # a config naming no candidate is refused before any retrieval
     return baseline
