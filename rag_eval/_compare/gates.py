@@ -72,16 +72,18 @@ def refuse_repeated_metrics(named: Sequence[tuple[str, Gate]], where: str) -> No
 def default_gates(baseline: ResultsFile) -> list[Gate]:
     """The gate of a comparison given none: ndcg@10 with max_drop 0, or doc_ndcg@10 on a document dataset
     (a gate that holds across chunkings); ConfigError when the results have no such metric."""
+    have = list(baseline.results.values)
     if baseline.chunking is not None:
-        if "doc_ndcg@10" in baseline.results.values:
+        if "doc_ndcg@10" in have:
             return [make_gate("doc_ndcg@10")]
-        raise ConfigError(
-            "no --gate given and the results have no doc_ndcg@10; e.g. --gate evidence_recall@5:max_drop=0.01 "
-            "(document and evidence metrics compare any two chunkings)"
-        )
-    if "ndcg@10" in baseline.results.values:
+        # A metric the results have, that compares any two chunkings (document and evidence metrics do).
+        usable = [m for m in have if m.startswith(("doc_", "evidence_"))] or have
+        raise ConfigError(f"no --gate given and the results have no doc_ndcg@10; name one of theirs, e.g. --gate "
+                          f"{usable[0]}:max_drop=0.01 (document and evidence metrics compare any two chunkings)")
+    if "ndcg@10" in have:
         return [make_gate("ndcg@10")]
-    raise ConfigError("no --gate given and the results have no ndcg@10; e.g. --gate ndcg@5:max_drop=0.01")
+    raise ConfigError(f"no --gate given and the results have no ndcg@10; name one of theirs, e.g. --gate "
+                      f"{have[0]}:max_drop=0.01")
 
 
 def make_gate(metric: str, max_drop: float = 0.0, alpha: float | None = None, where: str = "gate") -> Gate:
