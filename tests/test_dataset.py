@@ -384,8 +384,18 @@ def test_judgement_of_a_doc_not_in_a_trec_corpus(tmp_path):
     with pytest.raises(DatasetError) as excinfo:
         load_dataset(spec, base=tmp_path)
     assert str(excinfo.value) == (
-        f"{tmp_path / 'qrels.txt'}: query 'q2' judges doc 'zz', which is not in the corpus {tmp_path / 'docs.tsv'}"
+        f"{tmp_path / 'qrels.txt'}:2: query 'q2' judges doc 'zz', which is not in the corpus {tmp_path / 'docs.tsv'}; "
+        "check the doc id, or add the passage to the corpus"
     )
+
+
+def test_a_judged_query_not_in_the_queries_file_is_named_with_its_line(tmp_path):
+    spec = make_trec(tmp_path, ["q1 0 p1 1", "q1 0 p2 0", "qX 0 p1 1", "qX 0 p2 1"])
+    with pytest.raises(DatasetError) as excinfo:
+        load_dataset(spec, base=tmp_path)
+    assert str(excinfo.value).startswith(
+        f"{tmp_path / 'qrels.txt'}:3: query 'qX' is judged but not in the queries file {tmp_path / 'topics.tsv'}; "
+        "add it there, or remove its judgements")
 
 
 def test_non_numeric_grade(tmp_path):

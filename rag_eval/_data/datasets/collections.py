@@ -36,9 +36,10 @@ def load_beir(
     corpus, corpus_notes = corpus_of(path / "corpus.jsonl", problems, "BEIR corpus file", stream_corpus)
     queries_path = path / "queries.jsonl"
     queries = load_queries_file(queries_path, problems, "BEIR queries file")
-    judgements = judgements_from_rows(rows, qrels_path, problems, grade_map)
-    queries, notes = _restrict_queries(queries, judgements, qrels_path, queries_path, problems)
-    check_against_corpus(judgements, corpus, str(path / "corpus.jsonl"), str(qrels_path), problems)
+    lines: dict[tuple[str, str], int] = {}
+    judgements = judgements_from_rows(rows, qrels_path, problems, grade_map, lines)
+    queries, notes = _restrict_queries(queries, judgements, qrels_path, queries_path, problems, lines)
+    check_against_corpus(judgements, corpus, str(path / "corpus.jsonl"), str(qrels_path), problems, lines)
     problems.raise_if_any()
     return Dataset(f"{path.name}/{split}", queries, judgements, corpus, str(path), (*notes, *corpus_notes))
 
@@ -55,9 +56,10 @@ def load_trec(
     corpus_docs, corpus_notes = corpus_of(corpus, problems, "corpus file", stream_corpus)
     query_set = load_queries_file(queries, problems)
     rows = qrels_rows(qrels, 4, "TREC qrels file", problems)
-    judgements = judgements_from_rows(rows, qrels, problems, grade_map)
-    query_set, notes = _restrict_queries(query_set, judgements, qrels, queries, problems)
-    check_against_corpus(judgements, corpus_docs, str(corpus), str(qrels), problems)
+    lines: dict[tuple[str, str], int] = {}
+    judgements = judgements_from_rows(rows, qrels, problems, grade_map, lines)
+    query_set, notes = _restrict_queries(query_set, judgements, qrels, queries, problems, lines)
+    check_against_corpus(judgements, corpus_docs, str(corpus), str(qrels), problems, lines)
     problems.raise_if_any()
     return Dataset(qrels.stem, query_set, judgements, corpus_docs, str(qrels), (*notes, *corpus_notes))
 
@@ -106,15 +108,16 @@ def load_cranfield(path: Path, grade_map: Mapping[float, float] | None = None) -
         queries[str(position)] = Query(str(position), text)
     qrels_path = path / "cranqrel"
     codes = grade_map or CRANFIELD_GRADE_MAP
+    lines: dict[tuple[str, str], int] = {}
     judgements = judgements_from_rows(qrels_rows(qrels_path, 3, "Cranfield judgements file", problems), qrels_path,
-                                      problems, codes)
+                                      problems, codes, lines)
     for qid in judgements:
         if qid not in queries:
             problems.add(
-                f"{qrels_path}: query {qid!r} is judged but {queries_path.name} has {len(queries)} queries "
-                "(cranqrel numbers queries by their position in cran.qry)"
+                f"{_line_of(qrels_path, lines, qid)}: query {qid!r} is judged but {queries_path.name} has "
+                f"{len(queries)} queries (cranqrel numbers queries by their position in cran.qry)"
             )
-    check_against_corpus(judgements, corpus, str(docs_path), str(qrels_path), problems)
+    check_against_corpus(judgements, corpus, str(docs_path), str(qrels_path), problems, lines)
     problems.raise_if_any()
     note = "grades: cranqrel codes mapped to gains " + ", ".join(f"{int(k)}->{v:g}" for k, v in codes.items())
     return Dataset("cranfield", queries, judgements, corpus, str(path), (note,))
@@ -146,9 +149,16 @@ def qrels_rows(path: Path, columns: int, what: str, problems: Problems) -> Itera
 
 
 def judgements_from_rows(
-    rows: Iterable[tuple[int, str, str, str]], path: Path, problems: Problems, grade_map: Mapping[float, float] | None
+    rows: Iterable[tuple[int, str, str, str]],
+    path: Path,
+    problems: Problems,
+    grade_map: Mapping[float, float] | None,
+    lines: dict[tuple[str, str], int] | None = None,
 ) -> dict[str, dict[str, float]]:
-    """``{qid: {doc: gain}}`` from qrels rows; a bad grade or a passage judged twice is a problem."""
+    """``{qid: {doc: gain}}`` from qrels rows; a bad grade or a passage judged twice is a problem.
+
+    ``lines``, when given, receives the line of each ``(qid, doc)``: later problems name it.
+    """
     judgements: dict[str, dict[str, float]] = {}
     for n, qid, doc, text in rows:
         try:
@@ -163,7 +173,19 @@ def judgements_from_rows(
             problems.add(f"{path}:{n}: query {qid!r}: doc {doc!r} is judged twice")
             continue
         per_query[doc] = gain
+        if lines is not None:
+            lines[qid, doc] = n
     return judgements
+
+
+def _line_of(path: Path | str, lines: Mapping[tuple[str, str], int] | None, qid: str, doc: str | None = None) -> str:
+    """``path:line`` of the judgement of ``(qid, doc)`` (of ``qid``'s first, without ``doc``), or ``path`` alone."""
+    if lines:
+        found = lines.get((qid, doc)) if doc is not None else min(
+            (n for (q, _), n in lines.items() if q == qid), default=None)
+        if found is not None:
+            return f"{path}:{found}"
+    return str(path)
 
 
 def check_against_corpus(
@@ -172,8 +194,12 @@ def check_against_corpus(
     corpus_label: str,
     source: str,
     problems: Problems,
+    lines: Mapping[tuple[str, str], int] | None = None,
 ) -> None:
-    """Every judged passage is in the corpus; some query has a judgement; the corpus is not empty."""
+    """Every judged passage is in the corpus; some query has a judgement; the corpus is not empty.
+
+    ``lines``: the line of each judgement in ``source`` (:func:`judgements_from_rows`), named in the problem.
+    """
     if not any(judgements.values()):
         problems.add(f"{source}: no query has any judgement; judge at least one passage per query")
     if not corpus:
@@ -182,15 +208,22 @@ def check_against_corpus(
     for qid, docs in judgements.items():
         for doc in docs:
             if doc not in corpus:
-                problems.add(f"{source}: query {qid!r} judges doc {doc!r}, which is not in the corpus {corpus_label}")
+                problems.add(f"{_line_of(source, lines, qid, doc)}: query {qid!r} judges doc {doc!r}, which is not in "
+                             f"the corpus {corpus_label}; check the doc id, or add the passage to the corpus")
 
 
 def _restrict_queries(
-    queries: dict[str, Query], judgements: Mapping[str, Any], qrels_path: Path, queries_path: Path, problems: Problems
+    queries: dict[str, Query],
+    judgements: Mapping[str, Any],
+    qrels_path: Path,
+    queries_path: Path,
+    problems: Problems,
+    lines: Mapping[tuple[str, str], int] | None = None,
 ) -> tuple[dict[str, Query], tuple[str, ...]]:
     missing = [q for q in judgements if q not in queries]
     for qid in missing[:20]:
-        problems.add(f"{qrels_path}: query {qid!r} is judged but not in the queries file {queries_path}")
+        problems.add(f"{_line_of(qrels_path, lines, qid)}: query {qid!r} is judged but not in the queries file "
+                     f"{queries_path}; add it there, or remove its judgements")
     kept = {q: queries[q] for q in queries if q in judgements}
     dropped = len(queries) - len(kept)
     if not dropped:
