@@ -58,7 +58,8 @@ FIELD_NOTES: dict[str, str] = {
     "(`evidence_recall@1000tokens`: equal context for every unit size); otherwise, or without a budget metric, the "
     "first nDCG metric of `metrics`, else the first metric. A cut-off metric over units of different sizes favours "
     "the larger units: the decision says so, and by how much context, in its first lines.",
-    "RunConfig.top_k": "How many documents each retriever returns per query; only these are ranked and evaluated.",
+    "RunConfig.top_k": "How many documents each retriever returns per query (chunks, for a retriever with a "
+    "`chunker`: document metrics then see the documents of these chunks); only these are ranked and evaluated.",
     "RunConfig.evaluation": "What the numbers mean: gain, aggregation, queries without relevant documents, "
     "relevance threshold.",
     "RunConfig.report": "What the markdown report shows.",

@@ -37,31 +37,31 @@ def check_comparable(baseline: ResultsFile, candidate: ResultsFile, metrics: Seq
     if b.fingerprint != c.fingerprint:
         b_name, c_name = b.dataset_name, c.dataset_name
         raise ComparisonError(
-            f"incomparable results: different datasets (baseline {b.path}: {b_name} fingerprint {b.fingerprint}; "
-            f"candidate {c.path}: {c_name} fingerprint {c.fingerprint}); rerun the baseline on the same dataset"
+            f"incomparable results: different datasets (baseline {b.named}: {b_name} fingerprint {b.fingerprint}; "
+            f"candidate {c.named}: {c_name} fingerprint {c.fingerprint}); rerun the baseline on the same dataset"
         )
     for option in SEMANTIC_OPTIONS:
         absent = _ABSENT_MEANS.get(option)
         bv, cv = b.results.options.get(option, absent), c.results.options.get(option, absent)
         if bv != cv:
             raise ComparisonError(
-                f"incomparable results: different metric semantics: {option} is {bv!r} in the baseline {b.path} "
-                f"and {cv!r} in the candidate {c.path}"
+                f"incomparable results: different metric semantics: {option} is {bv!r} in the baseline {b.named} "
+                f"and {cv!r} in the candidate {c.named}"
             )
     for option, reads in METRIC_OPTIONS.items():
         bv, cv = b.results.options.get(option), c.results.options.get(option)
         gated = [m for m in metrics if reads(parse_metric(m))]
         if bv != cv and gated:
             raise ComparisonError(
-                f"incomparable results: different metric semantics: {option} is {bv!r} in the baseline {b.path} "
-                f"and {cv!r} in the candidate {c.path}, and {gated[0]} depends on it"
+                f"incomparable results: different metric semantics: {option} is {bv!r} in the baseline {b.named} "
+                f"and {cv!r} in the candidate {c.named}, and {gated[0]} depends on it"
             )
     for metric in metrics:
         for side in (b, c):
             if metric not in side.results.values:
                 have = ", ".join(side.results.metric_names)
                 raise ComparisonError(
-                    f"incomparable results: {side.path} has no {metric} (it has {have}); "
+                    f"incomparable results: {side.named} has no {metric} (it has {have}); "
                     "gate only metrics both runs computed, with the same cutoffs"
                 )
     _check_same_chunking(b, c, metrics)
@@ -81,8 +81,8 @@ def check_comparable(baseline: ResultsFile, candidate: ResultsFile, metrics: Seq
                 )
                 raise ComparisonError(
                     f"incomparable results: different metric semantics: {metric} looks at "
-                    f"{f'the top {k}' if k else 'the whole ranking'} but the baseline {b.path} retrieved "
-                    f"top_k={b_depth} and the candidate {c.path} top_k={c_depth}; {fix}"
+                    f"{f'the top {k}' if k else 'the whole ranking'} but the baseline {b.named} retrieved "
+                    f"top_k={b_depth} and the candidate {c.named} top_k={c_depth}; {fix}"
                 )
     check_same_queries(b.results, c.results)
 
@@ -107,14 +107,14 @@ def _check_external_mapping(baseline: ResultsFile, candidate: ResultsFile) -> No
         stale, hits, unmapped = (mapping.get(key) for key in ("stale", "hits", "unmapped"))
         if isinstance(stale, int) and stale > 0:
             raise ComparisonError(
-                f"incomparable results: the {side} {results.path} searched a stale index ({stale} hits name offsets "
+                f"incomparable results: the {side} {results.named} searched a stale index ({stale} hits name offsets "
                 "whose text its document no longer holds); re-index the changed documents and rerun it"
             )
         shares[side] = unmapped / hits if isinstance(hits, int) and hits and isinstance(unmapped, int) else 0.0
     if abs(shares["baseline"] - shares["candidate"]) > UNMAPPED_SHARE_TOLERANCE:
         raise ComparisonError(
-            f"incomparable results: {shares['baseline']:.1%} of the baseline's hits ({baseline.path}) and "
-            f"{shares['candidate']:.1%} of the candidate's ({candidate.path}) map to no passage of the dataset, so the "
+            f"incomparable results: {shares['baseline']:.1%} of the baseline's hits ({baseline.named}) and "
+            f"{shares['candidate']:.1%} of the candidate's ({candidate.named}) map to no passage of the dataset, so the "
             "difference would measure the mapping; fix the mapping (the report's external section lists the hits)"
         )
 
@@ -135,8 +135,8 @@ def _check_same_chunking(baseline: ResultsFile, candidate: ResultsFile, metrics:
         if parsed.is_document_level or parsed.is_evidence:
             continue
         raise ComparisonError(
-            f"incomparable results: chunk-level {metric} compares different chunkings (baseline {baseline.path}: "
-            f"{_chunking_title(b)}; candidate {candidate.path}: {_chunking_title(c)}), and each builds its ideal "
+            f"incomparable results: chunk-level {metric} compares different chunkings (baseline {baseline.named}: "
+            f"{_chunking_title(b)}; candidate {candidate.named}: {_chunking_title(c)}), and each builds its ideal "
             f"ranking from its own chunks; gate doc_{metric} or evidence metrics (evidence_recall@k), which judge "
             "every chunking by the same documents and evidence"
         )

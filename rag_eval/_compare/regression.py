@@ -176,9 +176,9 @@ def verdict_for_run(run: RunOutcome, baseline: ResultsFile | None = None) -> Ver
     if baseline is None:
         baseline = load_results_file(run.config.resolve(spec.baseline))
     outcome = {o.label: o for o in run.outcomes}[candidate_label(run.config, baseline.label)]
-    candidate = ResultsFile.from_document(
+    candidate = replace(ResultsFile.from_document(
         run.config.output_dir / results_name(outcome.label), results_document(run, outcome), results=outcome.results
-    )
+    ), shown=f"(this run's {outcome.label!r}, not written)")
     verdict = compare(
         baseline,
         candidate,

@@ -170,6 +170,13 @@ class ResultsFile:
     path: str
     document: ResultsDocument
     results: Results
+    # How messages name it, where not by its path: a run's own candidate, not written when incomparable.
+    shown: str | None = None
+
+    @property
+    def named(self) -> str:
+        """The file as messages name it: its path, or what :attr:`shown` says."""
+        return self.shown or self.path
 
     @classmethod
     def from_document(cls, path: str | Path, data: Any, results: Results | None = None) -> ResultsFile:
