@@ -660,3 +660,27 @@ def test_checking_a_quote_stops_at_two_occurrences(tmp_path):
         resolve_quote(text, "aa", "big")
     assert time.perf_counter() - started < 3.0
     assert occurrences("abcabc" * 1000, "abc") == (2000, [0, 3])  # a quote that cannot overlap itself: exact
+
+
+def test_evidence_problems_of_both_kinds_are_listed_in_one_pass_with_the_items_written(tmp_path):
+    """A schema problem in one evidence item (a grade in quotes) hid every problem of the query's other items
+    (a quote found twice) until it was fixed: two runs of validate to see two problems. The other items are now
+    checked in the same pass, each named by its place in the file."""
+    documents = [{"id": "a", "text": "alpha beta gamma alpha"}]
+    queries = [
+        {"id": "q1", "text": "x", "evidence": [
+            {"doc": "a", "start": 0, "end": 5, "grade": "2"},  # a schema problem
+            {"doc": "a", "quote": "alpha"},  # found twice
+            {"doc": "a", "start": 6, "end": 10},  # fine
+            {"doc": "a", "start": 6, "end": 99},  # past the end
+        ]},
+        {"id": "q2", "text": "y", "evidence": [{"doc": "a", "start": 0, "end": 3, "grade": "x"}]},
+    ]
+    path = document_set(tmp_path, documents=documents, queries=queries)
+    with pytest.raises(DatasetError) as excinfo:
+        load_yaml_query_set(path)
+    found = [problem.split(": ", 2)[1] for problem in problems_of(excinfo)]
+    assert found == ["queries[0](q1).evidence[0].grade", "queries[0](q1).evidence[1]", "queries[0](q1).evidence[3]",
+                     "queries[1](q2).evidence[0].grade"], problems_of(excinfo)
+    assert "quote 'alpha' occurs at least 2 times" in problems_of(excinfo)[1]
+    assert "end 99 is past the end of the document (22 characters)" in problems_of(excinfo)[2]

@@ -254,9 +254,10 @@ def load_yaml_query_set(
         model = None
         for item, message in zip(error.errors(), validation_problems(path, error, raw, QuerySetFile)):
             problems.add(message, _order(item["loc"]))
-    queries = list(enumerate(model.queries)) if model else _valid_items(raw.get("queries"), QuerySpec)
+    # kept_evidence: a query whose invalid evidence items were left out -> the positions in the file of those kept
+    queries, kept_evidence = (list(enumerate(model.queries)), {}) if model else _valid_queries(raw.get("queries"))
     if raw.get("documents") is not None:
-        return _document_dataset(path, raw, model, queries, grade_map, problems, titles)
+        return _document_dataset(path, raw, model, queries, grade_map, problems, titles, kept_evidence)
     if titles == FILE_NAME and raw.get("corpus") is not None:
         raise DatasetError(
             f"{path}: dataset.titles: file_name titles documents by the names of their files, and this query set "
@@ -302,8 +303,13 @@ def _document_dataset(
     grade_map: Mapping[float, float] | None,
     problems: Problems,
     titles: str = AUTO,
+    kept_evidence: Mapping[int, list[int]] | None = None,
 ) -> Dataset:
-    """A query set with documents: document judgements and evidence, checked against the documents."""
+    """A query set with documents: document judgements and evidence, checked against the documents.
+
+    ``kept_evidence``: for a query some of whose evidence items were invalid (and left out), the position in the
+    file of each item kept, so that messages name the item the user wrote.
+    """
     if raw.get("corpus") is not None:
         problems.add(
             f"{path}: give either 'corpus' (passages judged by id) or 'documents' (long texts judged by document "
@@ -327,7 +333,9 @@ def _document_dataset(
             continue
         spans = []
         sources: list[str] = []
+        at = (kept_evidence or {}).get(n)
         for i, item in enumerate(query.evidence):
+            i = at[i] if at else i
             where = field_path(raw, ["queries", n, "evidence", i])
             if item.match is not None and item.quote is None:
                 problems.add(f"{path}: {where}: match applies to a quote; remove it, or give a quote instead of "
@@ -536,6 +544,35 @@ def _valid_items(values: Any, model: type[Item]) -> list[tuple[int, Item]]:
         except ValidationError:
             continue
     return valid
+
+
+def _valid_queries(values: Any) -> tuple[list[tuple[int, QuerySpec]], dict[int, list[int]]]:
+    """The queries that validate on their own, and those whose only problems are in some of their evidence items:
+    those items left out (their problems are reported already), so that the others are checked in the same pass.
+
+    Also, for each query so kept, the positions of its kept evidence items in the file.
+    """
+    if not isinstance(values, list):
+        return [], {}
+    valid = []
+    kept_at: dict[int, list[int]] = {}
+    for n, value in enumerate(values):
+        try:
+            valid.append((n, QuerySpec.model_validate(value)))
+            continue
+        except ValidationError as error:
+            bad = {item["loc"][1] for item in error.errors()
+                   if len(item["loc"]) > 1 and item["loc"][0] == "evidence" and isinstance(item["loc"][1], int)}
+            if not bad or len(bad) != len({item["loc"][:2] for item in error.errors()}):
+                continue  # a problem outside the evidence items: the query waits for it
+        at = [i for i in range(len(value["evidence"])) if i not in bad]
+        if at:
+            try:
+                valid.append((n, QuerySpec.model_validate({**value, "evidence": [value["evidence"][i] for i in at]})))
+            except ValidationError:
+                continue
+            kept_at[n] = at
+    return valid, kept_at
 
 
 def _order(loc: tuple[Any, ...]) -> tuple[int, ...]:
