@@ -18,6 +18,8 @@ import difflib
 from collections.abc import Collection, Sequence
 from typing import Any
 
+from rag_eval._core.yaml_numbers import IntAsWritten
+
 SHOWN_CHARS = 60
 # The message of a library's error, in one of ours: enough to act on.
 ERROR_LINE_CHARS = 160
@@ -90,6 +92,8 @@ def shown(value: Any, limit: int = SHOWN_CHARS) -> str:
         return f"the date and time {value.isoformat(sep=' ')}"
     if isinstance(value, _dt.date):
         return f"the date {value.isoformat()}"
+    if isinstance(value, IntAsWritten):  # 010 as the file has it, not 8 as YAML read it
+        return _clipped(value.written, limit)
     if isinstance(value, (str, int, float, bool, bytes)) or value is None:
         text = repr(value)  # repr escapes newlines and control characters
     else:

@@ -46,7 +46,8 @@ class IntAsWritten(int):
     """An unquoted integer that YAML 1.1 read as a number written otherwise: ``010`` (8, octal), ``007`` (7),
     ``1_000`` (1000), ``12:30`` (750, base 60), ``0x1F`` (31), ``+5`` (5).
 
-    An ordinary ``int`` everywhere (``top_k: 1_000`` is 1000); ``written`` is the scalar as it stands in the file.
+    An ordinary ``int`` everywhere, its repr included (``top_k: 1_000`` is 1000, a sweep's label says 1000);
+    ``written`` is the scalar as it stands in the file, which messages show (rag_eval._core.messages.shown).
     """
 
     written: str
@@ -55,6 +56,3 @@ class IntAsWritten(int):
         number = super().__new__(cls, value)
         number.written = written
         return number
-
-    def __repr__(self) -> str:  # messages show the value as the file has it (010), not as YAML read it (8)
-        return self.written
