@@ -296,25 +296,29 @@ def _set_nul_id(ws, mp):
 
 
 # A lone surrogate (YAML's "\ud800" escape without its other half) is not UTF-8 text: before, each of these passed
-# validate and `run` failed writing its report (exit 3).
+# validate and `run` failed writing its report (exit 3). Any YAML text holding one is refused where it is read.
 def _set_surrogate_passage_id(ws, mp):
     path, target = query_set_text(ws, 'corpus: [{id: "d\\ud800", text: a}]\nqueries: [{id: q1, text: x}]\n')
-    return path, target, "corpus[0]('d\\ud800').id: an id holds a lone surrogate U+D800 at position 2"
+    return path, target, "line 1, column 15: invalid YAML: 'd\\ud800' holds a lone surrogate U+D800 at position 2"
 
 
 def _set_surrogate_passage_text(ws, mp):
     path, target = query_set_text(ws, 'corpus: [{id: d1, text: "sea \\ud800"}]\nqueries: [{id: q1, text: x}]\n')
-    return path, target, "corpus[0](d1).text: the text holds a lone surrogate U+D800 at position 5"
+    return path, target, "line 1, column 25: invalid YAML: 'sea \\ud800' holds a lone surrogate U+D800 at position 5"
 
 
 def _set_surrogate_query_text(ws, mp):
     path, target = query_set_text(ws, 'corpus: [{id: d1, text: a}]\nqueries: [{id: q1, text: "\\udfff?"}]\n')
-    return path, target, "queries[0](q1).text: the text holds a lone surrogate U+DFFF at position 1"
+    return path, target, "line 2, column 26: invalid YAML: '\\udfff?' holds a lone surrogate U+DFFF at position 1"
 
 
 def _set_surrogate_tag(ws, mp):
     path, target = query_set_text(ws, 'corpus: [{id: d1, text: a}]\nqueries: [{id: q1, text: x, tags: ["\\udfff"]}]\n')
-    return path, target, "queries[0](q1).tags: the text holds a lone surrogate U+DFFF at position 1"
+    return path, target, "line 2, column 36: invalid YAML: '\\udfff' holds a lone surrogate U+DFFF at position 1"
+
+
+def _config_surrogate_report_title(ws, mp):  # (the dataset's name and bm25's stop words crashed alike)
+    return config(ws, report={"title": "t\ud800"}), "configs/run.yaml", "holds a lone surrogate U+D800 at position 2"
 
 
 def _corpus_jsonl_surrogate_text(ws, mp):
@@ -553,6 +557,7 @@ CASES = [
     Case("query text with a lone surrogate", _set_surrogate_query_text),
     Case("query tag with a lone surrogate", _set_surrogate_tag),
     Case("corpus JSONL text with a lone surrogate", _corpus_jsonl_surrogate_text),
+    Case("config report title with a lone surrogate", _config_surrogate_report_title),
     Case("BEIR query text with a lone surrogate", _beir_query_surrogate_text),
     Case("grade too large for a float", _set_grade_overflow),
     Case("grade in quotes", _set_grade_quoted),

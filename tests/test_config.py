@@ -891,4 +891,6 @@ def test_a_utf16_pair_written_as_two_yaml_escapes_is_one_character(tmp_path):
                                         "queries:\n  - {id: q1, text: x, judgements: {p1: 1}}\n")
     assert load_yaml(path) == {"corpus": [{"id": "p1", "text": "emoji \U0001F600 here"}],
                                "queries": [{"id": "q1", "text": "x", "judgements": {"p1": 1}}]}
-    assert load_yaml(write(tmp_path / "half.yaml", 'a: "x \\udfff\\ud83d"\n')) == {"a": "x \udfff\ud83d"}  # wrong order
+    with pytest.raises(ConfigError, match=r"half.yaml: line 1, column 4: invalid YAML: 'x \\udfff\\ud83d' holds a lone "
+                                          r"surrogate U\+DFFF at position 3, which is not UTF-8 text"):
+        load_yaml(write(tmp_path / "half.yaml", 'a: "x \\udfff\\ud83d"\n'))  # the halves in the wrong order

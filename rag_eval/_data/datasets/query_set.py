@@ -32,7 +32,6 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import (
-    AfterValidator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -64,23 +63,11 @@ from rag_eval._data.datasets.values import (
     grade_from_value,
     id_from_value,
     mapped_grade,
-    text_problem,
 )
 from rag_eval._data.judging.anchor import EvidenceItem, Finding, stale_evidence
 from rag_eval._data.judging.grades import note_from_value, provenance_from_value
 
-
-def _text(value: str) -> str:
-    problem = text_problem(value)
-    if problem is not None:
-        raise ValueError(f"the text {problem}")
-    return value
-
-
 Id = Annotated[str, BeforeValidator(id_from_value)]
-# Text a run writes to its files and reports and hands to tokenizers, as UTF-8: a lone surrogate (YAML's "\ud800"
-# escape makes one) is refused where it is read.
-Text = Annotated[str, AfterValidator(_text)]
 Grade = Annotated[float, BeforeValidator(grade_from_value)]
 EvidenceGrade = Annotated[float, BeforeValidator(evidence_grade_from_value)]
 # Who gave a grade (rag_eval._data.judging.grades): `human`, `llm+verified`, `<kind>:<name>`; and by whom, when.
@@ -123,8 +110,8 @@ class PassageSpec(_Strict):
     """A passage of an inline corpus."""
 
     id: Id
-    text: Text
-    title: Text | None = None
+    text: str
+    title: str | None = None
     metadata: dict[str, Any] | None = None
 
 
@@ -132,8 +119,8 @@ class DocumentSpec(_Strict):
     """A document given inline: its id, its full text and an optional title."""
 
     id: Id
-    text: Text
-    title: Text | None = None
+    text: str
+    title: str | None = None
 
 
 class EvidenceSpec(_Strict):
@@ -162,7 +149,7 @@ class QuerySpec(_Strict):
     """A question, its tags, its graded judgements ``{doc_id: grade}`` and (with documents) its evidence spans."""
 
     id: Id
-    text: Text
+    text: str
     # A list of tags ([billing, numeric]) or named ones ({topic: billing, kind: [numeric, short]}): the report
     # shows each retriever's mean per tag value (rag_eval._compare.segments.segment_table).
     tags: list[str] | dict[str, str | list[str]] = Field(default_factory=list)
@@ -174,14 +161,6 @@ class QuerySpec(_Strict):
     def _has_text(cls, value: Any) -> Any:
         if value is None or (isinstance(value, str) and not value.strip()):
             raise ValueError("empty query text; give each query a 'text'")
-        return value
-
-    @field_validator("tags")
-    @classmethod
-    def _tags_are_text(cls, value: Any) -> Any:
-        # Checked once the union has chosen its form: a tag inside either form would otherwise fail both.
-        for tag in _tags(value):
-            _text(tag)
         return value
 
     @field_validator("tags", "judgements", "evidence", mode="before")
