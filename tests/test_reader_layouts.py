@@ -9,6 +9,8 @@ and compare every query id, doc id and value with the line reader's (``line.spli
 
 from __future__ import annotations
 
+import re
+
 import random
 
 import numpy as np
@@ -133,12 +135,25 @@ def test_a_rank_that_is_not_a_number_is_named_with_its_line(tmp_path, content):
         engine.read_run(path)
 
 
-@pytest.mark.parametrize("rank", ["0", "17", "-1", "+3", "1.0", ".5", "1e3"])
+@pytest.mark.parametrize("rank", ["0", "17", "-1", "+3", "1.0", ".5", "1e3", "nan", "1" * 300])
 def test_any_number_is_a_rank(tmp_path, rank):
     path = tmp_path / "r.run"
     path.write_text(f"q1 Q0 a {rank} 2.5 t\nq1 Q0 b {rank} 1.5 t\n")
     fast, slow = both_readers(path, TREC_RUN)
     assert fast == slow == [("q1", "a", (2.5).hex()), ("q1", "b", (1.5).hex())]
+
+
+@pytest.mark.parametrize("rank", [".", "1-5", "2024-05", "-", "r1", "0x1", "1e"])
+@pytest.mark.parametrize("others", ["1", "nan"])  # the verdict on a line does not depend on the other lines
+def test_a_rank_is_refused_by_both_readers_alike(tmp_path, rank, others):
+    """The fast reader looked at a rank's first and last byte only ('2024-05' passed), the line reader parsed it:
+    a file's verdict depended on whether another line sent it to the line reader. One rule now: the values'."""
+    path = tmp_path / "r.run"
+    path.write_text(f"q1 Q0 a {rank} 2.5 t\nq1 Q0 b {others} 1.5 t\n")
+    with pytest.raises(fast_reader.Irregular):
+        fast_reader.read_fast(path, TREC_RUN)
+    with pytest.raises(InputFormatError, match=rf"r.run:1: the rank field '{re.escape(rank)}' is not a number"):
+        engine.read_run(path)
 
 
 def test_a_file_of_blank_lines_is_an_empty_run(tmp_path):

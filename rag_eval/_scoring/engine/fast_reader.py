@@ -397,9 +397,6 @@ def _parse_text(
     # where each line's query id, doc id and value (then the layout's number_fields) start and end, offsets into base
     first, stop = tokens
     n = first[0].size
-    for a, b in zip(first[3:], stop[3:]):
-        if not _look_like_numbers(base, a, b):
-            raise Irregular  # a rank that is not a number: the line reader names the line
     if n > values.size:
         raise Irregular  # (more lines than newlines: cannot happen)
     if int(text.max()) >= 127:
@@ -416,23 +413,12 @@ def _parse_text(
     starts, group_codes, queries, query_hashes = group_tokens(u64, first[0], stop[0] - first[0])
     try:
         values[:n] = parse_numbers(u64, base, first[2], stop[2])
+        for a, b in zip(first[3:], stop[3:]):  # a run's rank: a number, by the rule of the values (not kept)
+            parse_numbers(u64, base, a, b)
     except NotANumber:
-        raise Irregular from None
+        raise Irregular from None  # the line reader names the line
     hashes[:n] = docs.hashes()
     return _Chunk(starts, group_codes, queries, query_hashes, n)
-
-
-# The bytes a number may start with, and end with: a field's first and last byte are all that is looked at
-# (a rank of "doc" or "2nd" shows a doc id holding a space); the line reader checks the whole field.
-_NUMBER_START = np.zeros(256, dtype=bool)
-_NUMBER_START[list(b"0123456789+-.")] = True
-_NUMBER_END = np.zeros(256, dtype=bool)
-_NUMBER_END[list(b"0123456789.")] = True
-
-
-def _look_like_numbers(base: np.ndarray, first: np.ndarray, stop: np.ndarray) -> bool:
-    """Whether every field [first, stop) of ``base`` starts and ends as a number does."""
-    return bool(_NUMBER_START[base[first]].all() and _NUMBER_END[base[stop - 1]].all())
 
 
 def _single_separators(text: np.ndarray, layout: Layout) -> tuple[list, list] | None:
