@@ -1060,3 +1060,18 @@ def test_a_query_set_of_nul_bytes_is_refused_before_it_is_read(tmp_path):
         f"{path}: 64 KiB of NUL bytes from byte 0: not a text file (a binary file, or one allocated and never "
         "written); expected a YAML query set"
     )
+
+
+@pytest.mark.parametrize("written, read", [("010", 8), ("07", 7), ("1:0", 60)])
+def test_a_grade_yaml_11_reads_otherwise_is_refused(tmp_path, written, read):
+    """010 was the grade 8 (YAML 1.1 octal), 1:0 the grade 60 (base 60), without a word; a TREC qrels file reads
+    010 as 10. 0x2 and 1_0 read as the numbers they look like (2 and 10) and are kept."""
+    path = tmp_path / "set.yaml"
+    path.write_text(f"corpus: [{{id: a, text: x}}, {{id: b, text: y}}]\n"
+                    f"queries:\n  - {{id: q1, text: x, judgements: {{a: {written}, b: 0x2}}}}\n")
+    assert problems_of_call(load_yaml_query_set, path) == [
+        f"{path}: queries[0](q1).judgements.a: a grade is a finite number such as 2, 0.5 or -1; YAML 1.1 reads "
+        f"{written} as {read} (a leading 0 is octal, a colon counts in base 60): write the grade as plain digits "
+        f"(got {written})"]
+    path.write_text(path.read_text().replace(f"a: {written}", "a: 1_0"))
+    assert load_yaml_query_set(path).judgements == {"q1": {"a": 10.0, "b": 2.0}}
