@@ -168,6 +168,14 @@ def test_a_run_of_int_doc_ids_matches_the_judgements_as_their_digits(run):
         rag_eval.evaluate({"q": {"5": 1}}, {"q": {5.0: 1.0}}, ["ndcg"])
 
 
+@pytest.mark.parametrize("run", [{"q": {"x": 4.0, 5: 3.0, 7: 2.0}}, {"q": {7: 2.0, "x": 4.0, 5: 3.0}}])
+def test_a_query_whose_ids_mix_str_and_int_at_an_end_is_read_as_digits(run):
+    """Only the first id was looked at: a str first left the ints after it unconverted (nDCG 0 instead of
+    0.6697). ranking x, 5, 7; judged 5 (2) and 7 (1): DCG 2/log2(3) + 1/2, ideal 2 + 1/log2(3)."""
+    results = rag_eval.evaluate({"q": {"5": 2, "7": 1}}, run, ["ndcg@10"])
+    assert results.aggregate["ndcg@10"] == pytest.approx((2 / math.log2(3) + 0.5) / (2 + 1 / math.log2(3)), rel=1e-15)
+
+
 def test_a_value_past_float64_and_a_null_id_are_one_line_errors():
     """Before: a bare OverflowError (10**400 is an int float64 cannot hold) and a bare TypeError (a null id)."""
     huge = 10**400
@@ -177,6 +185,12 @@ def test_a_value_past_float64_and_a_null_id_are_one_line_errors():
     with pytest.raises(InputFormatError, match=r"^judgements: query 'q', doc 'a': grade 1000.* is too large"):
         rag_eval.evaluate({"q": {"a": huge}}, {"q": {"a": 1.0}}, ["ndcg"])
     pd = pytest.importorskip("pandas")
+    frame = pd.DataFrame({"qid": ["q"], "doc_id": ["a"], "score": [huge]}, dtype=object)
+    with pytest.raises(InputFormatError, match=r"^run: row 0: score 1000.* is too large for a float64"):
+        rag_eval.evaluate({"q": {"a": 1}}, frame, ["ndcg"])
+    floats = pd.DataFrame({"qid": ["q", "q"], "doc_id": [5.0, 7.0], "score": [1.0, 0.5]})  # was "5.0": scored 0
+    with pytest.raises(InputFormatError, match=r"^run: row 0: the doc id 5\.0 is a float; give ids as text or integers$"):
+        rag_eval.evaluate({"q": {5: 1}}, floats, ["ndcg"])
     for column, kind in (("doc_id", "doc id"), ("qid", "query id")):
         frame = pd.DataFrame({"qid": ["q", "q"], "doc_id": ["a", "b"], "grade": [1, 1]})
         frame.loc[1, column] = None
