@@ -9,9 +9,8 @@ and compare every query id, doc id and value with the line reader's (``line.spli
 
 from __future__ import annotations
 
-import re
-
 import random
+import re
 
 import numpy as np
 import pytest
