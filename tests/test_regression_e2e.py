@@ -144,7 +144,7 @@ def test_baseline_from_another_dataset_exits_2(tmp_path, baseline):
     assert message.startswith("rag-eval: error: incomparable results: different datasets (baseline ")
     assert "tiny-seas" in message and "ocean-facts" in message
     # The candidate is this run's retriever, whose results file is not written: it was named by that file's path.
-    assert f"candidate (this run's 'bm25', not written): ocean-facts fingerprint " in message
+    assert "candidate (this run's 'bm25', not written): ocean-facts fingerprint " in message
     assert not (tmp_path / "out").exists()
     assert "Traceback" not in done.stderr and "verdict" not in done.stdout
 
