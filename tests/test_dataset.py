@@ -254,6 +254,16 @@ def test_cranfield_numbers_queries_by_position_and_maps_codes(tmp_path):
     assert dataset.corpus["2"]["text"] == "body two"
 
 
+def test_cranfield_documents_numbered_after_a_tab(tmp_path):
+    """`.I<TAB>1`: white space separates the field; the tab was read into the id (refused) once only spaces around
+    an id were removed."""
+    root = make_cranfield(tmp_path / "cran", "1 1 1 \n1 2 -1 \n2 2 4 \n2 1 2 ")
+    spaced = load_dataset({"path": str(root)})
+    cran = root / "cran.all.1400"
+    cran.write_text(cran.read_text().replace(".I 1\n", ".I\t1\n").replace(".I 2\n", ".I  2 \n"))
+    assert load_dataset({"path": str(root)}).fingerprint == spaced.fingerprint
+
+
 def test_cranfield_judged_query_beyond_cran_qry_is_an_error(tmp_path):
     root = make_cranfield(tmp_path / "cran", "1 1 1\n3 2 2\n")
     with pytest.raises(DatasetError) as excinfo:
@@ -1075,3 +1085,11 @@ def test_a_grade_yaml_11_reads_otherwise_is_refused(tmp_path, written, read):
         f"(got {written})"]
     path.write_text(path.read_text().replace(f"a: {written}", "a: 1_0"))
     assert load_yaml_query_set(path).judgements == {"q1": {"a": 10.0, "b": 2.0}}
+
+
+def test_a_record_whose_id_and__id_give_one_id_is_read(tmp_path):
+    (tmp_path / "corpus.jsonl").write_text('{"_id": "1", "id": 1, "text": "x"}\n{"_id": " b", "id": "b", "text": "y"}\n')
+    (tmp_path / "queries.jsonl").write_text('{"_id": "q", "text": "x"}\n')
+    (tmp_path / "qrels").mkdir()
+    (tmp_path / "qrels" / "test.tsv").write_text("q\t1\t1\n")
+    assert list(load_dataset({"path": str(tmp_path)}).corpus) == ["1", "b"]

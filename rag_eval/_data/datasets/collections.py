@@ -248,7 +248,7 @@ def _read_smart(path: Path, what: str, problems: Problems) -> list[tuple[int, st
                 records.append((start, doc_id, _joined(current)))
             field_name, current, start = None, {}, n
             try:
-                doc_id = id_from_text(line[2:])
+                doc_id = id_from_text(line[2:].strip())  # (".I<TAB>1": white space separates the field)
             except ValueError as failure:
                 problems.add(f"{path}:{n}: {failure}")
                 doc_id = None

@@ -120,9 +120,17 @@ def load_queries_file(path: Path, problems: Problems, what: str = "queries file"
 
 def record_id(record: Mapping[str, Any]) -> Any:
     """The id of a JSON record, under ``id`` or BEIR's ``_id``; ValueError when it has both, and they differ."""
-    if "id" in record and "_id" in record and record["id"] != record["_id"]:
+    if "id" in record and "_id" in record and _as_written(record["id"]) != _as_written(record["_id"]):
         raise ValueError(f"the record has both id {shown(record['id'])} and _id {shown(record['_id'])}; keep one")
     return record.get("id", record.get("_id"))
+
+
+def _as_written(value: Any) -> Any:
+    """An id value as the id it gives (1 and "1", " d1" and "d1" are one id); anything else as it is."""
+    try:
+        return id_from_value(value, spaces=True)
+    except ValueError:
+        return value
 
 
 def _record_id(
