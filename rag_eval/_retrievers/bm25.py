@@ -48,8 +48,10 @@ class BM25Params(AdapterParams):
     @field_validator("stopwords")
     @classmethod
     def _stopwords_known(cls, value: str | list[str] | None) -> str | list[str] | None:
-        if isinstance(value, str) and value != "english":  # the default is known; any other name asks bm25s
-            _stopword_list(value)
+        if isinstance(value, str):
+            value = value.lower()  # bm25s knows "german", not "German"
+            if value != "english":  # the default is known; any other name asks bm25s
+                _stopword_list(value)
         return value
 
 
