@@ -21,6 +21,8 @@ from documents_fixtures.reference import CAFE, DOCUMENTS, TOKYO
 
 from rag_eval.cli import main
 
+REPO = Path(__file__).resolve().parents[1]
+
 METRICS = [
     "evidence_recall@3", "evidence_precision@3", "evidence_iou@3", "evidence_recall@80chars",
     "evidence_precision@12tokens", "doc_ndcg@3", "ndcg@3",
@@ -724,3 +726,18 @@ def test_dense_retriever_counts_and_warns_about_chunks_its_encoder_truncates(tmp
     assert document["notes"] == [warning.removeprefix("rag-eval: warning: ")]
     short = results(tmp_path / "out", "dense-short")
     assert short["retriever"]["description"]["truncation"]["truncated"] == 0 and short["notes"] == []
+
+
+def test_validate_looks_a_static_ranking_of_whole_documents_up_in_the_documents(tmp_path, capsys):
+    """Without a chunker a static ranking names whole documents: validate looked them up on passage datasets only,
+    and said OK to a document that is not in the dataset (run then refused it)."""
+    ranking = {"q-coral": ["oceans/nothere.md"]}
+    config = tmp_path / "run.yaml"
+    config.write_text(json.dumps({
+        "dataset": {"path": str(REPO / "datasets" / "ocean_documents.yaml")},
+        "retrievers": [{"label": "st", "adapter": "static", "params": {"rankings": ranking}}],
+        "metrics": ["doc_ndcg@10"], "output": "out"}))
+    code, out, err = run_cli(capsys, "validate", config)
+    assert (code, out) == (2, "")
+    assert err.splitlines() == [f"{config}: retriever 'st': static: rankings: query 'q-coral' ranks doc "
+                                "'oceans/nothere.md', which is not in the corpus", "rag-eval: 1 problem found"]

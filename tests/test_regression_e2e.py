@@ -170,3 +170,18 @@ def test_a_config_naming_no_candidate_is_refused_by_validate_and_before_any_retr
     assert checked.returncode == 2
     assert (f"{path}: regression.gates: no gates given; name at least one metric, e.g. gates: {{ndcg@10: "
             "{max_drop: 0.01}}") in checked.stderr.splitlines()
+
+
+def test_validate_refuses_a_baseline_made_on_another_dataset(tmp_path, baseline):
+    """validate read both fingerprints and said OK; run retrieved with every retriever, then said "incomparable"."""
+    (tmp_path / "tiny.yaml").write_text(TINY_DATASET)
+    config = yaml.safe_load(candidate_config(tmp_path, baseline, "other").read_text())
+    config["dataset"]["path"] = "tiny.yaml"
+    path = tmp_path / "other.yaml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    checked = rag_eval("validate", path, cwd=tmp_path)
+    assert checked.returncode == 2
+    (problem, count) = checked.stderr.splitlines()
+    assert problem.startswith(f"{path}: regression.baseline: {baseline} was made on another dataset (ocean-facts "
+                              "fingerprint ") and "this config's: tiny-seas fingerprint " in problem
+    assert count == "rag-eval: 1 problem found"

@@ -66,7 +66,7 @@ def validate_config(path: str | Path) -> tuple[list[str], str]:
     missing_ray = ray_missing() if config.model.execution.engine == "ray" else None
     if missing_ray is not None:
         problems.append(f"{config.path}: execution.{missing_ray}")
-    problems += _regression_problems(config)
+    problems += _regression_problems(config, dataset)
     if config.left_out is None:  # the outputs are named from the whole config
         problems += _output_problems(config)
     if problems or dataset is None:
@@ -99,7 +99,7 @@ def _check_stored_ranking(spec: RetrieverSpec, config: LoadedConfig, dataset: An
     retriever = build_retriever(spec, config)
     if dataset is None:
         return
-    if spec.chunker is None and not dataset.has_documents:  # (chunk ids exist once chunked)
+    if spec.chunker is None:  # the corpus run gives it: passages, or whole documents (chunk ids exist once chunked)
         retriever.index(dataset.corpus)
     try:
         retriever.search({qid: query.text for qid, query in dataset.queries.items()}, config.model.top_k)
@@ -108,18 +108,24 @@ def _check_stored_ranking(spec: RetrieverSpec, config: LoadedConfig, dataset: An
         raise RetrieverError(f"{where}: {error}", problems=[f"{where}: {p}" for p in error.problems]) from None
 
 
-def _regression_problems(config: LoadedConfig) -> list[str]:
-    """The baseline file as ``run`` reads it before retrieving, and the retriever compared with it."""
+def _regression_problems(config: LoadedConfig, dataset: Any) -> list[str]:
+    """The baseline file as ``run`` reads it before retrieving, the retriever compared with it, and its dataset
+    (the verdict of a run on another would be "incomparable" once every retriever has run)."""
     regression = config.model.regression
     if regression is None or "regression" in (config.left_out or ()):
         return []
+    path = config.resolve(regression.baseline)
     try:
-        baseline = load_results_file(config.resolve(regression.baseline))
+        baseline = load_results_file(path)
         if config.left_out is None:  # the labels of an invalid config's retrievers are not all known
             candidate_label(config, baseline.label)
     except RagEvalError as error:
         return [problem if problem.startswith(str(config.path)) else f"{config.path}: regression.baseline: {problem}"
                 for problem in error.problems]
+    if config.left_out is None and dataset is not None and baseline.fingerprint != dataset.fingerprint:
+        return [f"{config.path}: regression.baseline: {path} was made on another dataset ({baseline.dataset_name} "
+                f"fingerprint {baseline.fingerprint}; this config's: {dataset.name} fingerprint {dataset.fingerprint}); "
+                "rerun the baseline on this dataset"]
     return []
 
 
