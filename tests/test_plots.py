@@ -252,6 +252,16 @@ def test_sweep_points_group_by_the_other_varied_values():
     assert [p.series for p in points["params.b"]] == ["params.k1=0.9", "params.k1=1.2", "params.k1=0.9"]
 
 
+def test_values_equal_in_python_but_two_variants_are_two_series():
+    """1, 1.0 and True are equal in Python (and 1.0 was shown as 1): the series of x=1 took the means of x=1.0,
+    and the sensitivity table lost a row. They read as their variants' labels say: 1, 1.0, true."""
+    variants = {"a": {"params.x": 1, "params.y": 0}, "b": {"params.x": 1.0, "params.y": 0},
+                "c": {"params.x": True, "params.y": 0}}
+    points = sweep_points(HAND, "ndcg@10", variants)
+    assert [(p.label, p.series, p.mean) for p in points["params.y"]] == [
+        ("a", "params.x=1", 0.5), ("b", "params.x=1.0", 0.625), ("c", "params.x=true", 0.25)]
+
+
 # ---- drawing: the means -------------------------------------------------------------------------------
 
 
@@ -442,8 +452,8 @@ def test_sensitivity_svg_spaces_numbers_in_order_and_names_series():
                SweepPoint("z", 400.0, "overlap=0.5", 0.25)]
     svg = sensitivity_svg("chunking.size", points_, "ndcg@10")
     drawn = texts(svg)
-    ticks = [t for t in drawn if t in {"200", "400", "800"}]
-    assert ticks == ["200", "400", "800"]  # increasing; 400.0 shown as 400
+    ticks = [t for t in drawn if t in {"200", "400.0", "800"}]
+    assert ticks == ["200", "400.0", "800"]  # increasing; 400.0 shown as its variant's label says it
     assert {"chunking.size", "mean ndcg@10", "overlap=0", "overlap=0.5"} <= set(drawn)
     series = groups(svg, "series")
     assert len(of_class(series["overlap=0"], "mk")) == 2

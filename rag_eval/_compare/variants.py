@@ -22,6 +22,7 @@ import numpy as np
 
 from rag_eval._compare.decision import MeanRow, defined_values, mean_row, paired_differences
 from rag_eval._core.spans import parse_chunk_id
+from rag_eval._data.config.sweep import value_text  # a value as its variant's label says it: one rule
 from rag_eval._scoring.evaluate import evaluate
 from rag_eval._scoring.evidence import evaluate_evidence
 from rag_eval._scoring.metrics.measures import Metric, parse_metric
@@ -204,9 +205,3 @@ def sweep_points(
             out[param] = points
     return out
 
-
-def value_text(value: Any) -> str:
-    """A parameter value as shown: 0.5, 200, intfloat/e5-small-v2 (floats that are whole keep no .0)."""
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return str(value)

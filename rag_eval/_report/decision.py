@@ -20,7 +20,7 @@ from rag_eval._compare.decision import Decision, VariantDecision, decide_run, de
 from rag_eval._compare.hole_flips import DecisionFlip, decision_flips, percent, unjudged_by_label
 from rag_eval._compare.power import Power
 from rag_eval._compare.segments import SegmentTable, segment_table
-from rag_eval._compare.variants import sweep_points
+from rag_eval._compare.variants import sweep_points, value_text
 from rag_eval._report.format import (
     beyond_range,
     code_span,
@@ -230,9 +230,9 @@ def sensitivity_lines(run: RunOutcome, main: str) -> list[str]:
     lines: list[str] = []
     templates = getattr(run.config, "variant_templates", None) or {}
     for param, points in sweep_points(results, main, variants, templates).items():
-        values = sorted({_shown(p.value) for p in points}, key=_order)
+        values = sorted({value_text(p.value) for p in points}, key=_order)
         series = list(dict.fromkeys(p.series for p in points))
-        cell = {(p.series, _shown(p.value)): fmt(p.mean) for p in points}
+        cell = {(p.series, value_text(p.value)): fmt(p.mean) for p in points}
         lines += [
             f"**{escape_inline(main)} by {code_span(param)}** (mean over the judged queries; a row per value of the "
             "other swept parameters)",
@@ -244,10 +244,6 @@ def sensitivity_lines(run: RunOutcome, main: str) -> list[str]:
             lines.append(f"| {escape_cell(name)} | " + " | ".join(cell.get((name, v), "–") for v in values) + " |")
         lines.append("")
     return (["### Sensitivity", "", *lines]) if lines else []
-
-
-def _shown(value: Any) -> str:
-    return str(value)
 
 
 def _order(text: str) -> tuple[int, float, str]:
