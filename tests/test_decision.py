@@ -73,6 +73,15 @@ def test_ranking_means_and_cis():
         assert v.n == 8
 
 
+@pytest.mark.parametrize("order", [("tie", "a", "d"), ("d", "tie", "a"), ("a", "d", "tie")])
+def test_a_variant_that_only_ties_the_declared_baseline_ranks_after_it(order):
+    """Equal means kept config order: a swept parameter with no effect (b when k1 is 0) made "Ship bm25.b-0.0"
+    or "Ship bm25.b-0.75" by the order of the grid. The declared baseline now comes first among equals."""
+    run = {"a": res(A), "d": res(D), "tie": res(D)}
+    decision = decide_run({label: run[label] for label in order}, M, "d", n_resamples=2000)
+    assert [v.label for v in decision.variants] == ["d", "tie", "a"] and decision.best == "d"
+
+
 def test_deltas_p_values_holm_and_wins_against_the_declared_baseline():
     decision = decide_run(RUN, M, "a", n_resamples=2000)
     raw = {label: exact_p(RUN[label].values[M] - A) for label in ("b", "c", "d")}

@@ -203,10 +203,12 @@ def decide_run(
         row = mean_row(label, res, name, confidence=confidence, n_resamples=n_resamples, seed=seed)
         summary[label] = (0, math.nan, math.nan, math.nan) if row is None else (row.n, row.mean, row.low, row.high)
 
-    # Best first; a variant without any value goes last; equal means keep config order (sort is stable).
-    def rank_key(label: str) -> tuple[bool, float]:
+    # Best first; a variant without any value goes last; of equal means the declared baseline comes first (a
+    # variant that only ties what is shipped today is no reason to change), the others keep config order (the
+    # sort is stable): the same numbers give the same verdict whatever order the config lists them in.
+    def rank_key(label: str) -> tuple[bool, float, bool]:
         mean = summary[label][1]
-        return (True, 0.0) if math.isnan(mean) else (False, parsed.best_first_key(mean))
+        return (True, 0.0, True) if math.isnan(mean) else (False, parsed.best_first_key(mean), label != baseline)
 
     order = sorted(results, key=rank_key)
     best = order[0]
