@@ -479,6 +479,10 @@ def test_two_queries_shifted_alike_are_not_called_equal_and_one_query_is_one():
     tie = next(line for line in text.splitlines() if line.startswith("Statistically indistinguishable"))
     assert "r2 (0.2033 behind; the same difference on every query)" in tie
     assert "r3 (0.0000 apart; equal to the best on every query)" in tie
+    # The table's MDE column: n/a, as the power line says (it printed 0.0000: "finds any difference")
+    rows = [line for line in text.splitlines() if line.startswith(("| 2 |", "| 3 |"))]
+    assert len(rows) == 2 and all(row.endswith("| n/a |") or "| n/a |" in row for row in rows), rows
+    assert not any("| 0.0000 |" in row.split("|")[7] for row in rows), rows
 
     one = ("q1",)
     results = {"r1": res([0.5], one), "r2": res([0.3], one)}

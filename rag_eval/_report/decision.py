@@ -466,7 +466,9 @@ def _count(queries: int | None) -> str:
 def _mde_cell(power: Power | None, metric: str) -> str:
     if power is None:
         return "–"
-    if power.n < 2 or math.isnan(power.mde):
+    if power.n < 2 or math.isnan(power.mde) or power.mde == 0.0:
+        # 0.0: every per-query difference equal, no variance to estimate from (the power line says so); an MDE of
+        # 0 would claim the pair finds any difference
         return "n/a"
     return fmt_mde(power.mde, parse_metric(metric).family.bounded)
 
