@@ -23,6 +23,7 @@ from rag_eval._compare.power import minimum_detectable_difference
 from rag_eval._compare.segments import query_tags, segment_table
 from rag_eval._data.datasets.model import Query
 from rag_eval._report.decision import decision_lines
+from rag_eval._scoring.evaluate import evaluate
 from rag_eval._scoring.results import Results
 
 M = "ndcg@10"
@@ -548,3 +549,23 @@ def test_a_pair_that_cannot_find_even_the_largest_difference_says_so():
     assert next(line for line in text.splitlines() if line.startswith("| 2 | b |")).split(" | ")[6] == "> 1"
     assert ("Power: with 2 queries, even the largest difference ndcg@10 can show (1) is found less than 80% of the "
             "time (paired t-test, alpha 0.05, power 0.8; sd of the per-query differences b vs a: 0.7071)") in text
+
+
+def test_under_micro_the_decision_says_when_the_summary_puts_another_variant_first():
+    """The Decision shipped Y (per-query mean) while the Summary ranked X first (micro), without a word.
+    By hand: q1 has 3 relevant documents (IDCG 1 + 1/log2 3 + 1/2 = 2.1309), q2 one (IDCG 1).
+    X: q1 perfect, q2 missed: per query [1, 0], mean 0.5; micro (2.1309 + 0) / (2.1309 + 1) = 0.6806.
+    Y: q1 one relevant at rank 1 (DCG 1), q2 perfect: [0.4693, 1], mean 0.7346; micro (1 + 1) / 3.1309 = 0.6388."""
+    judgements = {"q1": {"a": 1, "b": 1, "c": 1}, "q2": {"z": 1}}
+    runs = {"X": {"q1": {"a": 3.0, "b": 2.0, "c": 1.0}, "q2": {"y": 1.0}},
+            "Y": {"q1": {"a": 3.0, "x": 2.0, "w": 1.0}, "q2": {"z": 1.0}}}
+    results = {label: evaluate(judgements, run, ["ndcg@10"], aggregation="micro") for label, run in runs.items()}
+    ideal = 1 + 1 / math.log2(3) + 0.5
+    assert results["X"].aggregate["ndcg@10"] == pytest.approx(ideal / (ideal + 1), rel=1e-12)
+    assert results["Y"].aggregate["ndcg@10"] == pytest.approx(2 / (ideal + 1), rel=1e-12)
+    run = _run([_outcome(label, results[label]) for label in results])
+    run.dataset.queries = {qid: Query(qid, "text", ()) for qid in ("q1", "q2")}
+    text = "\n".join(decision_lines(run, "ndcg@10", None, n_resamples=2000))
+    assert "**Ship Y**" in text
+    assert (f"there X comes first ({ideal / (ideal + 1):.4f} against {2 / (ideal + 1):.4f}).** Decide which one your "
+            "users meet") in text

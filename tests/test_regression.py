@@ -19,6 +19,7 @@ import pytest
 from regression_fixtures import helpers
 from scipy import stats as sps
 
+from rag_eval._commands.verdict_text import verdict_lines
 from rag_eval._compare.regression import (
     Gate,
     PairedValues,
@@ -731,6 +732,15 @@ def test_report_explains_micro_aggregation():
     report = render_comparison(compare(base, cand, [make_gate("ndcg@3", 0.5)], n_resamples=RESAMPLES))
     assert "Aggregation is micro" in report
     assert "Aggregation is micro" not in render_comparison(compare(*hand_pair(), [make_gate("ndcg@3", 0.5)]))
+    # The lines a terminal or CI log shows say it too (only the report did): a micro value is not the mean of the
+    # per-query values delta comes from.
+    lines = verdict_lines(compare(base, cand, [make_gate("ndcg@3", 0.5), make_gate("recall@3", 0.5)],
+                                  n_resamples=RESAMPLES))
+    assert [line for line in lines if line.startswith("micro")] == [
+        "micro\tndcg@3\tbaseline and candidate are the dataset values (total DCG / total IDCG); delta, its interval "
+        "and the test are the mean per-query difference, so delta need not be their difference, nor have its sign"]
+    plain = verdict_lines(compare(*hand_pair(), [make_gate("ndcg@3", 0.5)], n_resamples=RESAMPLES))
+    assert not any(line.startswith("micro") for line in plain)
 
 
 def test_report_without_rankings_says_so():

@@ -15,6 +15,7 @@ from rag_eval._report.format import beyond_range, fmt_mde
 from rag_eval._report.incomparable import render_incomparable
 from rag_eval._report.markdown import approximation_note
 from rag_eval._run.results_file import ResultsFile
+from rag_eval._scoring.metrics.measures import parse_metric
 
 # Regressed queries named under a failed gate; the rest are counted (comparison.md lists them all).
 REGRESSED_LISTED = 10
@@ -36,6 +37,12 @@ def verdict_lines(verdict: Verdict) -> list[str]:
             "can be checked against them; rerun `rag-eval run` to record them"
         )
     lines += [line for result in verdict.gates if (line := power_line(verdict, result.gate.metric))]
+    micro = [r.gate.metric for r in verdict.gates if parse_metric(r.gate.metric).micro_parts is not None]
+    if micro and verdict.baseline.results.options.get("aggregation") == "micro":
+        # A micro value is not the mean of the per-query values the tests pair: say so where the numbers are read.
+        lines.append(f"micro\t{', '.join(micro)}\tbaseline and candidate are the dataset values (total DCG / total "
+                     "IDCG); delta, its interval and the test are the mean per-query difference, so delta need not be "
+                     "their difference, nor have its sign")
     lines += _approximation_lines(verdict)
     lines.append(
         f"verdict: {'PASS' if verdict.passed else 'FAIL'} ({len(verdict.failed)} of {len(verdict.gates)} gates failed)"

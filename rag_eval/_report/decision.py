@@ -84,10 +84,33 @@ def decision_lines(
     )
     budgets = [m for m in getattr(run.config.model, "metrics", ()) if parse_metric(m).budget_unit is not None]
     warnings = [w for w in (unit_size_warning(decision.metric, contexts, budgets),
-                            nothing_fits_warning(decision.metric, contexts, _retrieving(outcomes))) if w]
+                            nothing_fits_warning(decision.metric, contexts, _retrieving(outcomes)),
+                            micro_note(decision, results)) if w]
     # The decision's first lines: what to ship and why, then any warning about the metric, before the table.
     lines[1:1] = ["", verdict_line(decision, contexts)] + [line for w in warnings for line in ("", w)]
     return lines + sensitivity_lines(run, main)
+
+
+def micro_note(decision: Decision, results: Mapping[str, Any]) -> str:
+    """Under ``aggregation: micro``, for nDCG: the decision ranks by per-query means (what its paired tests compare),
+    the Summary by total DCG / total IDCG; said, and said loudly when the two put another variant first."""
+    metric = parse_metric(decision.metric)
+    aggregate = {label: res.aggregate.get(decision.metric) for label, res in results.items()}
+    if metric.micro_parts is None or any(getattr(res, "options", {}).get("aggregation") != "micro"
+                                         for res in results.values()):
+        return ""
+    ranked = [v.label for v in decision.variants]
+    finite = {label: value for label, value in aggregate.items() if value is not None and math.isfinite(value)}
+    by_micro = sorted(finite, key=lambda label: (metric.best_first_key(finite[label]), ranked.index(label)))
+    note = (f"Aggregation is micro: this decision ranks the variants by the mean of their per-query "
+            f"{code_span(decision.metric)} (what the paired tests compare), while the Summary's values are total DCG / "
+            "total IDCG, which weigh queries with more relevant documents more")
+    if by_micro and by_micro[0] != decision.best:
+        return (f"> ⚠️ **{note}: there {escape_inline(by_micro[0])} comes first "
+                f"({fmt(finite[by_micro[0]])} against {fmt(finite.get(decision.best, math.nan))}).** Decide which "
+                "one your users meet: per query (this decision), or per relevant document (set aggregation: macro "
+                "to have both agree).")
+    return f"{note}; here both put {escape_inline(decision.best)} first."
 
 
 # Rows of a tag key's table in report.md: the values with the most queries (report.html filters by any tag).
