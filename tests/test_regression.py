@@ -12,6 +12,7 @@ import copy
 import dataclasses
 import itertools
 import json
+import math
 from pathlib import Path
 
 import numpy as np
@@ -906,3 +907,15 @@ def test_all_hand_values_are_exact_in_binary():
             for value in row.values():
                 assert (value * 4).is_integer()
     assert list(itertools.chain(column(CAND, "ndcg@3") - column(BASE, "ndcg@3"))) == [-0.5, -0.25, -0.25, 0.25]
+
+
+def test_one_paired_query_gives_no_interval_not_a_zero_width_one():
+    """`compare` printed delta -0.3801 [-0.3801, -0.3801] from one query, as if certain; the decision report already
+    said n/a. Two queries give the bootstrap's interval."""
+    base = as_file(helpers.results_document({"q1": {"ndcg@10": 1.0}}))
+    cand = as_file(helpers.results_document({"q1": {"ndcg@10": 0.6199}}))
+    verdict = compare(base, cand, [make_gate("ndcg@10")], n_resamples=RESAMPLES)
+    (gate,) = verdict.gates
+    assert math.isnan(gate.ci_low) and math.isnan(gate.ci_high) and gate.mean_delta == pytest.approx(-0.3801)
+    assert "\tdelta -0.3801 [n/a, n/a]\t" in verdict_lines(verdict)[0]
+    assert "| -0.3801 | [n/a, n/a] |" in render_comparison(verdict)

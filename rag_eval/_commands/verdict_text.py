@@ -11,7 +11,7 @@ from rag_eval._compare.hole_flips import GateHoles
 from rag_eval._compare.power import Power
 from rag_eval._compare.regression import GateResult, Verdict
 from rag_eval._report.decision import POWER_TARGET
-from rag_eval._report.format import beyond_range, fmt_mde
+from rag_eval._report.format import beyond_range, fmt_mde, signed
 from rag_eval._report.incomparable import render_incomparable
 from rag_eval._report.markdown import approximation_note
 from rag_eval._run.results_file import ResultsFile
@@ -57,7 +57,7 @@ def _gate_line(result: GateResult) -> str:
     )
     return (
         f"{status}\t{result.gate.metric}\tbaseline {result.baseline:.4f}\tcandidate {result.candidate:.4f}\t"
-        f"delta {result.mean_delta:+.4f} [{result.ci_low:+.4f}, {result.ci_high:+.4f}]\t{p_text}\t{result.reason}"
+        f"delta {result.mean_delta:+.4f} [{signed(result.ci_low)}, {signed(result.ci_high)}]\t{p_text}\t{result.reason}"
     )
 
 

@@ -438,7 +438,8 @@ class PairedComparison:
 
     ``mean_delta`` is the mean of the per-query deltas; it equals
     ``candidate_mean - baseline_mean`` up to float rounding. ``ci_low`` and
-    ``ci_high`` bound ``mean_delta`` (percentile bootstrap), ``p_permutation``
+    ``ci_high`` bound ``mean_delta`` (percentile bootstrap; NaN from one query, which gives no interval,
+    not a zero-width one: the decision report says so too), ``p_permutation``
     and ``p_t_test`` are two-sided p-values, and wins/ties/losses count queries
     from the candidate's point of view.
     """
@@ -481,7 +482,10 @@ def compare_paired(
         raise ValueError("compare_paired needs at least one query")
     base = np.asarray(baseline, dtype=np.float64)
     cand = np.asarray(candidate, dtype=np.float64)
-    ci_low, ci_high = bootstrap_ci(deltas, confidence=confidence, n_resamples=n_resamples, seed=seed)
+    if deltas.size < 2:  # every resample is the one value: an interval of width 0 would claim certainty
+        ci_low = ci_high = math.nan
+    else:
+        ci_low, ci_high = bootstrap_ci(deltas, confidence=confidence, n_resamples=n_resamples, seed=seed)
     wins, ties, losses = win_tie_loss(deltas)
     return PairedComparison(
         n=int(deltas.size),
