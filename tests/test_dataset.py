@@ -1072,17 +1072,20 @@ def test_a_query_set_of_nul_bytes_is_refused_before_it_is_read(tmp_path):
     )
 
 
-@pytest.mark.parametrize("written, read", [("010", 8), ("07", 7), ("1:0", 60)])
-def test_a_grade_yaml_11_reads_otherwise_is_refused(tmp_path, written, read):
+@pytest.mark.parametrize("written, read, base, column", [("010", 8, "octal", 39), ("07", 7, "octal", 39),
+                                                       ("1:0", 60, "base 60", 39)])
+def test_a_grade_yaml_11_reads_otherwise_is_refused(tmp_path, written, read, base, column):
     """010 was the grade 8 (YAML 1.1 octal), 1:0 the grade 60 (base 60), without a word; a TREC qrels file reads
-    010 as 10. 0x2 and 1_0 read as the numbers they look like (2 and 10) and are kept."""
+    010 as 10. Refused where the YAML is read (one rule for any number: a grade, a threshold, an id). 0x2 and 1_0
+    read as the numbers they look like (2 and 10) and are kept."""
     path = tmp_path / "set.yaml"
     path.write_text(f"corpus: [{{id: a, text: x}}, {{id: b, text: y}}]\n"
                     f"queries:\n  - {{id: q1, text: x, judgements: {{a: {written}, b: 0x2}}}}\n")
-    assert problems_of_call(load_yaml_query_set, path) == [
-        f"{path}: queries[0](q1).judgements.a: a grade is a finite number such as 2, 0.5 or -1; YAML 1.1 reads "
-        f"{written} as {read} (a leading 0 is octal, a colon counts in base 60): write the grade as plain digits "
-        f"(got {written})"]
+    with pytest.raises(DatasetError) as excinfo:
+        load_yaml_query_set(path)
+    assert str(excinfo.value) == (
+        f"{path}: line 3, column {column}: invalid YAML: YAML 1.1 reads {written} as the number {read} ({base}); "
+        f"write {read}, or quote it if it is text ('{written}')")
     path.write_text(path.read_text().replace(f"a: {written}", "a: 1_0"))
     assert load_yaml_query_set(path).judgements == {"q1": {"a": 10.0, "b": 2.0}}
 

@@ -114,15 +114,15 @@ def test_values_read_in_labels_as_written_and_slugged(tmp_path):
 
 
 def test_an_integer_written_otherwise_reads_in_a_label_as_its_value(tmp_path):
-    """k1: [1_0, 010] are 10 and 8 (YAML 1.1): the labels say so. For a moment they said k1-1_0 and k1-010 (the
-    text as written), a label naming a value the variant did not use; and 40 and 4_0 were two variants."""
+    """k1: [1_0, 0x8] are 10 and 8: the labels say so. For a moment they said k1-1_0 and k1-0x8 (the text as
+    written), a label naming a value the variant did not use; and 40 and 4_0 were two variants."""
     text = yaml.safe_dump(sweep_config(), sort_keys=False).split("sweep:")[0] + (
-        "sweep:\n  grid:\n    - retriever: bm25\n      params: {k1: [1_0, 010, 0x3]}\nmetrics: [ndcg@10]\n"
+        "sweep:\n  grid:\n    - retriever: bm25\n      params: {k1: [1_0, 0x8, +3]}\nmetrics: [ndcg@10]\n"
     )
     config = load_config(write(tmp_path, text))
     assert [(r.label, r.params["k1"]) for r in config.model.retrievers[1:]] == [
         ("bm25.k1-10", 10), ("bm25.k1-8", 8), ("bm25.k1-3", 3)]
-    same = text.replace("[1_0, 010, 0x3]", "[40, 4_0]")
+    same = text.replace("[1_0, 0x8, +3]", "[40, 4_0]")
     assert "the variant label 'bm25.k1-40' is generated twice" in error_of(write(tmp_path, same))
 
 

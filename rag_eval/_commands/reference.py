@@ -281,7 +281,8 @@ def _strictness_lines(model: type[BaseModel]) -> list[str]:
     if config.get("strict"):
         lines.append(
             "Types are strict: `top_k: \"10\"` or `top_k: yes` is an error, not 10 or 1; a whole number is "
-            "accepted where a number is expected."
+            "accepted where a number is expected. An integer YAML 1.1 reads in octal (`010` is 8) or base 60 "
+            "(`1:30` is 90) is an error wherever it stands."
         )
     return [" ".join(lines)] if lines else []
 

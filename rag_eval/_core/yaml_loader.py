@@ -47,6 +47,8 @@ MAX_ALIAS_BYTES = MAX_CONFIG_BYTES
 # stack (and every recursive reader of the result) gives out at a few hundred.
 MAX_NESTING = 100
 
+# An integer YAML 1.1 reads otherwise than it looks: a leading 0 (octal) or a colon (base 60).
+_SURPRISING_INT = re.compile(r"[-+]?0[0-9_]+|[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+", re.ASCII)
 _SURROGATE = re.compile("[\ud800-\udfff]")  # half of a UTF-16 pair: from an escape such as "\\ud83d"
 
 def load_yaml(
@@ -218,7 +220,15 @@ def _safe_loader() -> type:
 
     def construct_int(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> Any:
         value = yaml.SafeLoader.construct_yaml_int(loader, node)
-        # 010 is 8 and 007 is 7 in YAML 1.1: remembered, so that an id written so is refused, not renamed.
+        if _SURPRISING_INT.fullmatch(node.value):
+            # 010 is 8 (octal) and 1:30 is 90 (base 60) in YAML 1.1: nobody means that in a grade, a threshold, a
+            # top_k or an id. Refused wherever it stands, with both readings.
+            base = "base 60" if ":" in node.value else "octal"
+            raise yaml.constructor.ConstructorError(
+                None, None, f"YAML 1.1 reads {node.value} as the number {value} ({base}); write {value}, or quote it "
+                f"if it is text ('{node.value}')", node.start_mark,
+            )
+        # 1_000, 0x1F, +5: the numbers they look like, remembered as written so that an id written so is refused
         return IntAsWritten(value, node.value) if str(value) != node.value else value
 
     SafeBoundedLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, construct_mapping)

@@ -56,3 +56,7 @@ class IntAsWritten(int):
         number = super().__new__(cls, value)
         number.written = written
         return number
+
+    def __reduce__(self) -> tuple[type[IntAsWritten], tuple[int, str]]:
+        # copy, deepcopy and pickle (a plug-in copying its parameters, Ray shipping them) rebuild it from both
+        return (IntAsWritten, (int(self), self.written))

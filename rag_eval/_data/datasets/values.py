@@ -23,8 +23,6 @@ from rag_eval._core.yaml_numbers import IntAsWritten
 # "infinity" and non-ASCII digits, none of which is a grade.
 _NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?", re.ASCII)
 GRADE_FORM = "a grade is a finite number such as 2, 0.5 or -1"
-# An integer written with a leading 0 (YAML 1.1 reads 010 as octal 8, 09 as 9): not the number it looks like.
-_SURPRISING_INT = re.compile(r"[-+]?0[0-9_]+", re.ASCII)
 
 
 def id_from_value(value: Any, *, spaces: bool = False) -> str:
@@ -84,11 +82,8 @@ def text_problem(text: str) -> str | None:
 
 
 def grade_from_value(value: Any) -> float:
-    """A grade from a YAML or JSON value: an int or float, finite and within float range; not an integer YAML 1.1
-    reads otherwise than it looks (``010`` is 8 in octal, ``1:0`` is 60 in base 60)."""
-    if isinstance(value, IntAsWritten) and (_SURPRISING_INT.fullmatch(value.written) or ":" in value.written):
-        raise ValueError(f"{GRADE_FORM}; YAML 1.1 reads {value.written} as {int(value)} (a leading 0 is octal, a colon "
-                         "counts in base 60): write the grade as plain digits")
+    """A grade from a YAML or JSON value: an int or float, finite and within float range (an integer YAML 1.1 reads
+    otherwise than it looks, ``010`` or ``1:0``, is refused where the YAML is read)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         if isinstance(value, str) and _NUMBER.fullmatch(value.strip()):
             raise ValueError(f"{GRADE_FORM}, written without quotes")
