@@ -569,3 +569,19 @@ def test_under_micro_the_decision_says_when_the_summary_puts_another_variant_fir
     assert "**Ship Y**" in text
     assert (f"there X comes first ({ideal / (ideal + 1):.4f} against {2 / (ideal + 1):.4f}).** Decide which one your "
             "users meet") in text
+
+
+def test_means_and_differences_equal_but_for_rounding_are_equal():
+    """[0.3, 0.2, 0.1] and [0.1, 0.2, 0.3] have means 0.19999999999999998 and 0.20000000000000004: the variant
+    outranked the declared baseline it ties. Differences of 0.1 computed as 0.09999999999999998 on some queries
+    gave an MDE of < 0.0001 ("finds any difference"), where exactly equal ones give n/a."""
+    qids = ("q1", "q2", "q3")
+    base, other = np.array([0.3, 0.2, 0.1]), np.array([0.1, 0.2, 0.3])
+    assert base.mean() != other.mean()  # (the premise: a few ulps apart)
+    for order in (("base", "other"), ("other", "base")):
+        runs = {"base": res(base, qids), "other": res(other, qids)}
+        decision = decide_run({label: runs[label] for label in order}, M, "base", n_resamples=2000)
+        assert decision.best == "base" and [v.label for v in decision.variants] == ["base", "other"]
+    noisy = [0.09999999999999998, 0.10000000000000009, 0.1, 0.09999999999999998]
+    assert minimum_detectable_difference(noisy) == 0.0 == minimum_detectable_difference([0.1] * 4)
+    assert minimum_detectable_difference([0.1, 0.1, 0.1, 0.1 + 1e-9]) > 0.0  # a real difference, however small

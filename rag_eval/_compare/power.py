@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from rag_eval._scoring.distributions import noncentral_t_cdf, normal_cdf, normal_quantile, t_tail_inverse
-from rag_eval._scoring.stats import rescaled, sample_sd
+from rag_eval._scoring.stats import UNCHANGED_WITHIN, rescaled, sample_sd
 
 __all__ = [
     "ALPHA",
@@ -81,7 +81,9 @@ def minimum_detectable_difference(deltas: Sequence[float] | np.ndarray, alpha: f
     if n < 2:
         return math.nan
     sd = sample_sd(d)
-    if sd == 0.0 or bool(np.all(d == d[0])):
+    if sd == 0.0 or float(np.ptp(d)) <= UNCHANGED_WITHIN:
+        # equal differences (within rounding: 0.1 computed as 0.09999999999999998 on one query): no variance to
+        # estimate from, whatever a few ulps say
         return 0.0
     low, high = 0.0, 3.0 * sd / math.sqrt(n)
     while (reached := t_test_power(high, sd, n, alpha)) < power:  # widen the bracket (only for very small n)
