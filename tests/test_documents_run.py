@@ -741,3 +741,28 @@ def test_validate_looks_a_static_ranking_of_whole_documents_up_in_the_documents(
     assert (code, out) == (2, "")
     assert err.splitlines() == [f"{config}: retriever 'st': static: rankings: query 'q-coral' ranks doc "
                                 "'oceans/nothere.md', which is not in the corpus", "rag-eval: 1 problem found"]
+
+
+@pytest.mark.parametrize("chunker, ranked, problem", [
+    (None, "oceans/pacific.md#0-99999", "retriever 'st': query 'q-coral', span 0 ('oceans/pacific.md', 0, 99999): "
+                                        "end 99999 is past the end of the document (666 characters)"),
+    ("c", "oceans/nope.md#0-10", "retriever 'st': static: rankings: query 'q-coral' ranks doc 'oceans/nope.md#0-10', "
+                                 "which is not in the corpus"),
+])
+def test_validate_checks_stored_chunk_ids_as_far_as_the_documents_tell(tmp_path, capsys, chunker, ranked, problem):
+    """A stored chunk id past its document's end (no chunker: the retriever's own spans), or of a document not in
+    the dataset (with a chunker): validate said OK, run refused. (A chunk id that is not one of the chunker's
+    chunks needs the chunking: run finds it.)"""
+    spec = {"label": "st", "adapter": "static", "params": {"rankings": {"q-coral": [ranked]}}}
+    config = tmp_path / "run.yaml"
+    config.write_text(json.dumps({
+        "dataset": {"path": str(REPO / "datasets" / "ocean_documents.yaml")},
+        "chunking": {"c": {"method": "fixed", "size": 40}},
+        "retrievers": [{**spec, "chunker": chunker} if chunker else spec],
+        "metrics": ["doc_ndcg@10"], "output": "out"}))
+    for command in ("validate", "run"):
+        code, out, err = run_cli(capsys, command, config, *(["--no-progress"] if command == "run" else []))
+        assert (code, out) == (2, ""), err
+        (line, *_) = err.splitlines()
+        assert line.startswith((f"{config}: retriever 'st'", f"rag-eval: error: {config}: retriever 'st'")), err
+        assert line.endswith(problem.split(": ", 1)[1]), err  # (run adds "(static) failed in search()")

@@ -19,6 +19,7 @@ from rag_eval._models.chunking.tokenizers import load_tokenizer
 from rag_eval._run.build import build_retriever
 from rag_eval._run.chunking_use import check_chunking_use
 from rag_eval._run.inputs import check_outputs_are_not_inputs
+from rag_eval._run.own_spans import as_span_lists, checked_own_spans, returns_own_spans
 from rag_eval._run.plan import load_config_dataset, plan_run
 from rag_eval._run.results_file import load_results_file
 
@@ -99,13 +100,20 @@ def _check_stored_ranking(spec: RetrieverSpec, config: LoadedConfig, dataset: An
     retriever = build_retriever(spec, config)
     if dataset is None:
         return
-    if spec.chunker is None:  # the corpus run gives it: passages, or whole documents (chunk ids exist once chunked)
-        retriever.index(dataset.corpus)
+    # Passages, or whole documents: with a chunker, a chunk id's document is looked up (its offsets need the chunks)
+    retriever.index(dataset.corpus)
+    queries = {qid: query.text for qid, query in dataset.queries.items()}
     try:
-        retriever.search({qid: query.text for qid, query in dataset.queries.items()}, config.model.top_k)
+        answer = retriever.search(queries, config.model.top_k)
     except RagEvalError as error:
         where = f"{config.path}: retriever {spec.label!r}"
         raise RetrieverError(f"{where}: {error}", problems=[f"{where}: {p}" for p in error.problems]) from None
+    if spec.chunker is None and dataset.has_documents and returns_own_spans(answer, dataset.documents):
+        try:  # chunk ids of the documents: their offsets checked as run checks them
+            checked_own_spans(spec.label, as_span_lists(spec.label, answer, dataset.documents), queries,
+                              dataset.documents)
+        except RagEvalError as error:  # (the message names the retriever already)
+            raise RetrieverError(f"{config.path}: {error}") from None
 
 
 def _regression_problems(config: LoadedConfig, dataset: Any) -> list[str]:
