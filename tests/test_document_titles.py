@@ -207,6 +207,13 @@ def test_front_matter_values(text, title):
     assert markdown_title(text)[0] == title
 
 
+def test_a_front_matter_title_holding_a_lone_surrogate_is_noted_and_a_pair_joined():
+    """Front matter is read apart from rag_eval's YAML loader: a lone surrogate there became the document's title."""
+    assert markdown_title('---\ntitle: "Bad \\ud800 title"\n---\n# Heading\n') == (
+        "Heading", "its front matter's title holds a lone surrogate U+D800 at position 5, which is not UTF-8 text")
+    assert markdown_title('---\ntitle: "Wave \\ud83c\\udf0a"\n---\n') == ("Wave \U0001F30A", None)
+
+
 def test_one_line_and_file_title_and_heading_title_by_hand():
     assert one_line("  a\n\tb  ") == "a b"
     assert file_title("docs/Read Me.md") == "Read Me"

@@ -142,6 +142,15 @@ def test_any_number_is_a_rank(tmp_path, rank):
     assert fast == slow == [("q1", "a", (2.5).hex()), ("q1", "b", (1.5).hex())]
 
 
+def test_a_rank_too_large_for_a_float_is_said_so(tmp_path):
+    """It was "not a number", with the advice about doc ids holding a space."""
+    path = tmp_path / "r.run"
+    path.write_text("q1 Q0 a 1e400 2.5 t\n")
+    with pytest.raises(InputFormatError, match=r"^.*r.run:1: the rank field '1e400' is too large for a float64 "
+                                               r"\(at most about 1\.8e308\)$"):
+        engine.read_run(path)
+
+
 @pytest.mark.parametrize("rank", [".", "1-5", "2024-05", "-", "r1", "0x1", "1e"])
 @pytest.mark.parametrize("others", ["1", "nan"])  # the verdict on a line does not depend on the other lines
 def test_a_rank_is_refused_by_both_readers_alike(tmp_path, rank, others):

@@ -61,6 +61,14 @@ def surrogate_problem(value: str) -> str | None:
     return f"holds a lone surrogate U+{ord(half.group()):04X} at position {half.start() + 1}, which is not UTF-8 text"
 
 
+def joined_pairs(value: str) -> str:
+    """``value`` with each UTF-16 pair written as two escapes (``"\\ud83d\\ude00"``, as JSON writes an emoji and
+    YAML readers keep apart) joined into its one character; a half without its pair stays (surrogate_problem)."""
+    if value.isascii() or _SURROGATE.search(value) is None:
+        return value
+    return value.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
+
+
 def stored_id_problem(value: str) -> str | None:
     """:func:`id_problem`, and ASCII white space: the rule for ids read from a dataset or a stored ranking."""
     problem = id_problem(value)

@@ -33,7 +33,7 @@ from yaml.nodes import CollectionNode, MappingNode, Node
 
 from rag_eval._core.errors import ConfigError, RagEvalError
 from rag_eval._core.files import MAX_CONFIG_BYTES, read_text
-from rag_eval._core.ids import SURROGATE_FIX
+from rag_eval._core.ids import SURROGATE_FIX, joined_pairs, surrogate_problem
 from rag_eval._core.messages import shown
 from rag_eval._core.yaml_numbers import EXPONENT_NUMBER, IntAsWritten, NumberAsText
 
@@ -49,7 +49,6 @@ MAX_NESTING = 100
 
 # An integer YAML 1.1 reads otherwise than it looks: a leading 0 (octal) or a colon (base 60).
 _SURPRISING_INT = re.compile(r"[-+]?0[0-9_]+|[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+", re.ASCII)
-_SURROGATE = re.compile("[\ud800-\udfff]")  # half of a UTF-16 pair: from an escape such as "\\ud83d"
 
 def load_yaml(
     path: str | Path,
@@ -203,16 +202,12 @@ def _safe_loader() -> type:
 
     def construct_str(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> Any:
         value = yaml.SafeLoader.construct_yaml_str(loader, node)
-        if not value.isascii() and _SURROGATE.search(value):
-            # "\ud83d\ude00": a UTF-16 pair written as two escapes, as JSON writes an emoji; PyYAML keeps the two
-            # halves apart, JSON joins them into one character. Joined here too; a half without its pair stays.
-            value = value.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
-            half = _SURROGATE.search(value)
-            if half is not None:  # not text: every later step that writes it as UTF-8 would fail (exit 3)
-                raise yaml.constructor.ConstructorError(
-                    None, None, f"{shown(value)} holds a lone surrogate U+{ord(half.group()):04X} at position "
-                    f"{half.start() + 1}, which is not UTF-8 text; {SURROGATE_FIX}", node.start_mark,
-                )
+        value = joined_pairs(value)  # "\ud83d\ude00" is one emoji, as JSON reads it
+        problem = surrogate_problem(value)
+        if problem is not None:  # not text: every later step that writes it as UTF-8 would fail (exit 3)
+            raise yaml.constructor.ConstructorError(
+                None, None, f"{shown(value)} {problem}; {SURROGATE_FIX}", node.start_mark,
+            )
         # style None: written without quotes. A quoted '1e3' is text on purpose.
         if node.style is None and EXPONENT_NUMBER.fullmatch(value):
             return NumberAsText(value)

@@ -35,6 +35,7 @@ from typing import Any
 
 import yaml
 
+from rag_eval._core.ids import joined_pairs, surrogate_problem
 from rag_eval._core.messages import some_of
 
 AUTO, FILE_NAME, NONE = "auto", "file_name", "none"
@@ -111,6 +112,10 @@ def _front_matter_title(block: str) -> tuple[str, str | None]:
         return "", None
     if not isinstance(raw, str):
         return "", "its front matter's title is not text"
+    raw = joined_pairs(raw)  # (read by BaseLoader, not rag_eval's loader: the same rule here)
+    problem = surrogate_problem(raw)
+    if problem is not None:
+        return "", f"its front matter's title {problem}"
     return one_line(raw), None
 
 

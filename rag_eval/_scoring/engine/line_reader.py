@@ -86,6 +86,9 @@ def read_lines(path: Path, layout: Layout) -> FlatTable:
             _check_id(doc, "doc id", where)
             for index in layout.number_fields:
                 if number_or_none(fields[index]) is None:
+                    if is_overflow(fields[index]):
+                        raise InputFormatError(f"{where}: the {layout.columns[index]} field {fields[index].decode()!r} "
+                                               "is too large for a float64 (at most about 1.8e308)")
                     raise InputFormatError(
                         f"{where}: the {layout.columns[index]} field {fields[index].decode()!r} is not a number; "
                         f"a {layout.name} line is '{' '.join(layout.columns)}', so a doc id cannot hold a space"
