@@ -1,10 +1,11 @@
-"""Numbers YAML 1.1 reads otherwise than they look: ``1e3`` as text, ``010`` as the integer 8.
+"""Numbers YAML 1.1 reads otherwise than they look: ``1e3`` as text, ``1_000`` as the integer 1000.
 
 :class:`NumberAsText` is the str that remembers the first, so a message can say why; apart from the
 loader (:mod:`rag_eval._core.yaml_loader`), which makes these strings, only messages
 (:mod:`rag_eval._core.messages`) look at the type. :class:`IntAsWritten` is the int that remembers
-how the second was written, so that an id written ``007`` or ``010`` is refused, not silently
-renamed 7 or 8 (rag_eval._data.datasets.values.id_from_value).
+how the second was written, so that an id written ``1_000`` or ``0x1F`` is refused, not silently
+renamed 1000 or 31 (rag_eval._data.datasets.values.id_from_value). (Octal and base 60, ``010`` and
+``1:30``, are refused by the loader itself, wherever they stand.)
 """
 
 from __future__ import annotations
@@ -43,8 +44,8 @@ class NumberAsText(str):
 
 
 class IntAsWritten(int):
-    """An unquoted integer that YAML 1.1 read as a number written otherwise: ``010`` (8, octal), ``007`` (7),
-    ``1_000`` (1000), ``12:30`` (750, base 60), ``0x1F`` (31), ``+5`` (5).
+    """An unquoted integer that YAML 1.1 read as a number written otherwise: ``1_000`` (1000), ``0x1F`` (31),
+    ``+5`` (5), ``-0`` (0).
 
     An ordinary ``int`` everywhere, its repr included (``top_k: 1_000`` is 1000, a sweep's label says 1000);
     ``written`` is the scalar as it stands in the file, which messages show (rag_eval._core.messages.shown).

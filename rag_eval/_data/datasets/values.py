@@ -35,7 +35,7 @@ def id_from_value(value: Any, *, spaces: bool = False) -> str:
         # (From JSON, true or false; from YAML also an unquoted yes, no, on or off.)
         raise ValueError("an id must be text, not true/false (YAML reads an unquoted yes, no, on or off so too): "  # noqa: TRY004
                          "quote it")
-    if isinstance(value, IntAsWritten):  # 010 (octal), 007, 1_000, 12:30 (base 60): YAML 1.1 changed the digits
+    if isinstance(value, IntAsWritten):  # 1_000, 0x1F, +5: YAML 1.1 changed the digits
         raise ValueError(f"an id must be text; YAML read {value.written} as the number {int(value)}, which is not "
                          f"how it is written: quote it ('{value.written}')")
     if isinstance(value, int):
