@@ -10,6 +10,7 @@ from __future__ import annotations
 from rag_eval._compare.hole_flips import GateHoles
 from rag_eval._compare.power import Power
 from rag_eval._compare.regression import GateResult, Verdict
+from rag_eval._report.comparison import MICRO_VALUES
 from rag_eval._report.decision import POWER_TARGET
 from rag_eval._report.format import beyond_range, fmt_mde, signed
 from rag_eval._report.incomparable import render_incomparable
@@ -40,9 +41,7 @@ def verdict_lines(verdict: Verdict) -> list[str]:
     micro = [r.gate.metric for r in verdict.gates if parse_metric(r.gate.metric).micro_parts is not None]
     if micro and verdict.baseline.results.options.get("aggregation") == "micro":
         # A micro value is not the mean of the per-query values the tests pair: say so where the numbers are read.
-        lines.append(f"micro\t{', '.join(micro)}\tbaseline and candidate are the dataset values (total DCG / total "
-                     "IDCG); delta, its interval and the test are the mean per-query difference, so delta need not be "
-                     "their difference, nor have its sign")
+        lines.append(f"micro\t{', '.join(micro)}\t{MICRO_VALUES}")
     lines += _approximation_lines(verdict)
     lines.append(
         f"verdict: {'PASS' if verdict.passed else 'FAIL'} ({len(verdict.failed)} of {len(verdict.gates)} gates failed)"

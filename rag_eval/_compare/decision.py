@@ -209,7 +209,7 @@ def decide_run(
     def rank_key(label: str) -> tuple[bool, float, bool]:
         mean = summary[label][1]
         # Means equal in exact arithmetic differ by a few ulps when summed in another order (0.2 and
-        # 0.19999999999999998): compared rounded, as equal.
+        # 0.19999999999999998): compared rounded to 12 decimals, the scale of stats.UNCHANGED_WITHIN (1e-12).
         return (True, 0.0, True) if math.isnan(mean) else (False, parsed.best_first_key(round(mean, 12)),
                                                           label != baseline)
 

@@ -26,6 +26,10 @@ from rag_eval._report.format import (
 from rag_eval._run.documents import chunking_text
 from rag_eval._scoring.metrics.measures import parse_metric
 
+# What a micro dataset value is next to the paired statistics: said in comparison.md and in compare's lines.
+MICRO_VALUES = ("baseline and candidate are the dataset values (total DCG / total IDCG); delta, its interval and the "
+                "test are the mean per-query difference, so delta need not be their difference, nor have its sign")
+
 MOVERS = 10
 SIDE_BY_SIDE = 3
 
@@ -69,11 +73,7 @@ def render_comparison(verdict: Verdict, passages: Mapping[str, Mapping[str, str]
     lines += ["", _stats_note(verdict.confidence), ""]
     if verdict.baseline.results.options.get("aggregation") == "micro":
         lines += [
-            (
-                "Aggregation is micro: Baseline and Candidate are the dataset values (Σ DCG / Σ IDCG for nDCG), "
-                "while Δ, its CI, the tests and the gates use the per-query values, so Δ need not equal their "
-                "difference."
-            ),
+            f"Aggregation is micro: {MICRO_VALUES} (the gates are decided on the per-query values).",
             "",
         ]
     lines += _win_tie_loss(verdict)

@@ -96,8 +96,7 @@ def micro_note(decision: Decision, results: Mapping[str, Any]) -> str:
     the Summary by total DCG / total IDCG; said, and said loudly when the two put another variant first."""
     metric = parse_metric(decision.metric)
     aggregate = {label: res.aggregate.get(decision.metric) for label, res in results.items()}
-    if metric.micro_parts is None or any(getattr(res, "options", {}).get("aggregation") != "micro"
-                                         for res in results.values()):
+    if metric.micro_parts is None or any(res.options.get("aggregation") != "micro" for res in results.values()):
         return ""
     ranked = [v.label for v in decision.variants]
     finite = {label: value for label, value in aggregate.items() if value is not None and math.isfinite(value)}

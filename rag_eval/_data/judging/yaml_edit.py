@@ -14,6 +14,7 @@ imported inside the functions (docs/architecture.md: lazy imports).
 from __future__ import annotations
 
 import copy
+import functools
 import io
 from collections import Counter
 from collections.abc import Mapping, MutableMapping
@@ -72,18 +73,31 @@ def scalar(value: Any) -> Any:
     which reads query sets) would not read back as that text is double-quoted (``yes``, ``off``, ``010``), and so
     is one holding a line break or spaces at an end; anything else as it is. ruamel writes YAML 1.2, where ``yes``
     is plain text, and quotes itself what YAML 1.2 reads otherwise (``null``, ``2024-01-01``)."""
-    from ruamel.yaml.nodes import ScalarNode
-    from ruamel.yaml.resolver import VersionedResolver
     from ruamel.yaml.scalarstring import DoubleQuotedScalarString, ScalarString
 
     if not isinstance(value, str) or isinstance(value, ScalarString):  # a ScalarString keeps the file's quoting
         return value
-    text = "tag:yaml.org,2002:str"
-    read_as = yaml.resolver.Resolver().resolve(yaml.ScalarNode, value, (True, False))
-    written_plain = VersionedResolver().resolve(ScalarNode, value, (True, False)) == text
-    if (read_as != text and written_plain) or "\n" in value or value != value.strip():
+    if _read_otherwise(value) or "\n" in value or value != value.strip():
         return DoubleQuotedScalarString(value)
     return value
+
+
+@functools.lru_cache(maxsize=1)
+def _resolvers() -> tuple[Any, Any]:
+    """PyYAML's (YAML 1.1, what reads query sets) and ruamel's (YAML 1.2, what writes them) resolvers: built once."""
+    from ruamel.yaml.resolver import VersionedResolver
+
+    return yaml.resolver.Resolver(), VersionedResolver()
+
+
+def _read_otherwise(value: str) -> bool:
+    """Whether ruamel writes ``value`` plain and PyYAML reads that back as something else than this text."""
+    from ruamel.yaml.nodes import ScalarNode
+
+    text = "tag:yaml.org,2002:str"
+    read, written = _resolvers()
+    return bool(read.resolve(yaml.ScalarNode, value, (True, False)) != text
+                and written.resolve(ScalarNode, value, (True, False)) == text)
 
 
 def flow_map(items: dict[str, Any]) -> Any:
